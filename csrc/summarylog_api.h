@@ -1,0 +1,155 @@
+/* summarylog_api.h - the whole public C surface of the native core.
+ *
+ * This is the only header cffi parses (summarylog/_native_build.py reads it
+ * between the CDEF markers), so it holds plain prototypes, fixed-width types
+ * and integer constants only.  Every exported name takes the slg_ prefix.
+ * Return convention: 0 or a positive status on success, -errno on failure.
+ */
+#ifndef SUMMARYLOG_API_H
+#define SUMMARYLOG_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CDEF-BEGIN */
+
+/* ---- CRC32C (crc32c.c) ------------------------------------------------ */
+#define SLG_CRC_AUTO -1
+#define SLG_CRC_PORTABLE 0
+#define SLG_CRC_SSE42 1
+#define SLG_CRC_ARM64 2
+
+/* Extend a finished CRC32C `crc` (0 for a fresh start) over data[0:n]. */
+uint32_t slg_crc32c(uint32_t crc, const char *data, size_t n);
+/* TFRecord's masked CRC32C of data[0:n]. */
+uint32_t slg_masked_crc32c(const char *data, size_t n);
+uint32_t slg_crc_mask(uint32_t crc);
+uint32_t slg_crc_unmask(uint32_t masked);
+/* The implementation slg_crc32c uses now (SLG_CRC_*). */
+int slg_crc32c_impl(void);
+/* 1 if this build and CPU can run `impl`, else 0. */
+int slg_crc32c_has_impl(int impl);
+/* Select an implementation (SLG_CRC_AUTO re-probes); -ENOTSUP if unavailable. */
+int slg_crc32c_select(int impl);
+/* Run one named implementation (tests); the caller checks has_impl first. */
+uint32_t slg_crc32c_with(int impl, uint32_t crc, const char *data, size_t n);
+
+/* ---- TFRecord framing (record.c) -------------------------------------- */
+#define SLG_HEADER_SIZE 12
+#define SLG_FOOTER_SIZE 4
+#define SLG_FRAME_OVERHEAD 16
+
+/* Frame one payload into out (which holds len + 16 bytes); returns bytes written. */
+uint64_t slg_frame(char *out, const char *payload, uint64_t len);
+/* Frame n payloads stored back to back in concat (lengths in lens) into out,
+ * which holds sum(lens) + 16 n bytes; returns bytes written. */
+uint64_t slg_frame_many(char *out, const char *concat, const uint64_t *lens, uint64_t n);
+
+/* ---- Buffered record writer (writer.c) -------------------------------- */
+#define SLG_DURABILITY_NONE 0
+#define SLG_DURABILITY_FLUSH 1
+#define SLG_DURABILITY_FSYNC 2
+#define SLG_ON_FULL_BLOCK 0
+#define SLG_ON_FULL_DROP 1
+#define SLG_DROPPED 1          /* write() status: record dropped, buffer full */
+
+typedef struct slg_writer slg_writer;
+
+typedef struct {
+    uint64_t records_accepted;   /* records framed into the buffer */
+    uint64_t records_written;    /* records that reached the OS */
+    uint64_t bytes_written;      /* file bytes that reached the OS */
+    uint64_t records_dropped;    /* dropped: buffer full (on_full=drop) */
+    uint64_t records_lost;       /* lost to I/O errors */
+    uint64_t bytes_lost;
+    uint64_t flushes;            /* write rounds that wrote something */
+    uint64_t fsyncs;             /* fdatasync calls */
+    uint64_t errors;             /* I/O errors seen */
+    uint64_t blocked_ns;         /* time callers spent waiting for space */
+    uint64_t buffered_bytes;     /* bytes accepted but not yet at the OS */
+    uint64_t file_size;          /* bytes in the file as far as we know */
+    int32_t last_errno;          /* errno of the latest I/O error, 0 if none */
+    int32_t closed;
+} slg_writer_stats;
+
+/* Create path with O_CREAT|O_EXCL (never truncates or appends to a file it did
+ * not create) and start the flusher thread.  flush_secs: timer period (s);
+ * flush_bytes: buffered size that wakes the flusher early; max_buffer: cap on
+ * buffered bytes; durability and on_full: SLG_* above. */
+int slg_writer_open(const char *path, uint32_t mode, double flush_secs,
+                    uint64_t flush_bytes, uint64_t max_buffer, int durability,
+                    int on_full, slg_writer **out);
+/* Frame and buffer one payload.  0, SLG_DROPPED, or -errno of an I/O error
+ * not yet reported (each error is reported once, then cleared). */
+int slg_writer_write(slg_writer *w, const char *payload, uint64_t len);
+/* Frame and buffer n payloads given back to back; atomic with respect to
+ * other callers.  *accepted receives how many were buffered. */
+int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *lens,
+                          uint64_t n, uint64_t *accepted);
+/* Buffer bytes as they are (already framed, or a compressed block). */
+int slg_writer_write_raw(slg_writer *w, const char *data, uint64_t len, uint64_t records);
+/* Return once everything buffered before the call reached the OS (and, with
+ * SLG_DURABILITY_FSYNC, the disk).  0 or -errno. */
+int slg_writer_flush(slg_writer *w);
+/* Flush, fdatasync unless durability is NONE, close the file, stop the thread.
+ * Idempotent.  0 or -errno of the first unreported error. */
+int slg_writer_close(slg_writer *w);
+/* Close if needed and free. */
+void slg_writer_free(slg_writer *w);
+void slg_writer_get_stats(slg_writer *w, slg_writer_stats *out);
+/* -errno of an unreported I/O error (and clear it), else 0. */
+int slg_writer_take_error(slg_writer *w);
+/* Test hook: make the next `count` write(2) calls fail with errno `err`
+ * (0 clears).  Only meant for tests. */
+void slg_writer_inject_fault(slg_writer *w, int err, int count);
+
+/* ---- Record scanner (scanner.c) --------------------------------------- */
+#define SLG_SCAN_SPANS_FULL 1   /* span array full: call again */
+#define SLG_SCAN_NEED_MORE 2    /* need bytes from state.pos onward */
+#define SLG_SCAN_END 3          /* clean end at state.pos */
+#define SLG_SCAN_TORN 4         /* partial record at state.pos (not yet written) */
+#define SLG_SCAN_ZERO_TAIL 5    /* zero bytes from state.pos to the end */
+
+#define SLG_DAMAGE_BAD_LENGTH_CRC 1
+#define SLG_DAMAGE_BAD_DATA_CRC 2
+#define SLG_DAMAGE_LENGTH_PAST_EOF 3
+#define SLG_DAMAGE_ZERO_FILL 4
+
+#define SLG_UNKNOWN_END 0xFFFFFFFFFFFFFFFFULL
+
+typedef struct {
+    uint64_t offset;    /* payload offset (absolute) */
+    uint64_t length;    /* payload length */
+} slg_span;
+
+typedef struct {
+    uint64_t offset;    /* first damaged byte (absolute) */
+    uint64_t length;    /* damaged bytes skipped */
+    int32_t kind;       /* SLG_DAMAGE_* */
+    int32_t _pad;
+} slg_damage;
+
+typedef struct {
+    uint64_t pos;           /* next offset to examine */
+    uint64_t damage_start;  /* start of the damage being resynchronised */
+    int32_t resyncing;      /* 1 while searching for the next valid header */
+    int32_t damage_kind;    /* kind of that damage */
+    int32_t all_zero;       /* damage bytes seen so far are all zero */
+    int32_t verify_data;    /* check data CRCs (default 1) */
+} slg_scan_state;
+
+/* Scan buf (holding file bytes [base, base+len)) from state->pos.
+ * data_end: absolute end of the data if known (file size), else
+ * SLG_UNKNOWN_END; at_end: 1 if buf's end is the end of the data as of now.
+ * Appends valid payload spans and damage records; returns SLG_SCAN_*. */
+int slg_scan(slg_scan_state *state, const char *buf, uint64_t len, uint64_t base,
+             uint64_t data_end, int at_end, slg_span *spans, uint64_t max_spans,
+             uint64_t *n_spans, slg_damage *damage, uint64_t max_damage,
+             uint64_t *n_damage);
+
+/* ---- Build facts ------------------------------------------------------- */
+const char *slg_version(void);
+
+/* CDEF-END */
+
+#endif /* SUMMARYLOG_API_H */

@@ -1,0 +1,419 @@
+/* writer.c - the buffered record writer.  Callers frame records into an
+ * in-memory buffer under a mutex; one native flusher thread swaps the buffer
+ * out and writes it with pwrite(2) (no GIL: it never touches Python), every
+ * flush_secs, when the buffer passes flush_bytes, or when flush()/close()
+ * asks.  With SLG_DURABILITY_FSYNC each write round ends with one fdatasync
+ * (group commit).  The buffer is capped at max_buffer bytes; when full,
+ * callers block or drop, as chosen at open.
+ *
+ * I/O errors never leave half a batch behind: the file is truncated back to
+ * the end of the last good batch, the batch is counted as lost, and the
+ * error is kept to be reported once through write/flush/close. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "summarylog_api.h"
+
+#define FRAME_CHUNK (1u << 20) /* write_many frames at most this much per lock hold */
+
+typedef struct {
+    char *data;
+    uint64_t len, cap, records;
+} slg_buf;
+
+struct slg_writer {
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* the flusher waits here */
+    pthread_cond_t done; /* flush() and full-buffer waiters wait here */
+    pthread_t thread;
+    int fd;
+    int thread_started;
+    slg_buf cur, spare;
+    uint64_t inflight;
+    uint64_t flush_bytes, max_buffer;
+    double flush_secs;
+    int durability, on_full;
+    uint64_t flush_req, flush_done;
+    int urgent, closing, closed;
+    int pending_err;
+    uint64_t file_off;
+    int fault_err, fault_count;
+    slg_writer_stats st;
+};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void record_error(slg_writer *w, int err) {
+    w->st.errors++;
+    w->st.last_errno = err;
+    if (!w->pending_err) w->pending_err = -err;
+}
+
+static int take_error(slg_writer *w) {
+    int e = w->pending_err;
+    w->pending_err = 0;
+    return e;
+}
+
+/* Write the whole batch at w->file_off; on failure roll the file back. */
+static int write_batch(int fd, uint64_t off, const char *data, uint64_t len, int fault) {
+    uint64_t done = 0;
+    while (done < len) {
+        ssize_t n;
+        size_t want = (size_t)(len - done);
+        if (want > (1u << 30)) want = 1u << 30;
+        if (fault) {
+            /* test hook: write half, then fail */
+            if (want > 1) (void)!pwrite(fd, data + done, want / 2, (off_t)(off + done));
+            errno = fault;
+            fault = 0;
+            n = -1;
+        } else {
+            n = pwrite(fd, data + done, want, (off_t)(off + done));
+        }
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int err = errno;
+            (void)!ftruncate(fd, (off_t)off);
+            return err;
+        }
+        if (n == 0) {
+            (void)!ftruncate(fd, (off_t)off);
+            return EIO;
+        }
+        done += (uint64_t)n;
+    }
+    return 0;
+}
+
+static void *flusher_main(void *arg) {
+    slg_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        double secs = w->flush_secs;
+        time_t whole = (time_t)secs;
+        long frac = (long)((secs - (double)whole) * 1e9);
+        deadline.tv_sec += whole;
+        deadline.tv_nsec += frac;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        while (!w->closing && !w->urgent && w->flush_req == w->flush_done &&
+               w->cur.len < w->flush_bytes) {
+            if (pthread_cond_timedwait(&w->wake, &w->mu, &deadline) == ETIMEDOUT) break;
+        }
+        uint64_t req = w->flush_req;
+        int closing = w->closing;
+        w->urgent = 0;
+        if (w->cur.len > 0) {
+            slg_buf batch = w->cur;
+            w->cur = w->spare;
+            w->cur.len = 0;
+            w->cur.records = 0;
+            w->inflight = batch.len;
+            int fault = 0;
+            if (w->fault_count > 0) {
+                w->fault_count--;
+                fault = w->fault_err;
+            }
+            uint64_t off = w->file_off; /* only this thread changes file_off */
+            pthread_mutex_unlock(&w->mu);
+
+            int err = write_batch(w->fd, off, batch.data, batch.len, fault);
+            int synced = 0;
+            if (!err && w->durability == SLG_DURABILITY_FSYNC) {
+                if (fdatasync(w->fd) != 0) err = errno;
+                else synced = 1;
+            }
+
+            pthread_mutex_lock(&w->mu);
+            if (err) {
+                record_error(w, err);
+                w->st.records_lost += batch.records;
+                w->st.bytes_lost += batch.len;
+            } else {
+                w->file_off = off + batch.len;
+                w->st.records_written += batch.records;
+                w->st.bytes_written += batch.len;
+                w->st.flushes++;
+                w->st.fsyncs += (uint64_t)synced;
+            }
+            w->inflight = 0;
+            batch.len = 0;
+            batch.records = 0;
+            if (batch.cap > w->max_buffer) { /* an oversized record grew it: give it back */
+                free(batch.data);
+                batch.data = NULL;
+                batch.cap = 0;
+            }
+            w->spare = batch;
+        }
+        w->flush_done = req;
+        pthread_cond_broadcast(&w->done);
+        if (closing && w->cur.len == 0) break;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t flush_bytes,
+                    uint64_t max_buffer, int durability, int on_full, slg_writer **out) {
+    *out = NULL;
+    if (!(flush_secs > 0) || flush_secs > 1e6 || max_buffer < 64 || flush_bytes == 0) return -EINVAL;
+    if (durability < SLG_DURABILITY_NONE || durability > SLG_DURABILITY_FSYNC) return -EINVAL;
+    if (on_full != SLG_ON_FULL_BLOCK && on_full != SLG_ON_FULL_DROP) return -EINVAL;
+    slg_writer *w = calloc(1, sizeof *w);
+    if (!w) return -ENOMEM;
+    w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
+    if (w->fd < 0) {
+        int err = errno;
+        free(w);
+        return -err;
+    }
+    w->flush_secs = flush_secs;
+    w->flush_bytes = flush_bytes < max_buffer ? flush_bytes : max_buffer / 2;
+    w->max_buffer = max_buffer;
+    w->durability = durability;
+    w->on_full = on_full;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&w->done, NULL);
+    int rc = pthread_create(&w->thread, NULL, flusher_main, w);
+    if (rc != 0) {
+        close(w->fd);
+        unlink(path);
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->wake);
+        pthread_cond_destroy(&w->done);
+        free(w);
+        return -rc;
+    }
+    w->thread_started = 1;
+    *out = w;
+    return 0;
+}
+
+/* Make room for `need` more bytes in w->cur.  Called with the lock held. */
+static int reserve(slg_writer *w, uint64_t need) {
+    uint64_t t0 = 0;
+    while (w->cur.len + w->inflight + need > w->max_buffer &&
+           !(w->cur.len == 0 && w->inflight == 0)) {
+        if (w->on_full == SLG_ON_FULL_DROP) return SLG_DROPPED;
+        if (!t0) t0 = now_ns();
+        w->urgent = 1;
+        pthread_cond_signal(&w->wake);
+        pthread_cond_wait(&w->done, &w->mu);
+        if (w->closing || w->closed) return -EBADF;
+    }
+    if (t0) w->st.blocked_ns += now_ns() - t0;
+    if (w->cur.len + need > w->cur.cap) {
+        uint64_t cap = w->cur.cap ? w->cur.cap : 65536;
+        while (cap < w->cur.len + need) cap *= 2;
+        if (cap > w->max_buffer && w->cur.len + need <= w->max_buffer) cap = w->max_buffer;
+        char *p = realloc(w->cur.data, (size_t)cap);
+        if (!p) return -ENOMEM;
+        w->cur.data = p;
+        w->cur.cap = cap;
+    }
+    return 0;
+}
+
+static void after_append(slg_writer *w, uint64_t before) {
+    if (before < w->flush_bytes && w->cur.len >= w->flush_bytes) pthread_cond_signal(&w->wake);
+}
+
+int slg_writer_write(slg_writer *w, const char *payload, uint64_t len) {
+    char header[12], footer[4];
+    slg_put_le64(header, len);
+    slg_put_le32(header + 8, slg_masked_crc32c(header, 8));
+    slg_put_le32(footer, slg_masked_crc32c(payload, (size_t)len));
+    uint64_t need = len + SLG_FRAME_OVERHEAD;
+
+    pthread_mutex_lock(&w->mu);
+    if (w->closing || w->closed) {
+        pthread_mutex_unlock(&w->mu);
+        return -EBADF;
+    }
+    int rc = reserve(w, need);
+    if (rc != 0) {
+        if (rc == SLG_DROPPED) w->st.records_dropped++;
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    char *o = w->cur.data + w->cur.len;
+    memcpy(o, header, 12);
+    if (len) memcpy(o + 12, payload, (size_t)len);
+    memcpy(o + 12 + len, footer, 4);
+    uint64_t before = w->cur.len;
+    w->cur.len += need;
+    w->cur.records++;
+    w->st.records_accepted++;
+    after_append(w, before);
+    rc = take_error(w);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *lens, uint64_t n,
+                          uint64_t *accepted) {
+    uint64_t i = 0;
+    int rc = 0;
+    *accepted = 0;
+    pthread_mutex_lock(&w->mu);
+    while (i < n) {
+        if (w->closing || w->closed) {
+            rc = -EBADF;
+            break;
+        }
+        /* take as many records as fit in one chunk (at least one) */
+        uint64_t j = i, bytes = 0;
+        do {
+            bytes += lens[j] + SLG_FRAME_OVERHEAD;
+            j++;
+        } while (j < n && bytes + lens[j] + SLG_FRAME_OVERHEAD <= FRAME_CHUNK);
+        rc = reserve(w, bytes);
+        if (rc != 0) {
+            if (rc == SLG_DROPPED) w->st.records_dropped += n - i;
+            break;
+        }
+        uint64_t before = w->cur.len;
+        for (uint64_t k = i; k < j; k++) {
+            w->cur.len += slg_frame(w->cur.data + w->cur.len, concat, lens[k]);
+            concat += lens[k];
+        }
+        w->cur.records += j - i;
+        w->st.records_accepted += j - i;
+        *accepted += j - i;
+        after_append(w, before);
+        i = j;
+        if (i < n) { /* let other threads and the flusher in between chunks */
+            pthread_mutex_unlock(&w->mu);
+            pthread_mutex_lock(&w->mu);
+        }
+    }
+    if (rc == 0) rc = take_error(w);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int slg_writer_write_raw(slg_writer *w, const char *data, uint64_t len, uint64_t records) {
+    pthread_mutex_lock(&w->mu);
+    if (w->closing || w->closed) {
+        pthread_mutex_unlock(&w->mu);
+        return -EBADF;
+    }
+    int rc = reserve(w, len);
+    if (rc != 0) {
+        if (rc == SLG_DROPPED) w->st.records_dropped += records;
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    uint64_t before = w->cur.len;
+    if (len) memcpy(w->cur.data + w->cur.len, data, (size_t)len);
+    w->cur.len += len;
+    w->cur.records += records;
+    w->st.records_accepted += records;
+    after_append(w, before);
+    rc = take_error(w);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int slg_writer_flush(slg_writer *w) {
+    pthread_mutex_lock(&w->mu);
+    if (w->closed) {
+        pthread_mutex_unlock(&w->mu);
+        return -EBADF;
+    }
+    uint64_t my = ++w->flush_req;
+    pthread_cond_signal(&w->wake);
+    while (w->flush_done < my && !w->closed) pthread_cond_wait(&w->done, &w->mu);
+    int rc = take_error(w);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int slg_writer_close(slg_writer *w) {
+    pthread_mutex_lock(&w->mu);
+    if (w->closed || w->closing) {
+        /* idempotent; a concurrent close waits for the first to finish */
+        while (!w->closed) pthread_cond_wait(&w->done, &w->mu);
+        int rc = take_error(w);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    w->closing = 1;
+    pthread_cond_broadcast(&w->wake);
+    pthread_cond_broadcast(&w->done); /* blocked writers give up */
+    pthread_mutex_unlock(&w->mu);
+
+    if (w->thread_started) pthread_join(w->thread, NULL);
+
+    pthread_mutex_lock(&w->mu);
+    if (w->durability == SLG_DURABILITY_FLUSH && w->st.bytes_written > 0) {
+        if (fdatasync(w->fd) != 0) record_error(w, errno);
+        else w->st.fsyncs++;
+    }
+    if (close(w->fd) != 0 && errno != EINTR) record_error(w, errno);
+    w->fd = -1;
+    w->closed = 1;
+    w->st.closed = 1;
+    pthread_cond_broadcast(&w->done);
+    int rc = take_error(w);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void slg_writer_free(slg_writer *w) {
+    if (!w) return;
+    (void)slg_writer_close(w);
+    free(w->cur.data);
+    free(w->spare.data);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->wake);
+    pthread_cond_destroy(&w->done);
+    free(w);
+}
+
+void slg_writer_get_stats(slg_writer *w, slg_writer_stats *out) {
+    pthread_mutex_lock(&w->mu);
+    *out = w->st;
+    out->buffered_bytes = w->cur.len + w->inflight;
+    out->file_size = w->file_off;
+    pthread_mutex_unlock(&w->mu);
+}
+
+int slg_writer_take_error(slg_writer *w) {
+    pthread_mutex_lock(&w->mu);
+    int rc = take_error(w);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void slg_writer_inject_fault(slg_writer *w, int err, int count) {
+    pthread_mutex_lock(&w->mu);
+    w->fault_err = err;
+    w->fault_count = err ? count : 0;
+    pthread_mutex_unlock(&w->mu);
+}

@@ -1,0 +1,38 @@
+"""summarylog: a framework-agnostic event-log SDK for training loops, with a
+native C core (CRC32C, TFRecord framing, buffered writing, scanning).
+
+``import summarylog`` imports no ML framework.
+"""
+
+from __future__ import annotations
+
+from ._version import __version__
+from .errors import CorruptRecordError, SummarylogError
+
+__all__ = ["__version__", "native_info", "SummarylogError", "CorruptRecordError", "records"]
+
+
+def native_info() -> dict[str, str]:
+    """Facts about the native core: its version and CRC32C implementation."""
+    from ._native import lib
+    from .records import crc32c_impl, crc32c_impls
+
+    return {
+        "version": _lib_version(lib),
+        "crc32c": crc32c_impl(),
+        "crc32c_available": ",".join(crc32c_impls()),
+    }
+
+
+def _lib_version(lib: object) -> str:
+    from ._native import ffi
+
+    return ffi.string(lib.slg_version()).decode()  # type: ignore[attr-defined]
+
+
+def __getattr__(name: str) -> object:
+    if name == "records":
+        import importlib
+
+        return importlib.import_module(".records", __name__)
+    raise AttributeError(f"module 'summarylog' has no attribute {name!r}")

@@ -1,0 +1,67 @@
+"""cffi build script for the native core (``summarylog._native_lib``).
+
+The cdef is the part of ``csrc/summarylog_api.h`` between the CDEF markers;
+the sources are every ``csrc/*.c``.  ``setup.py`` reaches this through
+``cffi_modules``; run alone it compiles the module in place.
+
+Environment switches:
+  SUMMARYLOG_SANITIZE=1  build with ASan + UBSan (tests load it with libasan)
+  SUMMARYLOG_DEBUG=1     -O0 -g
+  SUMMARYLOG_WERROR=1    -Werror
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+
+from cffi import FFI
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+
+
+def _version() -> str:
+    text = (ROOT / "summarylog" / "_version.py").read_text()
+    match = re.search(r'__version__ = "([^"]+)"', text)
+    assert match, "summarylog/_version.py has no __version__"
+    return match.group(1)
+
+
+def _cdef() -> str:
+    header = (CSRC / "summarylog_api.h").read_text()
+    body = header.split("/* CDEF-BEGIN */", 1)[1].split("/* CDEF-END */", 1)[0]
+    return body
+
+
+def compile_flags() -> list[str]:
+    """Flags shared by the extension and the C test build."""
+    flags = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-pthread"]
+    if os.environ.get("SUMMARYLOG_DEBUG"):
+        flags += ["-O0", "-g"]
+    else:
+        flags += ["-O3"]
+    if os.environ.get("SUMMARYLOG_WERROR"):
+        flags.append("-Werror")
+    if os.environ.get("SUMMARYLOG_SANITIZE"):
+        flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+    return flags
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(_cdef())
+ffibuilder.set_source(
+    "summarylog._native_lib",
+    '#include "summarylog_api.h"\n',
+    sources=sorted(str(p.relative_to(ROOT)) for p in CSRC.glob("*.c")),
+    include_dirs=[str(CSRC.relative_to(ROOT))],
+    define_macros=[("SLG_VERSION", f'"{_version()}"'), ("_GNU_SOURCE", "1")],
+    extra_compile_args=compile_flags(),
+    extra_link_args=["-pthread"]
+    + (["-fsanitize=address,undefined"] if os.environ.get("SUMMARYLOG_SANITIZE") else []),
+)
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    ffibuilder.compile(verbose=True)

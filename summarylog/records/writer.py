@@ -1,0 +1,335 @@
+"""RecordWriter: payloads in, TFRecord records on disk, through the native
+buffered writer (``slg_writer_*``) and its flusher thread.
+
+Durability (``durability=``), and what a crash can lose:
+
+* ``"none"``  - records reach the OS every ``flush_secs``, when the buffer
+  passes ``flush_bytes``, on ``flush()`` and on ``close()``; nothing is ever
+  fsynced.  Process crash: at most the last ``flush_secs`` of records.  OS
+  crash or power loss: whatever the OS had not written back.
+* ``"flush"`` (default) - as ``"none"``, and ``close()`` fdatasyncs the file.
+  Process crash: ``flush_secs``.  OS crash: everything since the last close.
+* ``"fsync"`` - every write round ends with one fdatasync (group commit, never
+  one per record) and ``flush()`` returns only after it.  Process crash or OS
+  crash: at most the last ``flush_secs`` (plus the fsync's own time).
+
+``flush()`` always returns only after everything written before it reached
+the OS (and the disk, with ``"fsync"``).
+
+With ``compression="zstd"`` the framed records are compressed in blocks, one
+zstd frame per flush (``zstandard`` package) on a background thread, and the
+file name gets a ``.zst`` suffix; ``zstd -d`` turns the file into an ordinary
+TFRecord file, and a crash loses at most the block not yet flushed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from array import array
+from typing import Any, Iterable, NamedTuple
+
+from .._native import as_buffer, ffi, lib, raise_errno
+
+__all__ = ["RecordWriter", "WriterStats", "DURABILITY", "ON_FULL"]
+
+log = logging.getLogger("summarylog")
+
+DURABILITY = {
+    "none": lib.SLG_DURABILITY_NONE,
+    "flush": lib.SLG_DURABILITY_FLUSH,
+    "fsync": lib.SLG_DURABILITY_FSYNC,
+}
+ON_FULL = {"block": lib.SLG_ON_FULL_BLOCK, "drop": lib.SLG_ON_FULL_DROP}
+
+
+class WriterStats(NamedTuple):
+    """A snapshot of a RecordWriter's counters (bytes are file bytes)."""
+
+    records_accepted: int  #: records framed into the buffer
+    records_written: int  #: records that reached the OS
+    bytes_written: int  #: file bytes that reached the OS
+    records_dropped: int  #: dropped because the buffer was full (on_full="drop")
+    records_lost: int  #: lost to I/O errors
+    bytes_lost: int
+    flushes: int  #: write rounds that wrote something
+    fsyncs: int  #: fdatasync calls
+    errors: int  #: I/O errors seen
+    blocked_seconds: float  #: time callers waited for buffer space
+    buffered_bytes: int  #: accepted, not yet at the OS
+    file_size: int  #: bytes in the file
+    last_errno: int  #: errno of the latest I/O error, 0 if none
+    closed: bool
+
+
+def _check_positive(name: str, value: Any, kind: type = int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+        raise TypeError(f"{name} must be {'a number' if kind is float else 'an int'}, "
+                        f"got {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+class RecordWriter:
+    """Write TFRecord records to a new file, buffered in C.
+
+    Args:
+      path: the file to create.  It must not exist: the writer opens it with
+        O_EXCL and never truncates or appends to a file it did not create.
+        With ``compression="zstd"``, ``.zst`` is appended unless present.
+      flush_secs: the flusher writes the buffer at least this often (s;
+        default 1.0).
+      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"``; see the
+        module docstring for each one's loss window.
+      compression: ``None`` (default) or ``"zstd"``.
+      flush_bytes: buffered bytes that wake the flusher early (default 1 MiB).
+      max_buffer: cap on buffered bytes (default 64 MiB).  A single record
+        larger than this is still accepted, alone.
+      on_full: when the buffer is full, ``"block"`` (default) waits for the
+        disk, ``"drop"`` drops the record and counts it.
+      strict: True (default): an I/O error raises OSError (with the path) from
+        the next call, ``flush()`` or ``close()``.  False: errors are counted
+        in :attr:`stats`, logged once, and writing goes on.
+      mode: permission bits of the new file (default 0o644, before umask).
+
+    Thread-safe: any number of threads may write; a record is never torn or
+    interleaved with another.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_secs: float = 1.0,
+        durability: str = "flush",
+        compression: str | None = None,
+        flush_bytes: int = 1 << 20,
+        max_buffer: int = 64 << 20,
+        on_full: str = "block",
+        strict: bool = True,
+        mode: int = 0o644,
+    ) -> None:
+        path = os.fspath(path)
+        if not isinstance(path, str):
+            raise TypeError(f"path must be str or PathLike[str], got {type(path).__name__}")
+        _check_positive("flush_secs", flush_secs, float)
+        _check_positive("flush_bytes", flush_bytes)
+        _check_positive("max_buffer", max_buffer)
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {sorted(DURABILITY)}, got {durability!r}")
+        if on_full not in ON_FULL:
+            raise ValueError(f"on_full must be one of {sorted(ON_FULL)}, got {on_full!r}")
+        if compression not in (None, "zstd"):
+            raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
+        if compression == "zstd" and not path.endswith(".zst"):
+            path += ".zst"
+        self.path = path
+        self.durability = durability
+        self.compression = compression
+        self.strict = bool(strict)
+        self._warned = False
+        self._closed = False
+        out = ffi.new("slg_writer **")
+        rc = lib.slg_writer_open(
+            path.encode(), mode, float(flush_secs), flush_bytes,
+            max(max_buffer, 64), DURABILITY[durability], ON_FULL[on_full], out,
+        )
+        if rc < 0:
+            raise_errno(rc, path)
+        self._h = ffi.gc(out[0], lib.slg_writer_free)
+        self._zstd = _ZstdBlocks(self, flush_secs, flush_bytes) if compression else None
+
+    # -- writing -----------------------------------------------------------
+    def write(self, payload: Any) -> bool:
+        """Frame and buffer one payload (any bytes-like object).
+
+        Returns True if buffered, False if dropped (``on_full="drop"``).
+        """
+        if self._closed:
+            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        if self._zstd is not None:
+            return self._zstd.write(payload)
+        buf = as_buffer(payload)
+        rc = lib.slg_writer_write(self._h, buf, len(buf))
+        if rc:
+            return self._status(rc)
+        return True
+
+    def write_many(self, payloads: Iterable[Any]) -> int:
+        """Frame and buffer many payloads in one native call.
+
+        Returns how many were buffered (fewer only with ``on_full="drop"``).
+        """
+        if self._closed:
+            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        if not isinstance(payloads, (list, tuple)):
+            payloads = list(payloads)
+        if self._zstd is not None:
+            return sum(self._zstd.write(p) for p in payloads)
+        n = len(payloads)
+        if n == 0:
+            return 0
+        concat = b"".join(payloads)
+        lens = array("Q", map(len, payloads))
+        if sum(lens) != len(concat):  # memoryviews of wider items: count bytes
+            lens = array("Q", (memoryview(p).nbytes for p in payloads))
+        accepted = ffi.new("uint64_t *")
+        rc = lib.slg_writer_write_many(self._h, concat, ffi.from_buffer("uint64_t[]", lens),
+                                       n, accepted)
+        if rc:
+            self._status(rc)
+        return int(accepted[0])
+
+    def write_raw(self, data: Any, records: int = 0) -> None:
+        """Buffer bytes as they are (already framed records, or a block);
+        ``records`` is how many records they hold, for :attr:`stats`."""
+        if self._closed:
+            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        buf = as_buffer(data)
+        rc = lib.slg_writer_write_raw(self._h, buf, len(buf), records)
+        if rc:
+            self._status(rc)
+
+    # -- flushing and closing ----------------------------------------------
+    def flush(self) -> None:
+        """Return once everything written so far reached the OS (and the
+        disk, with ``durability="fsync"``)."""
+        if self._closed:
+            raise ValueError(f"flush of closed RecordWriter ({self.path})")
+        if self._zstd is not None:
+            self._zstd.flush()
+        rc = lib.slg_writer_flush(self._h)
+        if rc:
+            self._status(rc)
+
+    def close(self) -> None:
+        """Flush, fdatasync (unless ``durability="none"``) and close.
+        Idempotent; raises (strict) the first I/O error not yet reported."""
+        if self._closed:
+            return
+        try:
+            if self._zstd is not None:
+                self._zstd.close()
+        finally:
+            self._closed = True
+            rc = lib.slg_writer_close(self._h)
+        if rc:
+            self._status(rc)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def stats(self) -> WriterStats:
+        """Counters; see :class:`WriterStats`."""
+        st = ffi.new("slg_writer_stats *")
+        lib.slg_writer_get_stats(self._h, st)
+        return WriterStats(
+            st.records_accepted, st.records_written, st.bytes_written, st.records_dropped,
+            st.records_lost, st.bytes_lost, st.flushes, st.fsyncs, st.errors,
+            st.blocked_ns / 1e9, st.buffered_bytes, st.file_size, st.last_errno,
+            bool(st.closed),
+        )
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<RecordWriter {self.path!r} {state} durability={self.durability!r}>"
+
+    # -- errors ------------------------------------------------------------
+    def _status(self, rc: int) -> bool:
+        if rc == lib.SLG_DROPPED:
+            return False
+        if rc == -9 and self._closed:  # EBADF
+            raise ValueError(f"RecordWriter is closed ({self.path})")
+        if self.strict:
+            raise_errno(rc, self.path)
+        if not self._warned:
+            self._warned = True
+            err = -rc
+            log.warning("summarylog: I/O error on %s: %s (errno %d); records are being "
+                        "lost, see RecordWriter.stats; logging once", self.path,
+                        os.strerror(err), err)
+        return True
+
+
+class _ZstdBlocks:
+    """Frames records into a pending block and compresses it into one zstd
+    frame per flush, on a background thread; the frames go to the native
+    writer as raw bytes."""
+
+    def __init__(self, owner: RecordWriter, flush_secs: float, flush_bytes: int) -> None:
+        import zstandard
+
+        self._owner = owner
+        self._cctx = zstandard.ZstdCompressor(level=3, write_content_size=True)
+        self._lock = threading.Lock()
+        self._pending = bytearray()
+        self._records = 0
+        self._flush_secs = flush_secs
+        self._flush_bytes = flush_bytes
+        self._wake = threading.Event()
+        self._stop = False
+        self._io_lock = threading.Lock()  # one block compressed+written at a time, in order
+        self._thread = threading.Thread(target=self._run, name="summarylog-zstd", daemon=True)
+        self._thread.start()
+
+    def write(self, payload: Any) -> bool:
+        if self._error:
+            rc, self._error = self._error, 0
+            self._owner._status(rc)
+        buf = as_buffer(payload)
+        n = len(buf)
+        framed = bytearray(n + 16)
+        lib.slg_frame(ffi.from_buffer(framed), buf, n)
+        with self._lock:
+            self._pending += framed
+            self._records += 1
+            big = len(self._pending) >= self._flush_bytes
+        if big:
+            self._wake.set()
+        return True
+
+    def _emit(self) -> None:
+        with self._io_lock:
+            with self._lock:
+                block, records = self._pending, self._records
+                self._pending, self._records = bytearray(), 0
+            if block:
+                frame = self._cctx.compress(bytes(block))
+                rc = lib.slg_writer_write_raw(self._owner._h, frame, len(frame), records)
+                if rc == 0:
+                    rc = lib.slg_writer_flush(self._owner._h)
+                if rc and not self._owner.strict:
+                    self._owner._status(rc)
+                elif rc:
+                    self._error = rc
+
+    _error = 0
+
+    def _run(self) -> None:
+        while not self._stop:
+            self._wake.wait(self._flush_secs)
+            self._wake.clear()
+            if self._stop:
+                break
+            self._emit()
+
+    def flush(self) -> None:
+        self._emit()
+        if self._error:
+            rc, self._error = self._error, 0
+            self._owner._status(rc)
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join()
+        self.flush()
