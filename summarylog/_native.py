@@ -31,7 +31,7 @@ def raise_errno(rc: int, path: str | None = None) -> NoReturn:
     raise OSError(err, os.strerror(err), path)
 
 
-def as_buffer(data: Any) -> Any:
+def as_buffer(data: Any, name: str = "data") -> Any:
     """A zero-copy ``char[]`` view of any C-contiguous buffer-protocol object.
 
     bytes pass straight through (cffi accepts them for ``const char *``)."""
@@ -41,5 +41,7 @@ def as_buffer(data: Any) -> Any:
         return ffi.from_buffer(data)
     except TypeError:
         raise TypeError(
-            f"expected a bytes-like object (buffer protocol), got {type(data).__name__}"
+            f"{name} must be a bytes-like object (buffer protocol), got {type(data).__name__}"
         ) from None
+    except BufferError as exc:
+        raise ValueError(f"{name} must be a C-contiguous buffer: {exc}") from None

@@ -150,7 +150,7 @@ class RecordWriter:
             raise ValueError(f"write to closed RecordWriter ({self.path})")
         if self._zstd is not None:
             return self._zstd.write(payload)
-        buf = as_buffer(payload)
+        buf = as_buffer(payload, "payload")
         rc = lib.slg_writer_write(self._h, buf, len(buf))
         if rc:
             return self._status(rc)
@@ -285,7 +285,7 @@ class _ZstdBlocks:
         if self._error:
             rc, self._error = self._error, 0
             self._owner._status(rc)
-        buf = as_buffer(payload)
+        buf = as_buffer(payload, "payload")
         n = len(buf)
         framed = bytearray(n + 16)
         lib.slg_frame(ffi.from_buffer(framed), buf, n)

@@ -1,0 +1,45 @@
+"""Shared test fixtures: hypothesis profiles, a seeded RNG that prints its
+seed, and `require()` — a missing tool skips locally but fails under CI."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("default", max_examples=200, deadline=None)
+settings.register_profile("ci", max_examples=200, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=20000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require(ok: bool, what: str) -> None:
+    """Skip when `what` is missing here; under CI=true a missing part fails."""
+    if ok:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} is required under CI but missing")
+    pytest.skip(f"{what} not available")
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    require(path is not None, f"the {name!r} command")
+    assert path is not None
+    return path
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> random.Random:
+    """A seeded random.Random; the seed is printed so a failure can be replayed
+    (SLG_SEED=<seed>)."""
+    seed = int(os.environ.get("SLG_SEED", random.randrange(1 << 30)))
+    print(f"[{request.node.name}] SLG_SEED={seed}")
+    return random.Random(seed)
