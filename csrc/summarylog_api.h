@@ -54,6 +54,8 @@ uint64_t slg_frame_many(char *out, const char *concat, const uint64_t *lens, uin
 #define SLG_DROPPED 1          /* write() status: record dropped, buffer full */
 
 typedef struct slg_writer slg_writer;
+/* After fork(), a child's copy of a writer refuses every call with -ECHILD
+ * (close() only closes the child's descriptor): the parent owns the file. */
 
 typedef struct {
     uint64_t records_accepted;   /* records framed into the buffer */
@@ -146,6 +148,25 @@ int slg_scan(slg_scan_state *state, const char *buf, uint64_t len, uint64_t base
              uint64_t data_end, int at_end, slg_span *spans, uint64_t max_spans,
              uint64_t *n_spans, slg_damage *damage, uint64_t max_damage,
              uint64_t *n_damage);
+
+/* ---- TensorBoard scalar events (scalar_codec.c) ------------------------ */
+/* Event i: wall_times[i], steps[i], and counts[i] values taken in order from
+ * tag_ids/values (each value one Summary.Value{tag, simple_value (float32)});
+ * tag t is tag_data[tag_offsets[t] : tag_offsets[t+1]] (n_tags + 1 offsets). */
+
+/* Frame the events into out (cap bytes).  Returns the bytes needed; writes
+ * only if out is not NULL and they fit.  -EINVAL for a bad tag id. */
+int64_t slg_tb_encode_scalars(char *out, uint64_t cap, uint64_t n_events,
+                              const double *wall_times, const int64_t *steps,
+                              const uint32_t *counts, const uint32_t *tag_ids,
+                              const double *values, const char *tag_data,
+                              const uint64_t *tag_offsets, uint64_t n_tags);
+/* The same, framed straight into a writer's buffer (as write_many). */
+int slg_writer_write_tb_scalars(slg_writer *w, uint64_t n_events, const double *wall_times,
+                                const int64_t *steps, const uint32_t *counts,
+                                const uint32_t *tag_ids, const double *values,
+                                const char *tag_data, const uint64_t *tag_offsets,
+                                uint64_t n_tags, uint64_t *accepted);
 
 /* ---- Build facts ------------------------------------------------------- */
 const char *slg_version(void);

@@ -23,6 +23,7 @@
 
 #include "record.h"
 #include "summarylog_api.h"
+#include "writer.h"
 
 #define FRAME_CHUNK (1u << 20) /* write_many frames at most this much per lock hold */
 
@@ -48,8 +49,17 @@ struct slg_writer {
     int pending_err;
     uint64_t file_off;
     int fault_err, fault_count;
+    unsigned fork_gen; /* fork generation at open: a forked child sees a mismatch */
     slg_writer_stats st;
 };
+
+/* fork() copies a writer but not its flusher thread, and maybe a locked
+ * mutex: in the child every entry point refuses (-ECHILD) before locking. */
+static volatile unsigned fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void on_fork_child(void) { fork_generation++; }
+static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+#define FORKED(w) ((w)->fork_gen != fork_generation)
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -179,8 +189,10 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t
     if (!(flush_secs > 0) || flush_secs > 1e6 || max_buffer < 64 || flush_bytes == 0) return -EINVAL;
     if (durability < SLG_DURABILITY_NONE || durability > SLG_DURABILITY_FSYNC) return -EINVAL;
     if (on_full != SLG_ON_FULL_BLOCK && on_full != SLG_ON_FULL_DROP) return -EINVAL;
+    pthread_once(&atfork_once, register_atfork);
     slg_writer *w = calloc(1, sizeof *w);
     if (!w) return -ENOMEM;
+    w->fork_gen = fork_generation;
     w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
     if (w->fd < 0) {
         int err = errno;
@@ -249,6 +261,7 @@ int slg_writer_write(slg_writer *w, const char *payload, uint64_t len) {
     slg_put_le32(header + 8, slg_masked_crc32c(header, 8));
     slg_put_le32(footer, slg_masked_crc32c(payload, (size_t)len));
     uint64_t need = len + SLG_FRAME_OVERHEAD;
+    if (FORKED(w)) return -ECHILD;
 
     pthread_mutex_lock(&w->mu);
     if (w->closing || w->closed) {
@@ -280,6 +293,7 @@ int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *len
     uint64_t i = 0;
     int rc = 0;
     *accepted = 0;
+    if (FORKED(w)) return -ECHILD;
     pthread_mutex_lock(&w->mu);
     while (i < n) {
         if (w->closing || w->closed) {
@@ -318,6 +332,7 @@ int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *len
 }
 
 int slg_writer_write_raw(slg_writer *w, const char *data, uint64_t len, uint64_t records) {
+    if (FORKED(w)) return -ECHILD;
     pthread_mutex_lock(&w->mu);
     if (w->closing || w->closed) {
         pthread_mutex_unlock(&w->mu);
@@ -341,6 +356,7 @@ int slg_writer_write_raw(slg_writer *w, const char *data, uint64_t len, uint64_t
 }
 
 int slg_writer_flush(slg_writer *w) {
+    if (FORKED(w)) return -ECHILD;
     pthread_mutex_lock(&w->mu);
     if (w->closed) {
         pthread_mutex_unlock(&w->mu);
@@ -355,6 +371,13 @@ int slg_writer_flush(slg_writer *w) {
 }
 
 int slg_writer_close(slg_writer *w) {
+    if (FORKED(w)) {
+        /* the parent owns the file and the buffered records: only let go of
+         * our copy of the descriptor */
+        if (w->fd >= 0) close(w->fd);
+        w->fd = -1;
+        return -ECHILD;
+    }
     pthread_mutex_lock(&w->mu);
     if (w->closed || w->closing) {
         /* idempotent; a concurrent close waits for the first to finish */
@@ -387,6 +410,12 @@ int slg_writer_close(slg_writer *w) {
 
 void slg_writer_free(slg_writer *w) {
     if (!w) return;
+    if (FORKED(w)) { /* no thread to join, and the mutex may be held: leak it */
+        if (w->fd >= 0) close(w->fd);
+        free(w->cur.data);
+        free(w->spare.data);
+        return;
+    }
     (void)slg_writer_close(w);
     free(w->cur.data);
     free(w->spare.data);
@@ -397,6 +426,11 @@ void slg_writer_free(slg_writer *w) {
 }
 
 void slg_writer_get_stats(slg_writer *w, slg_writer_stats *out) {
+    if (FORKED(w)) {
+        memset(out, 0, sizeof *out);
+        out->closed = 1;
+        return;
+    }
     pthread_mutex_lock(&w->mu);
     *out = w->st;
     out->buffered_bytes = w->cur.len + w->inflight;
@@ -405,6 +439,7 @@ void slg_writer_get_stats(slg_writer *w, slg_writer_stats *out) {
 }
 
 int slg_writer_take_error(slg_writer *w) {
+    if (FORKED(w)) return -ECHILD;
     pthread_mutex_lock(&w->mu);
     int rc = take_error(w);
     pthread_mutex_unlock(&w->mu);
@@ -416,4 +451,32 @@ void slg_writer_inject_fault(slg_writer *w, int err, int count) {
     w->fault_err = err;
     w->fault_count = err ? count : 0;
     pthread_mutex_unlock(&w->mu);
+}
+
+int slg_writer_begin(slg_writer *w, uint64_t bytes, uint64_t records, char **out) {
+    if (FORKED(w)) return -ECHILD;
+    pthread_mutex_lock(&w->mu);
+    if (w->closing || w->closed) {
+        pthread_mutex_unlock(&w->mu);
+        return -EBADF;
+    }
+    int rc = reserve(w, bytes);
+    if (rc != 0) {
+        if (rc == SLG_DROPPED) w->st.records_dropped += records;
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    *out = w->cur.data + w->cur.len;
+    return 0;
+}
+
+int slg_writer_commit(slg_writer *w, uint64_t bytes, uint64_t records) {
+    uint64_t before = w->cur.len;
+    w->cur.len += bytes;
+    w->cur.records += records;
+    w->st.records_accepted += records;
+    after_append(w, before);
+    int rc = take_error(w);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
 }

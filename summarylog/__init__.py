@@ -9,7 +9,8 @@ from __future__ import annotations
 from ._version import __version__
 from .errors import CorruptRecordError, SummarylogError
 
-__all__ = ["__version__", "native_info", "SummarylogError", "CorruptRecordError", "records"]
+__all__ = ["__version__", "native_info", "Writer", "SummarylogError", "CorruptRecordError",
+           "records"]
 
 
 def native_info() -> dict[str, str]:
@@ -31,8 +32,10 @@ def _lib_version(lib: object) -> str:
 
 
 def __getattr__(name: str) -> object:
-    if name == "records":
-        import importlib
+    import importlib
 
+    if name == "records":
         return importlib.import_module(".records", __name__)
+    if name == "Writer":
+        return importlib.import_module(".writer", __name__).Writer
     raise AttributeError(f"module 'summarylog' has no attribute {name!r}")

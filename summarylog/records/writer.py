@@ -24,6 +24,7 @@ TFRecord file, and a crash loses at most the block not yet flushed.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -138,6 +139,7 @@ class RecordWriter:
         if rc < 0:
             raise_errno(rc, path)
         self._h = ffi.gc(out[0], lib.slg_writer_free)
+        self._pid = os.getpid()
         self._zstd = _ZstdBlocks(self, flush_secs, flush_bytes) if compression else None
 
     # -- writing -----------------------------------------------------------
@@ -214,7 +216,7 @@ class RecordWriter:
         finally:
             self._closed = True
             rc = lib.slg_writer_close(self._h)
-        if rc:
+        if rc and rc != -errno.ECHILD:  # a forked child's close only lets go of its descriptor
             self._status(rc)
 
     @property
@@ -247,8 +249,11 @@ class RecordWriter:
     def _status(self, rc: int) -> bool:
         if rc == lib.SLG_DROPPED:
             return False
-        if rc == -9 and self._closed:  # EBADF
+        if rc == -errno.EBADF and self._closed:
             raise ValueError(f"RecordWriter is closed ({self.path})")
+        if rc == -errno.ECHILD:  # a forked child's copy
+            raise RuntimeError(f"RecordWriter {self.path} belongs to process {self._pid}, "
+                               f"not this forked child ({os.getpid()}): open a new one here")
         if self.strict:
             raise_errno(rc, self.path)
         if not self._warned:

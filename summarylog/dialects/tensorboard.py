@@ -1,0 +1,198 @@
+"""The TensorBoard dialect: event payloads TensorBoard reads as they are.
+
+Conventions (FORMAT.md; TensorBoard's plugins):
+  scalars     Summary.Value.simple_value (float32), encoded in C on the hot path
+              (csrc/scalar_codec.c); this module's scalars() is the same bytes
+  histograms  Summary.Value.histo (HistogramProto); ±inf fall in the edge
+              buckets, NaNs are left out of the buckets and counted in `num`
+  images      plugin "images": DT_STRING tensor [width, height, png, ...]
+  text        plugin "text": DT_STRING scalar tensor
+  tensors     TensorProto with the array's dtype, shape and raw bytes
+  hparams     plugin "hparams": experiment, session_start_info and
+              session_end_info in the run itself, so the HParams tab shows it
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..pb import tb
+
+__all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES"]
+
+FILE_VERSION = "brain.Event:2"
+WRITER_NAME = "summarylog"
+
+DTYPES: dict[np.dtype, int] = {
+    np.dtype(k): tb.DataType.values_by_name[v].number
+    for k, v in [
+        ("float32", "DT_FLOAT"), ("float64", "DT_DOUBLE"), ("float16", "DT_HALF"),
+        ("int8", "DT_INT8"), ("int16", "DT_INT16"), ("int32", "DT_INT32"),
+        ("int64", "DT_INT64"), ("uint8", "DT_UINT8"), ("uint16", "DT_UINT16"),
+        ("uint32", "DT_UINT32"), ("uint64", "DT_UINT64"), ("bool", "DT_BOOL"),
+        ("complex64", "DT_COMPLEX64"), ("complex128", "DT_COMPLEX128"),
+    ]
+}
+_DT_STRING = tb.DataType.values_by_name["DT_STRING"].number
+_BLOB_SEQUENCE = tb.DataClass.values_by_name["DATA_CLASS_BLOB_SEQUENCE"].number
+_TENSOR = tb.DataClass.values_by_name["DATA_CLASS_TENSOR"].number
+
+
+def _plugin_metadata(plugin: str, content: bytes = b"", data_class: int = 0) -> Any:
+    md = tb.SummaryMetadata(data_class=data_class)
+    md.plugin_data.plugin_name = plugin
+    md.plugin_data.content = content
+    return md
+
+
+_IMAGES_MD = _plugin_metadata("images", tb.ImagePluginData(version=0).SerializeToString(),
+                              _BLOB_SEQUENCE)
+_TEXT_MD = _plugin_metadata("text", tb.TextPluginData(version=0).SerializeToString(), _TENSOR)
+
+EXPERIMENT_TAG = "_hparams_/experiment"
+SESSION_START_TAG = "_hparams_/session_start_info"
+SESSION_END_TAG = "_hparams_/session_end_info"
+
+
+def _event(wall_time: float, step: int, **values: Any) -> Any:
+    ev = tb.Event(wall_time=wall_time, step=step)
+    ev.summary.value.add(**values)
+    return ev
+
+
+def histogram_proto(values: np.ndarray, bins: int) -> Any:
+    """HistogramProto of ``values``: ``bins`` equal-width buckets over the
+    finite range; ±inf counted in the edge buckets; NaN only in ``num``."""
+    flat = np.ravel(values)
+    if flat.dtype.kind not in "fiub":
+        raise TypeError(f"values must be numeric, got dtype {flat.dtype}")
+    if flat.dtype.kind != "f":
+        flat = flat.astype(np.float64)
+    finite_mask = np.isfinite(flat)
+    finite = flat if finite_mask.all() else flat[finite_mask]
+    n_pos_inf = int(np.count_nonzero(flat == np.inf))
+    n_neg_inf = int(np.count_nonzero(flat == -np.inf))
+    h = tb.HistogramProto(num=float(flat.size))
+    if finite.size:
+        lo, hi = float(finite.min()), float(finite.max())
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
+        f64 = finite.astype(np.float64, copy=False)
+        h.min, h.max = float(finite.min()), float(finite.max())
+        h.sum = float(f64.sum())
+        h.sum_squares = float(np.dot(f64, f64))
+        counts = counts.astype(np.float64)
+        counts[0] += n_neg_inf
+        counts[-1] += n_pos_inf
+        h.bucket_limit.extend(edges[1:].tolist())
+        h.bucket.extend(counts.tolist())
+    elif n_pos_inf or n_neg_inf:
+        h.min = -math.inf if n_neg_inf else math.inf
+        h.max = math.inf if n_pos_inf else -math.inf
+        h.bucket_limit.extend([0.0, math.inf])
+        h.bucket.extend([float(n_neg_inf), float(n_pos_inf)])
+    return h
+
+
+def tensor_proto(array: np.ndarray) -> Any:
+    """TensorProto keeping dtype and shape; values as raw little-endian bytes."""
+    arr = np.asarray(array)
+    t = tb.TensorProto()
+    for d in arr.shape:
+        t.tensor_shape.dim.add(size=int(d))
+    if arr.dtype.kind in "US" or arr.dtype == object:
+        t.dtype = _DT_STRING
+        for s in arr.ravel().tolist():
+            t.string_val.append(s.encode() if isinstance(s, str) else bytes(s))
+        return t
+    dt = DTYPES.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
+    if dt is None:
+        raise TypeError(f"unsupported tensor dtype {arr.dtype}")
+    t.dtype = dt
+    t.tensor_content = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
+    return t
+
+
+def _hparam_value(name: str, v: Any) -> tuple[Any, int]:
+    from google.protobuf import struct_pb2  # noqa: F401  (the pool has Value)
+
+    from ..pb import message_class
+
+    Value = message_class("google.protobuf.Value")
+    if isinstance(v, bool) or type(v) is np.bool_:
+        return Value(bool_value=bool(v)), 2
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return Value(number_value=float(v)), 3
+    if isinstance(v, str):
+        return Value(string_value=v), 1
+    raise TypeError(f"hparams[{name!r}] must be bool, int, float or str, got {type(v).__name__}")
+
+
+class TensorBoardEncoder:
+    """Event payloads in TensorBoard's dialect."""
+
+    name = "tensorboard"
+
+    def file_header(self, wall_time: float) -> bytes:
+        ev = tb.Event(wall_time=wall_time, file_version=FILE_VERSION)
+        ev.source_metadata.writer = WRITER_NAME
+        return ev.SerializeToString()
+
+    def purge_marker(self, wall_time: float, step: int) -> list[bytes]:
+        """TensorBoard's resume marker: purge earlier events with step >= step."""
+        a = tb.Event(wall_time=wall_time, step=step, file_version=FILE_VERSION)
+        b = tb.Event(wall_time=wall_time, step=step)
+        b.session_log.status = 1  # START
+        return [a.SerializeToString(), b.SerializeToString()]
+
+    def scalars(self, wall_time: float, step: int, tags: Sequence[str],
+                values: Sequence[float]) -> bytes:
+        ev = tb.Event(wall_time=wall_time, step=step)
+        for tag, v in zip(tags, values):
+            ev.summary.value.add(tag=tag, simple_value=v)
+        return ev.SerializeToString()
+
+    def histogram(self, wall_time: float, step: int, tag: str, values: np.ndarray,
+                  bins: int) -> bytes:
+        return _event(wall_time, step, tag=tag, histo=histogram_proto(values, bins)).SerializeToString()
+
+    def images(self, wall_time: float, step: int, tag: str, pngs: Sequence[bytes],
+               height: int, width: int, channels: int) -> bytes:
+        t = tb.TensorProto(dtype=_DT_STRING)
+        t.tensor_shape.dim.add(size=2 + len(pngs))
+        t.string_val.extend([str(width).encode(), str(height).encode(), *pngs])
+        return _event(wall_time, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
+
+    def text(self, wall_time: float, step: int, tag: str, text: str) -> bytes:
+        t = tb.TensorProto(dtype=_DT_STRING)
+        t.string_val.append(text.encode("utf-8"))
+        return _event(wall_time, step, tag=tag, metadata=_TEXT_MD, tensor=t).SerializeToString()
+
+    def tensor(self, wall_time: float, step: int, tag: str, array: np.ndarray) -> bytes:
+        md = tb.SummaryMetadata(data_class=_TENSOR)
+        return _event(wall_time, step, tag=tag, metadata=md, tensor=tensor_proto(array)).SerializeToString()
+
+    def hparams(self, wall_time: float, hparams: Mapping[str, Any],
+                metrics: Sequence[str]) -> list[bytes]:
+        exp = tb.Experiment(time_created_secs=wall_time)
+        start = tb.SessionStartInfo(start_time_secs=wall_time)
+        for name, v in hparams.items():
+            value, dtype = _hparam_value(name, v)
+            exp.hparam_infos.add(name=name, type=dtype)
+            start.hparams[name].CopyFrom(value)
+        for m in metrics:
+            exp.metric_infos.add(name=tb.MetricName(tag=m))
+        end = tb.SessionEndInfo(status=1, end_time_secs=wall_time)  # STATUS_SUCCESS
+        out = []
+        for tag, data in ((EXPERIMENT_TAG, tb.HParamsPluginData(version=0, experiment=exp)),
+                          (SESSION_START_TAG, tb.HParamsPluginData(version=0, session_start_info=start)),
+                          (SESSION_END_TAG, tb.HParamsPluginData(version=0, session_end_info=end))):
+            md = _plugin_metadata("hparams", data.SerializeToString())
+            ev = tb.Event(wall_time=wall_time)
+            ev.summary.value.add(tag=tag, metadata=md)
+            out.append(ev.SerializeToString())
+        return out

@@ -1,0 +1,50 @@
+"""Protobuf classes of summarylog's schemas (``proto/``), built at import from
+the generated descriptor set in a private pool.
+
+``summarylog.pb.tb`` holds the TensorBoard dialect (package summarylog.tb,
+wire-compatible with tensorboard.*).  Only the dialect modules use these.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool
+
+from ._descriptors import FILE_DESCRIPTOR_SET
+
+__all__ = ["POOL", "message_class", "tb"]
+
+POOL = descriptor_pool.DescriptorPool()
+for _file in descriptor_pb2.FileDescriptorSet.FromString(FILE_DESCRIPTOR_SET).file:
+    POOL.Add(_file)
+
+
+def message_class(full_name: str) -> Any:
+    """The message class for ``full_name`` (e.g. ``"summarylog.tb.Event"``)."""
+    desc = POOL.FindMessageTypeByName(full_name)
+    try:
+        from google.protobuf.message_factory import GetMessageClass
+    except ImportError:  # protobuf < 4.22
+        from google.protobuf.message_factory import MessageFactory
+
+        return MessageFactory(POOL).GetPrototype(desc)
+    return GetMessageClass(desc)
+
+
+def _messages(package: str, names: list[str]) -> SimpleNamespace:
+    return SimpleNamespace(**{n: message_class(f"{package}.{n}") for n in names})
+
+
+#: TensorBoard dialect classes.
+tb = _messages("summarylog.tb", [
+    "Event", "SourceMetadata", "LogMessage", "SessionLog", "TaggedRunMetadata",
+    "Summary", "SummaryMetadata", "SummaryDescription", "HistogramProto",
+    "TensorProto", "TensorShapeProto",
+    "ScalarPluginData", "HistogramPluginData", "ImagePluginData", "TextPluginData",
+    "HParamsPluginData", "Experiment", "HParamInfo", "MetricInfo", "MetricName",
+    "Interval", "SessionStartInfo", "SessionEndInfo",
+])
+tb.DataType = POOL.FindEnumTypeByName("summarylog.tb.DataType")
+tb.DataClass = POOL.FindEnumTypeByName("summarylog.tb.DataClass")

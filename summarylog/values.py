@@ -1,0 +1,115 @@
+"""Values from any framework, converted lazily: numpy, Python numbers, torch,
+jax, MindSpore and TensorFlow tensors, without importing any framework.
+
+Scalars that live in a framework tensor are not read on the caller's thread:
+:func:`snapshot_scalar` returns a :class:`Deferred` holding a private copy
+(made without a device sync), which the writer resolves on its own thread.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Deferred", "snapshot_scalar", "resolve_scalar", "to_numpy", "framework_of"]
+
+
+def framework_of(x: Any) -> str | None:
+    """'torch', 'jax', 'mindspore', 'tensorflow' or None, from the type's module."""
+    mod = type(x).__module__ or ""
+    root = mod.split(".", 1)[0]
+    if root in ("torch", "jax", "jaxlib", "mindspore", "tensorflow"):
+        return "jax" if root == "jaxlib" else root
+    return None
+
+
+class Deferred:
+    """A framework value kept by reference until the writer's thread reads it."""
+
+    __slots__ = ("ref", "name")
+
+    def __init__(self, ref: Any, name: str) -> None:
+        self.ref = ref
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Deferred({type(self.ref).__name__})"
+
+
+def _torch_snapshot(x: Any) -> Any:
+    # detach().clone() is queued on the tensor's stream: no host sync on
+    # CUDA/MPS, and later in-place changes to x don't reach the copy
+    return x.detach().clone()
+
+
+def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
+    """A float now, or a Deferred for framework tensors (resolved later).
+
+    Raises TypeError (naming ``name``) for non-numeric values and ValueError
+    for arrays that do not hold exactly one element.
+    """
+    t = type(value)
+    if t is float or t is int:
+        return float(value)
+    if isinstance(value, bool) or t is np.bool_:
+        return float(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        arr = np.asarray(value)
+        if arr.size != 1:
+            raise ValueError(f"{name} must hold exactly one element, got shape {arr.shape}")
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+            raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+        return float(arr.reshape(()))
+    fw = framework_of(value)
+    if fw is not None and hasattr(value, "shape"):
+        shape = tuple(value.shape)
+        if math.prod(shape) != 1:
+            raise ValueError(f"{name} must hold exactly one element, got shape {shape}")
+        if fw == "torch":
+            if value.is_complex():
+                raise TypeError(f"{name} must be real, got a complex tensor")
+            return Deferred(_torch_snapshot(value), name)
+        return Deferred(value, name)  # jax/TF/MindSpore arrays are immutable values
+    raise TypeError(f"{name} must be a real number or a one-element tensor, got {t.__name__}")
+
+
+def resolve_scalar(d: Deferred) -> float:
+    """Read a Deferred (on the writer's thread); may wait for the device."""
+    x = d.ref
+    fw = framework_of(x)
+    if fw == "torch":
+        return float(x.item())
+    if fw == "mindspore":
+        return float(np.asarray(x.asnumpy()).reshape(()))
+    return float(np.asarray(x).reshape(()))
+
+
+def to_numpy(x: Any, name: str = "values") -> np.ndarray:
+    """A numpy array from numpy, lists, numbers or any framework's tensor
+    (copied off the device; bfloat16 and friends become float32)."""
+    if isinstance(x, np.ndarray):
+        return x
+    fw = framework_of(x)
+    if fw == "torch":
+        t = x.detach()
+        if t.dtype.is_floating_point and t.dtype.itemsize < 4 and str(t.dtype) != "torch.float16":
+            t = t.float()
+        return t.cpu().numpy()
+    if fw == "mindspore":
+        return np.asarray(x.asnumpy())
+    if fw == "tensorflow":
+        return np.asarray(x.numpy())
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:
+        raise TypeError(f"{name} must be array-like, got {type(x).__name__}: {exc}") from None
+    if arr.dtype == object:
+        raise TypeError(f"{name} must be numeric array-like, got {type(x).__name__} of objects")
+    if arr.dtype.name == "bfloat16" or (arr.dtype.kind == "V"):
+        arr = arr.astype(np.float32)
+    return arr

@@ -1,0 +1,640 @@
+"""summarylog.Writer: TensorBoard event files from a hot training loop.
+
+The caller's thread only validates and enqueues.  A background thread
+("summarylog-writer") drains the queue in order: runs of scalars become
+events in one native call (csrc/scalar_codec.c, no protobuf objects), heavy
+values (histograms, images) are binned and PNG-encoded there, framework
+tensors are read there, and everything goes to the native record writer,
+whose own thread writes the file.
+
+Files: ``<logdir>/events.out.tfevents.<sec>.<host>.<pid>.<seq>[.<rank>]<suffix>``
+(``events.out.zevents.….zst`` with ``compression="zstd"``, a name viewers
+skip), created on the first event with O_EXCL, so writers in threads and
+processes never collide; ``max_file_size`` rotates to the next ``<seq>``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import itertools
+import logging
+import math
+import numbers
+import os
+import socket
+import threading
+import time
+import weakref
+from array import array
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ._native import ffi, lib
+from .dialects.tensorboard import TensorBoardEncoder
+from .records import RecordWriter
+from .values import Deferred, resolve_scalar, snapshot_scalar, to_numpy
+
+__all__ = ["Writer"]
+
+log = logging.getLogger("summarylog")
+
+_seq = itertools.count()
+_open_writers: "weakref.WeakSet[Writer]" = weakref.WeakSet()
+_time = time.time
+_BATCH = 4096  # queued items that wake the background thread early
+_MAX_QUEUE = 1 << 20  # queued items past which callers drain themselves (backpressure)
+
+
+def _close_all_at_exit() -> None:
+    for w in list(_open_writers):
+        try:
+            w.close()
+        except Exception as exc:  # pragma: no cover - reported, never raised at exit
+            log.warning("summarylog: closing %s at exit failed: %s", w.logdir, exc)
+
+
+atexit.register(_close_all_at_exit)
+
+
+def _after_fork_in_child() -> None:
+    for w in list(_open_writers):
+        w._reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _detect_rank() -> int | None:
+    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        v = os.environ.get(var)
+        if v is not None and v.strip().isdigit():
+            return int(v)
+    return None
+
+
+def _check_tag(tag: Any, name: str = "tag") -> str:
+    if not isinstance(tag, str):
+        raise TypeError(f"{name} must be a str, got {type(tag).__name__}")
+    if not tag:
+        raise ValueError(f"{name} must not be empty")
+    return tag
+
+
+def _check_step(step: Any) -> int:
+    if step is None:
+        return 0
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        raise TypeError(f"step must be an int, got {type(step).__name__}")
+    step = int(step)
+    if not -(1 << 63) <= step < (1 << 63):
+        raise ValueError(f"step must fit in int64, got {step}")
+    return step
+
+
+def _check_walltime(walltime: Any) -> float:
+    if walltime is None:
+        return _time()
+    if isinstance(walltime, bool) or not isinstance(walltime, numbers.Real):
+        raise TypeError(f"walltime must be a number (seconds), got {type(walltime).__name__}")
+    walltime = float(walltime)
+    if not math.isfinite(walltime):
+        raise ValueError(f"walltime must be finite, got {walltime}")
+    return walltime
+
+
+class _Job:
+    """Heavy work done on the background thread: returns event payloads."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        self.fn = fn
+        self.args = args
+
+
+def _image_to_hwc(img: Any, dataformats: str, name: str) -> np.ndarray:
+    arr = to_numpy(img, name)
+    fmt = dataformats.upper()
+    if sorted(fmt) not in (sorted("HW"), sorted("CHW"), sorted("NCHW")) or len(set(fmt)) != len(fmt):
+        raise ValueError(f"dataformats must be a permutation of HW, CHW or NCHW, got {dataformats!r}")
+    if arr.ndim != len(fmt):
+        raise ValueError(f"{name} has shape {arr.shape}, which does not match dataformats {dataformats!r}")
+    if "C" not in fmt:
+        arr = arr[..., None]
+        fmt += "C"
+    target = "NHWC" if "N" in fmt else "HWC"
+    arr = np.transpose(arr, [fmt.index(c) for c in target])
+    if arr.shape[-1] not in (1, 2, 3, 4):
+        raise ValueError(f"{name} must have 1, 2, 3 or 4 channels, got {arr.shape[-1]}")
+    if 0 in arr.shape:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if arr.dtype == np.uint8:
+        return np.array(arr, copy=True, order="C")
+    if arr.dtype.kind == "f" or arr.dtype == np.bool_:
+        # floats are taken as [0, 1]; out-of-range values are clipped
+        return np.ascontiguousarray(arr, dtype=np.float32)
+    raise TypeError(f"{name} must be uint8 or float in [0, 1], got dtype {arr.dtype}")
+
+
+def _to_uint8(arr: np.ndarray) -> np.ndarray:
+    if arr.dtype == np.uint8:
+        return arr
+    return (np.clip(np.nan_to_num(arr, nan=0.0), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+class Writer:
+    """Log scalars, histograms, images, text, tensors and hparams for TensorBoard.
+
+    Args:
+      logdir: the run directory (created if missing).
+      flush_secs: events reach the OS at least this often (s; default 1.0).
+      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"``; see
+        :mod:`summarylog.records.writer` for each one's loss window.
+      compression: None (default) or ``"zstd"`` (files viewers skip; convert
+        with ``zstd -d``).
+      max_file_size: rotate to a new file past this many bytes (None: never).
+      filename_suffix: appended to file names.
+      async_heavy: bin histograms and encode PNGs on the background thread
+        (default True; the caller pays for a copy only).
+      strict: raise I/O errors (OSError) from the next call (default False:
+        count them in :attr:`stats`, log once, keep training).
+      rank: distributed rank for file names (default: from ``RANK`` and
+        friends in the environment, else none).
+      purge_step: resuming at this step: TensorBoard (and summarylog's
+        Reader) drop earlier-logged events of this run with step >= it.
+
+    Thread-safe: any number of threads may log to one Writer.  ``step=None``
+    means step 0, as in tensorboardX.  Writers left open are closed at
+    interpreter exit.
+    """
+
+    def __init__(
+        self,
+        logdir: str | os.PathLike[str],
+        *,
+        flush_secs: float = 1.0,
+        durability: str = "flush",
+        compression: str | None = None,
+        max_file_size: int | None = None,
+        filename_suffix: str = "",
+        async_heavy: bool = True,
+        strict: bool = False,
+        rank: int | None = None,
+        purge_step: int | None = None,
+    ) -> None:
+        logdir = os.fspath(logdir)
+        if not isinstance(logdir, str) or not logdir:
+            raise TypeError("logdir must be a non-empty str or PathLike[str]")
+        if isinstance(flush_secs, bool) or not isinstance(flush_secs, (int, float)):
+            raise TypeError(f"flush_secs must be a number, got {type(flush_secs).__name__}")
+        if not flush_secs > 0:
+            raise ValueError(f"flush_secs must be > 0, got {flush_secs}")
+        if durability not in ("none", "flush", "fsync"):
+            raise ValueError(f"durability must be 'none', 'flush' or 'fsync', got {durability!r}")
+        if compression not in (None, "zstd"):
+            raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
+        if max_file_size is not None:
+            if isinstance(max_file_size, bool) or not isinstance(max_file_size, int):
+                raise TypeError(f"max_file_size must be an int or None, got {type(max_file_size).__name__}")
+            if max_file_size <= 0:
+                raise ValueError(f"max_file_size must be > 0, got {max_file_size}")
+        if not isinstance(filename_suffix, str) or "/" in filename_suffix:
+            raise ValueError(f"filename_suffix must be a str without '/', got {filename_suffix!r}")
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+            raise ValueError(f"rank must be a non-negative int or None, got {rank!r}")
+        self.logdir = logdir
+        self.flush_secs = float(flush_secs)
+        self.durability = durability
+        self.compression = compression
+        self.max_file_size = max_file_size
+        self.filename_suffix = filename_suffix
+        self.async_heavy = bool(async_heavy)
+        self.strict = bool(strict)
+        self.rank = rank if rank is not None else _detect_rank()
+        self._purge_step = None if purge_step is None else _check_step(purge_step)
+        self._enc = TensorBoardEncoder()
+        self._tag_ids: dict[str, int] = {}
+        self._tag_data = bytearray()
+        self._tag_offsets = array("Q", [0])
+        self._files: list[str] = []
+        self._init_state()
+        _open_writers.add(self)
+
+    def _init_state(self) -> None:
+        self._lock = threading.Lock()  # tags, files, closing
+        self._drain_lock = threading.Lock()  # one drain at a time, in order
+        self._q: collections.deque[Any] = collections.deque()
+        self._rw: RecordWriter | None = None
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._error: BaseException | None = None
+        self._io_errors_logged = False
+        self._pid = os.getpid()
+        self._counts = {"events": 0, "dropped_values": 0}
+
+    def _reset_after_fork(self) -> None:
+        # the child gets its own file (its pid is in the name) on its next event
+        if self._rw is not None:
+            self._rw._closed = True  # the parent's; the child must not flush it
+        self._init_state()
+
+    # -- tags and validation -----------------------------------------------
+    def _tag_id(self, tag: Any) -> int:
+        tid = self._tag_ids.get(tag)
+        if tid is not None:
+            return tid
+        _check_tag(tag)
+        with self._lock:
+            tid = self._tag_ids.get(tag)
+            if tid is None:
+                tid = len(self._tag_ids)
+                self._tag_data += tag.encode("utf-8")
+                self._tag_offsets.append(len(self._tag_data))
+                self._tag_ids[tag] = tid
+        return tid
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"Writer for {self.logdir!r} is closed")
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        if self._pid != os.getpid():  # forked, and the at-fork hook did not run
+            self._reset_after_fork()
+
+    # -- the hot path --------------------------------------------------------
+    def add_scalar(self, tag: str, value: Any, step: int | None = None,
+                   walltime: float | None = None) -> None:
+        """Log one scalar (number, or one-element array or tensor).
+
+        Framework tensors are not read here: they are kept (copied without a
+        device sync) and read on the writer's thread.
+        """
+        if self._closed or self._error is not None:
+            self._check_open()
+        tid = self._tag_ids.get(tag)
+        if tid is None:
+            tid = self._tag_id(tag)
+        if type(value) is not float:
+            value = float(value) if type(value) is int else snapshot_scalar(value, "value")
+        if type(step) is not int:
+            step = _check_step(step)
+        walltime = _time() if walltime is None else _check_walltime(walltime)
+        q = self._q
+        q.append((tid, value, step, walltime))
+        if len(q) >= _BATCH or self._thread is None:
+            self._kick(q)
+
+    def log(self, scalars: Mapping[str, Any], step: int | None = None,
+            walltime: float | None = None) -> None:
+        """Log many scalars as one event: ``log({"loss": l, "lr": lr}, step)``."""
+        if self._closed or self._error is not None:
+            self._check_open()
+        if not isinstance(scalars, Mapping):
+            raise TypeError(f"scalars must be a mapping of tag to value, got {type(scalars).__name__}")
+        if not scalars:
+            return
+        ids = []
+        vals = []
+        get = self._tag_ids.get
+        for tag, value in scalars.items():
+            tid = get(tag)
+            if tid is None:
+                tid = self._tag_id(tag)
+            ids.append(tid)
+            vals.append(value if type(value) is float else
+                        float(value) if type(value) is int else
+                        snapshot_scalar(value, f"scalars[{tag!r}]"))
+        if type(step) is not int:
+            step = _check_step(step)
+        walltime = _time() if walltime is None else _check_walltime(walltime)
+        q = self._q
+        q.append((tuple(ids), tuple(vals), step, walltime))
+        if len(q) >= _BATCH or self._thread is None:
+            self._kick(q)
+
+    def _kick(self, q: collections.deque[Any]) -> None:
+        if len(q) >= _MAX_QUEUE:
+            self._drain()  # the background thread can't keep up: help it
+        else:
+            self._ensure_thread()
+            if len(q) >= _BATCH:
+                self._wake.set()
+
+    # -- heavy values ----------------------------------------------------------
+    def _submit(self, fn: Any, *args: Any) -> None:
+        if self.async_heavy:
+            self._q.append(_Job(fn, *args))
+            self._ensure_thread()
+        else:
+            for payload in fn(*args):
+                self._q.append(payload)
+            self._ensure_thread()
+
+    def add_histogram(self, tag: str, values: Any, step: int | None = None,
+                      bins: int = 64, walltime: float | None = None) -> None:
+        """Log a histogram of ``values`` (any shape; numpy or any framework's
+        tensor).  ``bins`` equal-width buckets over the finite range (default
+        64); ±inf are counted in the edge buckets and NaN in the total."""
+        self._check_open()
+        _check_tag(tag)
+        if isinstance(bins, bool) or not isinstance(bins, int):
+            raise TypeError(f"bins must be an int, got {type(bins).__name__}")
+        if not 1 <= bins <= 10000:
+            raise ValueError(f"bins must be in [1, 10000], got {bins}")
+        arr = to_numpy(values, "values")
+        if arr.dtype.kind not in "fiub":
+            raise TypeError(f"values must be numeric, got dtype {arr.dtype}")
+        if arr.size == 0:
+            raise ValueError("values must not be empty")
+        step = _check_step(step)
+        walltime = _check_walltime(walltime)
+        arr = np.array(arr, copy=True)  # later in-place changes don't reach us
+        self._submit(self._encode_histogram, walltime, step, tag, arr, bins)
+
+    def _encode_histogram(self, walltime: float, step: int, tag: str, arr: np.ndarray,
+                          bins: int) -> list[bytes]:
+        return [self._enc.histogram(walltime, step, tag, arr, bins)]
+
+    def add_image(self, tag: str, img: Any, step: int | None = None,
+                  walltime: float | None = None, dataformats: str = "CHW") -> None:
+        """Log one image: uint8, or float in [0, 1]; 1 (gray), 2, 3 (RGB) or 4
+        (RGBA) channels; layout ``dataformats`` (a permutation of CHW or HW)."""
+        self._check_open()
+        _check_tag(tag)
+        if not isinstance(dataformats, str) or "N" in dataformats.upper():
+            raise ValueError(f"dataformats must be a permutation of CHW or HW, got {dataformats!r}")
+        hwc = _image_to_hwc(img, dataformats, "img")
+        step = _check_step(step)
+        walltime = _check_walltime(walltime)
+        self._submit(self._encode_images, walltime, step, tag, hwc[None])
+
+    def add_images(self, tag: str, imgs: Any, step: int | None = None,
+                   walltime: float | None = None, dataformats: str = "NCHW") -> None:
+        """Log a batch of images (one TensorBoard sample each) with
+        ``dataformats`` a permutation of NCHW; dtypes as :meth:`add_image`."""
+        self._check_open()
+        _check_tag(tag)
+        if not isinstance(dataformats, str) or "N" not in dataformats.upper():
+            raise ValueError(f"dataformats must be a permutation of NCHW, got {dataformats!r}")
+        nhwc = _image_to_hwc(imgs, dataformats, "imgs")
+        step = _check_step(step)
+        walltime = _check_walltime(walltime)
+        self._submit(self._encode_images, walltime, step, tag, nhwc)
+
+    def _encode_images(self, walltime: float, step: int, tag: str, nhwc: np.ndarray) -> list[bytes]:
+        from .png import encode_png
+
+        pngs = [encode_png(_to_uint8(im)) for im in nhwc]
+        _, h, w, c = nhwc.shape
+        return [self._enc.images(walltime, step, tag, pngs, h, w, c)]
+
+    def add_text(self, tag: str, text: str, step: int | None = None,
+                 walltime: float | None = None) -> None:
+        """Log a text (markdown, as TensorBoard's Text tab shows it)."""
+        self._check_open()
+        _check_tag(tag)
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        self._q.append(self._enc.text(_check_walltime(walltime), _check_step(step), tag, text))
+        self._ensure_thread()
+
+    def add_tensor(self, tag: str, tensor: Any, step: int | None = None,
+                   walltime: float | None = None) -> None:
+        """Log a tensor as it is (dtype and shape kept)."""
+        self._check_open()
+        _check_tag(tag)
+        arr = to_numpy(tensor, "tensor")
+        if arr.dtype.kind not in "fiubcUS":
+            raise TypeError(f"tensor has unsupported dtype {arr.dtype}")
+        self._q.append(self._enc.tensor(_check_walltime(walltime), _check_step(step), tag, arr))
+        self._ensure_thread()
+
+    def add_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, Any],
+                    step: int | None = None, walltime: float | None = None) -> None:
+        """Record this run's hyperparameters and final metrics for
+        TensorBoard's HParams tab, in this run (not a sub-run).
+
+        ``hparams`` values: bool, int, float or str.  ``metrics``: tag ->
+        scalar, logged as scalars at ``step``; the HParams tab shows each
+        tag's latest value.  Call once per run.
+        """
+        self._check_open()
+        if not isinstance(hparams, Mapping) or not hparams:
+            raise TypeError("hparams must be a non-empty mapping of name to value")
+        if not isinstance(metrics, Mapping):
+            raise TypeError(f"metrics must be a mapping of tag to value, got {type(metrics).__name__}")
+        for name in hparams:
+            _check_tag(name, "hparams key")
+        walltime = _check_walltime(walltime)
+        events = self._enc.hparams(walltime, hparams, list(metrics))  # validates values
+        for payload in events:
+            self._q.append(payload)
+        self._ensure_thread()
+        if metrics:
+            self.log(metrics, step, walltime)
+
+    # -- background thread ------------------------------------------------------
+    def _ensure_thread(self) -> None:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None and not self._closed:
+                    t = threading.Thread(target=self._run, name="summarylog-writer", daemon=True)
+                    t.start()
+                    self._thread = t
+
+    def _run(self) -> None:
+        while not self._closed:
+            woke = self._wake.wait(self.flush_secs)
+            self._wake.clear()
+            if self._closed:
+                break
+            try:
+                self._drain()
+                if not woke and self._rw is not None:
+                    self._rw.flush()  # the timer: everything so far to the OS
+            except BaseException as exc:  # kept for the caller's next call (strict)
+                self._error = exc
+
+    def _file_name(self) -> str:
+        host = socket.gethostname().replace("/", "_") or "localhost"
+        kind = "zevents" if self.compression else "tfevents"
+        name = f"events.out.{kind}.{int(_time()):010d}.{host}.{os.getpid()}.{next(_seq)}"
+        if self.rank is not None:
+            name += f".{self.rank}"
+        return name + self.filename_suffix
+
+    def _open_file(self) -> RecordWriter:
+        os.makedirs(self.logdir, exist_ok=True)
+        while True:
+            path = os.path.join(self.logdir, self._file_name())
+            try:
+                rw = RecordWriter(path, flush_secs=self.flush_secs, durability=self.durability,
+                                  compression=self.compression, strict=self.strict)
+                break
+            except FileExistsError:  # someone took the name: take the next seq
+                continue
+        self._files.append(rw.path)
+        now = _time()
+        rw.write(self._enc.file_header(now))
+        if self._purge_step is not None:
+            for payload in self._enc.purge_marker(now, self._purge_step):
+                rw.write(payload)
+            self._purge_step = None  # only the first file carries it
+        return rw
+
+    def _writer(self) -> RecordWriter:
+        rw = self._rw
+        if rw is None:
+            rw = self._rw = self._open_file()
+        elif self.max_file_size is not None:
+            st = rw.stats
+            if st.file_size + st.buffered_bytes >= self.max_file_size:
+                rw.close()
+                rw = self._rw = self._open_file()
+        return rw
+
+    def _drain(self) -> None:
+        with self._drain_lock:
+            q = self._q
+            n = len(q)
+            if not n:
+                return
+            pop = q.popleft
+            items = [pop() for _ in range(n)]
+            run: list[tuple[Any, ...]] = []
+            for item in items:
+                if type(item) is tuple:
+                    run.append(item)
+                    continue
+                if run:
+                    self._emit_scalars(run)
+                    run = []
+                if type(item) is bytes:
+                    self._write_payload(item)
+                else:
+                    try:
+                        payloads = item.fn(*item.args)
+                    except Exception as exc:
+                        self._counts["dropped_values"] += 1
+                        log.warning("summarylog: could not encode a value for %s: %s",
+                                    self.logdir, exc)
+                        continue
+                    for payload in payloads:
+                        self._write_payload(payload)
+            if run:
+                self._emit_scalars(run)
+
+    def _write_payload(self, payload: bytes) -> None:
+        self._writer().write(payload)
+        self._counts["events"] += 1
+
+    def _emit_scalars(self, run: list[tuple[Any, ...]]) -> None:
+        ids, vals, steps, walls = zip(*run)
+        n = len(run)
+        try:  # fast path: add_scalar items of plain floats
+            ids_a = array("I", ids)
+            vals_a = array("d", vals)
+            counts = array("I", [1]) * n
+        except TypeError:
+            ids_a, vals_a, counts, keep = self._flatten(run)
+            if not keep:
+                return
+            steps = tuple(run[i][2] for i in keep)
+            walls = tuple(run[i][3] for i in keep)
+            n = len(keep)
+        steps_a = array("q", steps)
+        walls_a = array("d", walls)
+        rw = self._writer()
+        with self._lock:
+            tag_data = bytes(self._tag_data)
+            offsets = array("Q", self._tag_offsets)
+        accepted = ffi.new("uint64_t *")
+        rc = lib.slg_writer_write_tb_scalars(
+            rw._h, n, ffi.from_buffer("double[]", walls_a), ffi.from_buffer("int64_t[]", steps_a),
+            ffi.from_buffer("uint32_t[]", counts), ffi.from_buffer("uint32_t[]", ids_a),
+            ffi.from_buffer("double[]", vals_a), tag_data, ffi.from_buffer("uint64_t[]", offsets),
+            len(offsets) - 1, accepted)
+        self._counts["events"] += int(accepted[0])
+        if rc:
+            rw._status(rc)
+
+    def _flatten(self, run: list[tuple[Any, ...]]) -> tuple[array, array, array, list[int]]:
+        """Slow path: log() events and deferred values (read here)."""
+        ids_a, vals_a, counts, keep = array("I"), array("d"), array("I"), []
+        for i, (tid, val, _step, _wall) in enumerate(run):
+            pairs = zip(tid, val) if type(tid) is tuple else ((tid, val),)
+            k = 0
+            for t, v in pairs:
+                if type(v) is Deferred:
+                    try:
+                        v = resolve_scalar(v)
+                    except Exception as exc:
+                        self._counts["dropped_values"] += 1
+                        log.warning("summarylog: could not read %s: %s", v.name, exc)
+                        continue
+                ids_a.append(t)
+                vals_a.append(v)
+                k += 1
+            if k:
+                counts.append(k)
+                keep.append(i)
+        return ids_a, vals_a, counts, keep
+
+    # -- flush / close ------------------------------------------------------------
+    def flush(self) -> None:
+        """Return when everything logged so far reached the OS (and the disk,
+        with ``durability="fsync"``)."""
+        self._check_open()
+        self._drain()
+        if self._rw is not None:
+            self._rw.flush()
+
+    def close(self) -> None:
+        """Flush everything and close the file.  Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        try:
+            if self._pid == os.getpid():
+                self._drain()
+        finally:
+            rw = self._rw
+            if rw is not None:
+                rw.close()
+            _open_writers.discard(self)
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    @property
+    def files(self) -> list[str]:
+        """Paths of the files written so far, oldest first."""
+        return list(self._files)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counters: events written, values dropped (unreadable tensors or
+        failed encodes), queued items, and the current file's record stats."""
+        out: dict[str, Any] = dict(self._counts, queued=len(self._q), files=len(self._files))
+        if self._rw is not None:
+            out["file"] = self._rw.stats._asdict()
+        return out
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<summarylog.Writer {self.logdir!r}{' closed' if self._closed else ''}>"
