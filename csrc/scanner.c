@@ -56,7 +56,14 @@ static int resync(slg_scan_state *s, const char *buf, uint64_t base, uint64_t bu
     for (; q + SLG_HEADER_SIZE <= buf_end; q++) {
         uint64_t L;
         const char *h = buf + (q - base);
-        if (header_ok(h, &L) && fits(q, L, data_end)) {
+        int ok = header_ok(h, &L);
+        if (ok && data_end == SLG_UNKNOWN_END && !fits(q, L, buf_end)) {
+            /* End of data unknown (zstd): whether this record fits cannot be
+             * decided yet.  Ask for the record (or the end of the data). */
+            s->pos = q;
+            return SLG_SCAN_NEED_MORE;
+        }
+        if (ok && fits(q, L, data_end)) {
             int kind = s->damage_kind;
             if (kind == SLG_DAMAGE_BAD_LENGTH_CRC && s->all_zero) kind = SLG_DAMAGE_ZERO_FILL;
             emit_damage(dmg, n_dmg, s->damage_start, q - s->damage_start, kind);

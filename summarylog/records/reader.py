@@ -49,7 +49,7 @@ _UNKNOWN_END = 0xFFFFFFFFFFFFFFFF
 class Damage(NamedTuple):
     """One damaged region that was skipped."""
 
-    offset: int  #: first byte (decompressed stream offset for zstd files)
+    offset: int  #: first byte (decompressed-stream offset in zstd files, but compressed-file offset for "bad_zstd_frame")
     kind: str  #: "bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill", "bad_zstd_frame"
     length: int  #: bytes skipped
 
@@ -91,6 +91,36 @@ class _ZstdSource:
         self._out = bytearray()
         self._out_base = 0
         self._damage = damage
+        # (decompressed offset, compressed offset) of every frame start seen,
+        # to decode again from when the scanner goes back to a tail's start
+        self._frames: list[tuple[int, int]] = [(0, 0)]
+        self._quiet = False  # while re-decoding: damage was reported already
+
+    def _frame_at(self, cpos: int) -> None:
+        d = self._out_base + len(self._out)
+        if self._frames[-1][0] <= d and self._frames[-1][1] < cpos:
+            self._frames.append((d, cpos))
+
+    def _rewind(self, pos: int) -> None:
+        import bisect
+
+        i = bisect.bisect_right(self._frames, (pos, float("inf"))) - 1
+        dpos, cpos = self._frames[i]
+        self._dobj = self._dctx.decompressobj()
+        self._frame_start = self._cpos = cpos
+        self._out = bytearray()
+        self._out_base = dpos
+        self._quiet = True
+        try:
+            while self._out_base + len(self._out) < pos and self._pump():
+                drop = min(len(self._out), pos - self._out_base)
+                del self._out[:drop]
+                self._out_base += drop
+        finally:
+            self._quiet = False
+        drop = min(len(self._out), pos - self._out_base)
+        del self._out[:drop]
+        self._out_base += drop
 
     def _resync(self) -> None:
         # skip to the next frame magic after the bad frame's start
@@ -105,9 +135,11 @@ class _ZstdSource:
                 nxt = start + i
                 break
             start += max(1, len(chunk) - 3)
-        self._damage(self._frame_start, nxt - self._frame_start)
+        if not self._quiet:
+            self._damage(self._frame_start, nxt - self._frame_start)
         self._frame_start = self._cpos = nxt
         self._dobj = self._dctx.decompressobj()
+        self._frame_at(nxt)
 
     def _pump(self) -> bool:
         """Decode one step; False when no compressed input is left (for now)."""
@@ -125,6 +157,7 @@ class _ZstdSource:
             rest = self._dobj.unused_data
             self._frame_start = self._cpos - len(rest)
             self._dobj = self._dctx.decompressobj()
+            self._frame_at(self._frame_start)
             if not rest:
                 break
             try:
@@ -135,6 +168,8 @@ class _ZstdSource:
         return True
 
     def read(self, pos: int, want: int) -> tuple[bytes, int]:
+        if pos < self._out_base:  # back to a tail's start, already dropped
+            self._rewind(pos)
         # drop what the scanner is done with
         if pos > self._out_base:
             del self._out[: pos - self._out_base]
@@ -242,25 +277,37 @@ class RecordReader:
                 raise RuntimeError(f"slg_scan: bad arguments ({rc})")
             while self._pending_zstd:
                 self._add_damage(self._pending_zstd.pop(0))
+            batch: list[Damage] = []
+            if ndm[0]:
+                flat = dview[: 3 * ndm[0]].tolist()  # offset, length, kind|pad
+                batch = [Damage(flat[i], _KINDS[flat[i + 2] & 0xFFFFFFFF], flat[i + 1])
+                         for i in range(0, len(flat), 3)]
+            j = 0
             n = nsp[0]
             if n:
                 flat = sview[: 2 * n].tolist()
-                self.records_read += n
                 for i in range(0, 2 * n, 2):
+                    # damage before this record first: strict mode raises
+                    # before yielding anything that follows the damage
+                    while j < len(batch) and batch[j].offset < flat[i]:
+                        self._add_damage(batch[j])
+                        j += 1
+                    self.records_read += 1
                     start = flat[i] - base
                     yield buf[start : start + flat[i + 1]]
-            if ndm[0]:
-                flat = dview[: 3 * ndm[0]].tolist()  # offset, length, kind|pad
-                for i in range(0, len(flat), 3):
-                    self._add_damage(Damage(flat[i], _KINDS[flat[i + 2] & 0xFFFFFFFF], flat[i + 1]))
+            for d in batch[j:]:
+                self._add_damage(d)
             if rc == lib.SLG_SCAN_SPANS_FULL:
                 continue
             if rc == lib.SLG_SCAN_NEED_MORE:
                 want = self._chunk
                 rel = st.pos - base
-                if not st.resyncing and len(buf) - rel >= 12:
+                if len(buf) - rel >= 12 and lib.slg_masked_crc32c(
+                        buf[rel : rel + 8], 8) == int.from_bytes(buf[rel + 8 : rel + 12], "little"):
+                    # a valid header: the scanner checked its record fits the
+                    # data (or the data's end is unknown): read all of it
                     length = int.from_bytes(buf[rel : rel + 8], "little")
-                    want = max(want, length + 16)  # the scanner checked it fits the data
+                    want = max(want, length + 16)
                 buf, data_end = self._source.read(st.pos, want)
                 base = st.pos
                 continue
