@@ -17,22 +17,28 @@ typedef uint32_t (*crc_fn)(uint32_t, const uint8_t *, size_t);
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static crc_fn active_fn = slg_crc32c_portable_raw;
 static int active_impl = SLG_CRC_PORTABLE;
+/* CPU probes, run once in init_tables: CPUID traps to the hypervisor in a VM
+ * (microseconds), so it must not run on every slg_crc32c_with() call. */
+static int cpu_sse42, cpu_arm_crc;
 
-int slg_crc32c_has_impl(int impl) {
+static int probed_has_impl(int impl) {
     switch (impl) {
     case SLG_CRC_PORTABLE:
         return 1;
-#ifdef SLG_HAVE_SSE42_IMPL
     case SLG_CRC_SSE42:
-        return slg_cpu_has_sse42();
-#endif
-#ifdef SLG_HAVE_ARM64_IMPL
+        return cpu_sse42;
     case SLG_CRC_ARM64:
-        return slg_cpu_has_arm_crc();
-#endif
+        return cpu_arm_crc;
     default:
         return 0;
     }
+}
+
+static void init_tables(void);
+
+int slg_crc32c_has_impl(int impl) {
+    pthread_once(&init_once, init_tables);
+    return probed_has_impl(impl);
 }
 
 static crc_fn impl_fn(int impl) {
@@ -53,12 +59,18 @@ static crc_fn impl_fn(int impl) {
 static int best_impl(void) {
     const char *force = getenv("SUMMARYLOG_CRC32C");
     if (force && strcmp(force, "portable") == 0) return SLG_CRC_PORTABLE;
-    if (slg_crc32c_has_impl(SLG_CRC_SSE42)) return SLG_CRC_SSE42;
-    if (slg_crc32c_has_impl(SLG_CRC_ARM64)) return SLG_CRC_ARM64;
+    if (probed_has_impl(SLG_CRC_SSE42)) return SLG_CRC_SSE42;
+    if (probed_has_impl(SLG_CRC_ARM64)) return SLG_CRC_ARM64;
     return SLG_CRC_PORTABLE;
 }
 
 static void init_tables(void) {
+#ifdef SLG_HAVE_SSE42_IMPL
+    cpu_sse42 = slg_cpu_has_sse42();
+#endif
+#ifdef SLG_HAVE_ARM64_IMPL
+    cpu_arm_crc = slg_cpu_has_arm_crc();
+#endif
     slg_crc32c_portable_init();
 #ifdef SLG_HAVE_SSE42_IMPL
     slg_crc32c_sse42_init();
@@ -95,7 +107,7 @@ int slg_crc32c_impl(void) {
 int slg_crc32c_select(int impl) {
     pthread_once(&init_once, init_tables);
     if (impl == SLG_CRC_AUTO) impl = best_impl();
-    if (!slg_crc32c_has_impl(impl)) return -ENOTSUP;
+    if (!probed_has_impl(impl)) return -ENOTSUP;
     __atomic_store_n(&active_impl, impl, __ATOMIC_RELEASE);
     __atomic_store_n(&active_fn, impl_fn(impl), __ATOMIC_RELEASE);
     return 0;
@@ -103,6 +115,6 @@ int slg_crc32c_select(int impl) {
 
 uint32_t slg_crc32c_with(int impl, uint32_t crc, const char *data, size_t n) {
     pthread_once(&init_once, init_tables);
-    if (!slg_crc32c_has_impl(impl)) impl = SLG_CRC_PORTABLE;
+    if (!probed_has_impl(impl)) impl = SLG_CRC_PORTABLE;
     return ~impl_fn(impl)(~crc, (const uint8_t *)data, n);
 }

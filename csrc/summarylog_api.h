@@ -84,8 +84,9 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs,
 /* Frame and buffer one payload.  0, SLG_DROPPED, or -errno of an I/O error
  * not yet reported (each error is reported once, then cleared). */
 int slg_writer_write(slg_writer *w, const char *payload, uint64_t len);
-/* Frame and buffer n payloads given back to back; atomic with respect to
- * other callers.  *accepted receives how many were buffered. */
+/* Frame and buffer n payloads given back to back, in order.  Other threads'
+ * records may land between 1 MiB chunks of a larger batch (never inside a
+ * record).  *accepted receives how many were buffered. */
 int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *lens,
                           uint64_t n, uint64_t *accepted);
 /* Buffer bytes as they are (already framed, or a compressed block). */

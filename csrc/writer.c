@@ -26,6 +26,7 @@
 #include "writer.h"
 
 #define FRAME_CHUNK (1u << 20) /* write_many frames at most this much per lock hold */
+#define SLG_MAX_RECORD (1ull << 40) /* no single reservation beyond 1 TiB (keeps sizes far from wrapping) */
 
 typedef struct {
     char *data;
@@ -149,8 +150,13 @@ static void *flusher_main(void *arg) {
             int err = write_batch(w->fd, off, batch.data, batch.len, fault);
             int synced = 0;
             if (!err && w->durability == SLG_DURABILITY_FSYNC) {
-                if (fdatasync(w->fd) != 0) err = errno;
-                else synced = 1;
+                if (fdatasync(w->fd) != 0) {
+                    err = errno;
+                    /* the batch is counted lost: do not leave it in the file */
+                    (void)!ftruncate(w->fd, (off_t)off);
+                } else {
+                    synced = 1;
+                }
             }
 
             pthread_mutex_lock(&w->mu);
@@ -229,6 +235,7 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t
 /* Make room for `need` more bytes in w->cur.  Called with the lock held. */
 static int reserve(slg_writer *w, uint64_t need) {
     uint64_t t0 = 0;
+    if (need > SLG_MAX_RECORD) return -EFBIG;
     while (w->cur.len + w->inflight + need > w->max_buffer &&
            !(w->cur.len == 0 && w->inflight == 0)) {
         if (w->on_full == SLG_ON_FULL_DROP) return SLG_DROPPED;
@@ -447,12 +454,14 @@ int slg_writer_take_error(slg_writer *w) {
 }
 
 void slg_writer_inject_fault(slg_writer *w, int err, int count) {
+    if (FORKED(w)) return;
     pthread_mutex_lock(&w->mu);
     w->fault_err = err;
     w->fault_count = err ? count : 0;
     pthread_mutex_unlock(&w->mu);
 }
 
+/* lint: returns locked (on success; see writer.h) */
 int slg_writer_begin(slg_writer *w, uint64_t bytes, uint64_t records, char **out) {
     if (FORKED(w)) return -ECHILD;
     pthread_mutex_lock(&w->mu);

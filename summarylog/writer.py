@@ -281,7 +281,7 @@ class Writer:
             tid = self._tag_id(tag)
         if type(value) is not float:
             value = float(value) if type(value) is int else snapshot_scalar(value, "value")
-        if type(step) is not int:
+        if type(step) is not int or not -0x8000000000000000 <= step <= 0x7FFFFFFFFFFFFFFF:
             step = _check_step(step)
         walltime = _time() if walltime is None else _check_walltime(walltime)
         q = self._q
@@ -309,7 +309,7 @@ class Writer:
             vals.append(value if type(value) is float else
                         float(value) if type(value) is int else
                         snapshot_scalar(value, f"scalars[{tag!r}]"))
-        if type(step) is not int:
+        if type(step) is not int or not -0x8000000000000000 <= step <= 0x7FFFFFFFFFFFFFFF:
             step = _check_step(step)
         walltime = _time() if walltime is None else _check_walltime(walltime)
         q = self._q
@@ -318,11 +318,11 @@ class Writer:
             self._kick(q)
 
     def _kick(self, q: collections.deque[Any]) -> None:
-        if len(q) >= _MAX_QUEUE:
-            self._drain()  # the background thread can't keep up: help it
-        else:
-            self._ensure_thread()
-            if len(q) >= _BATCH:
+        self._ensure_thread()
+        if len(q) >= _BATCH:
+            self._wake.set()
+            while len(q) >= _MAX_QUEUE and not self._closed:
+                time.sleep(0.001)  # backpressure: the writer's thread is behind
                 self._wake.set()
 
     # -- heavy values ----------------------------------------------------------
@@ -448,17 +448,21 @@ class Writer:
                     self._thread = t
 
     def _run(self) -> None:
-        while not self._closed:
+        # All draining happens here, so framework values are read, histograms
+        # binned and PNGs encoded off the caller's thread; flush() and close()
+        # wait for this thread instead of draining themselves.
+        while True:
             woke = self._wake.wait(self.flush_secs)
             self._wake.clear()
-            if self._closed:
-                break
+            closing = self._closed
             try:
                 self._drain()
                 if not woke and self._rw is not None:
                     self._rw.flush()  # the timer: everything so far to the OS
             except BaseException as exc:  # kept for the caller's next call (strict)
                 self._error = exc
+            if closing:
+                return
 
     def _file_name(self) -> str:
         host = socket.gethostname().replace("/", "_") or "localhost"
@@ -516,6 +520,8 @@ class Writer:
                     run = []
                 if type(item) is bytes:
                     self._write_payload(item)
+                elif type(item) is threading.Event:  # a flush() waiting for us
+                    item.set()
                 else:
                     try:
                         payloads = item.fn(*item.args)
@@ -553,15 +559,22 @@ class Writer:
         with self._lock:
             tag_data = bytes(self._tag_data)
             offsets = array("Q", self._tag_offsets)
-        accepted = ffi.new("uint64_t *")
-        rc = lib.slg_writer_write_tb_scalars(
-            rw._h, n, ffi.from_buffer("double[]", walls_a), ffi.from_buffer("int64_t[]", steps_a),
-            ffi.from_buffer("uint32_t[]", counts), ffi.from_buffer("uint32_t[]", ids_a),
-            ffi.from_buffer("double[]", vals_a), tag_data, ffi.from_buffer("uint64_t[]", offsets),
-            len(offsets) - 1, accepted)
-        self._counts["events"] += int(accepted[0])
-        if rc:
-            rw._status(rc)
+        args = (n, ffi.from_buffer("double[]", walls_a), ffi.from_buffer("int64_t[]", steps_a),
+                ffi.from_buffer("uint32_t[]", counts), ffi.from_buffer("uint32_t[]", ids_a),
+                ffi.from_buffer("double[]", vals_a), tag_data,
+                ffi.from_buffer("uint64_t[]", offsets), len(offsets) - 1)
+        if rw.compression is None:  # framed straight into the native buffer
+            accepted = ffi.new("uint64_t *")
+            rc = lib.slg_writer_write_tb_scalars(rw._h, *args, accepted)
+            self._counts["events"] += int(accepted[0])
+            if rc:
+                rw._status(rc)
+            return
+        need = lib.slg_tb_encode_scalars(ffi.NULL, 0, *args)
+        out = bytearray(need)
+        lib.slg_tb_encode_scalars(ffi.from_buffer(out), need, *args)
+        rw.write_framed(out, n)
+        self._counts["events"] += n
 
     def _flatten(self, run: list[tuple[Any, ...]]) -> tuple[array, array, array, list[int]]:
         """Slow path: log() events and deferred values (read here)."""
@@ -590,7 +603,18 @@ class Writer:
         """Return when everything logged so far reached the OS (and the disk,
         with ``durability="fsync"``)."""
         self._check_open()
-        self._drain()
+        self._ensure_thread()
+        done = threading.Event()
+        self._q.append(done)
+        self._wake.set()
+        thread = self._thread
+        while not done.wait(0.5):
+            if thread is None or not thread.is_alive():
+                self._drain()  # the thread is gone (interpreter shutdown): do it here
+                break
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
         if self._rw is not None:
             self._rw.flush()
 
@@ -603,10 +627,10 @@ class Writer:
             thread = self._thread
         self._wake.set()
         if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            thread.join()  # its last drain takes everything queued
         try:
             if self._pid == os.getpid():
-                self._drain()
+                self._drain()  # what the thread did not take (or no thread ran)
         finally:
             rw = self._rw
             if rw is not None:

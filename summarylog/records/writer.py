@@ -183,9 +183,22 @@ class RecordWriter:
             self._status(rc)
         return int(accepted[0])
 
+    def write_framed(self, data: Any, records: int) -> None:
+        """Buffer records that are already framed (``records`` of them, back
+        to back, e.g. from a native encoder); compressed like the rest."""
+        if self._closed:
+            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        if self._zstd is not None:
+            self._zstd.write_framed(data, records)
+            return
+        buf = as_buffer(data)
+        rc = lib.slg_writer_write_raw(self._h, buf, len(buf), records)
+        if rc:
+            self._status(rc)
+
     def write_raw(self, data: Any, records: int = 0) -> None:
-        """Buffer bytes as they are (already framed records, or a block);
-        ``records`` is how many records they hold, for :attr:`stats`."""
+        """Append bytes to the file as they are, uncompressed (a block of
+        framed records, or anything else); ``records`` counts for :attr:`stats`."""
         if self._closed:
             raise ValueError(f"write to closed RecordWriter ({self.path})")
         buf = as_buffer(data)
@@ -301,6 +314,17 @@ class _ZstdBlocks:
         if big:
             self._wake.set()
         return True
+
+    def write_framed(self, data: Any, records: int) -> None:
+        if self._error:
+            rc, self._error = self._error, 0
+            self._owner._status(rc)
+        with self._lock:
+            self._pending += data
+            self._records += records
+            big = len(self._pending) >= self._flush_bytes
+        if big:
+            self._wake.set()
 
     def _emit(self) -> None:
         with self._io_lock:
