@@ -43,7 +43,7 @@ log = logging.getLogger("summarylog")
 _seq = itertools.count()
 _open_writers: "weakref.WeakSet[Writer]" = weakref.WeakSet()
 _time = time.time
-_BATCH = 4096  # queued items that wake the background thread early
+_BATCH = 4096  # queued items that wake the background thread early (a power of 2)
 _MAX_QUEUE = 1 << 20  # queued items past which callers drain themselves (backpressure)
 
 
@@ -217,6 +217,7 @@ class Writer:
         self._purge_step = None if purge_step is None else _check_step(purge_step)
         self._enc = TensorBoardEncoder()
         self._tag_ids: dict[str, int] = {}
+        self._ids_cache: dict[tuple[str, ...], tuple[int, ...]] = {}
         self._tag_data = bytearray()
         self._tag_offsets = array("Q", [0])
         self._files: list[str] = []
@@ -286,7 +287,7 @@ class Writer:
         walltime = _time() if walltime is None else _check_walltime(walltime)
         q = self._q
         q.append((tid, value, step, walltime))
-        if len(q) >= _BATCH or self._thread is None:
+        if not len(q) & (_BATCH - 1) or self._thread is None:
             self._kick(q)
 
     def log(self, scalars: Mapping[str, Any], step: int | None = None,
@@ -294,32 +295,36 @@ class Writer:
         """Log many scalars as one event: ``log({"loss": l, "lr": lr}, step)``."""
         if self._closed or self._error is not None:
             self._check_open()
-        if not isinstance(scalars, Mapping):
+        if type(scalars) is not dict and not isinstance(scalars, Mapping):
             raise TypeError(f"scalars must be a mapping of tag to value, got {type(scalars).__name__}")
         if not scalars:
             return
-        ids = []
-        vals = []
-        get = self._tag_ids.get
-        for tag, value in scalars.items():
-            tid = get(tag)
-            if tid is None:
-                tid = self._tag_id(tag)
-            ids.append(tid)
-            vals.append(value if type(value) is float else
-                        float(value) if type(value) is int else
-                        snapshot_scalar(value, f"scalars[{tag!r}]"))
+        keys = tuple(scalars)
+        ids = self._ids_cache.get(keys)
+        if ids is None:
+            ids = tuple(self._tag_id(tag) for tag in keys)
+            if len(self._ids_cache) < 1024:
+                self._ids_cache[keys] = ids
+        vals = tuple(scalars.values())
+        try:  # one C-speed pass: all plain numbers sum to a plain number
+            total = sum(vals)
+        except TypeError:
+            total = None
+        if type(total) is not float and type(total) is not int:  # numpy, tensors, junk
+            vals = tuple(v if type(v) is float else
+                         float(v) if type(v) is int else
+                         snapshot_scalar(v, f"scalars[{k!r}]") for k, v in zip(keys, vals))
         if type(step) is not int or not -0x8000000000000000 <= step <= 0x7FFFFFFFFFFFFFFF:
             step = _check_step(step)
         walltime = _time() if walltime is None else _check_walltime(walltime)
         q = self._q
-        q.append((tuple(ids), tuple(vals), step, walltime))
-        if len(q) >= _BATCH or self._thread is None:
+        q.append((ids, vals, step, walltime))
+        if not len(q) & (_BATCH - 1) or self._thread is None:
             self._kick(q)
 
     def _kick(self, q: collections.deque[Any]) -> None:
         self._ensure_thread()
-        if len(q) >= _BATCH:
+        if len(q) >= _BATCH:  # a full batch: wake the writer's thread (once per batch)
             self._wake.set()
             while len(q) >= _MAX_QUEUE and not self._closed:
                 time.sleep(0.001)  # backpressure: the writer's thread is behind
@@ -547,12 +552,19 @@ class Writer:
             vals_a = array("d", vals)
             counts = array("I", [1]) * n
         except TypeError:
-            ids_a, vals_a, counts, keep = self._flatten(run)
-            if not keep:
-                return
-            steps = tuple(run[i][2] for i in keep)
-            walls = tuple(run[i][3] for i in keep)
-            n = len(keep)
+            try:  # log() items too, still plain floats
+                ids_col = [t if type(t) is tuple else (t,) for t in ids]
+                vals_col = [v if type(v) is tuple else (v,) for v in vals]
+                vals_a = array("d", itertools.chain.from_iterable(vals_col))
+                ids_a = array("I", itertools.chain.from_iterable(ids_col))
+                counts = array("I", map(len, ids_col))
+            except (TypeError, OverflowError):  # deferred values: read them here (not the caller)
+                ids_a, vals_a, counts, keep = self._flatten(run)
+                if not keep:
+                    return
+                steps = tuple(run[i][2] for i in keep)
+                walls = tuple(run[i][3] for i in keep)
+                n = len(keep)
         steps_a = array("q", steps)
         walls_a = array("d", walls)
         rw = self._writer()
@@ -590,8 +602,13 @@ class Writer:
                         self._counts["dropped_values"] += 1
                         log.warning("summarylog: could not read %s: %s", v.name, exc)
                         continue
+                try:
+                    vals_a.append(v)
+                except (TypeError, OverflowError) as exc:
+                    self._counts["dropped_values"] += 1
+                    log.warning("summarylog: dropped a scalar that is not a float: %s", exc)
+                    continue
                 ids_a.append(t)
-                vals_a.append(v)
                 k += 1
             if k:
                 counts.append(k)
