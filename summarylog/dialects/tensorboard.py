@@ -8,8 +8,10 @@ Conventions (FORMAT.md; TensorBoard's plugins):
   images      plugin "images": DT_STRING tensor [width, height, png, ...]
   text        plugin "text": DT_STRING scalar tensor
   tensors     TensorProto with the array's dtype, shape and raw bytes
-  hparams     plugin "hparams": experiment, session_start_info and
-              session_end_info in the run itself, so the HParams tab shows it
+  hparams     plugin "hparams": session_start_info and session_end_info in the
+              run itself (no experiment record: TensorBoard then builds the
+              experiment from every run's hparams, so runs with different keys
+              all show; every scalar of the run is a metric column)
 """
 
 from __future__ import annotations
@@ -78,23 +80,32 @@ def histogram_proto(values: np.ndarray, bins: int) -> Any:
     h = tb.HistogramProto(num=float(flat.size))
     if finite.size:
         lo, hi = float(finite.min()), float(finite.max())
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
         f64 = finite.astype(np.float64, copy=False)
-        h.min, h.max = float(finite.min()), float(finite.max())
+        h.min, h.max = lo, hi
         h.sum = float(f64.sum())
         h.sum_squares = float(np.dot(f64, f64))
-        counts = counts.astype(np.float64)
-        counts[0] += n_neg_inf
-        counts[-1] += n_pos_inf
-        h.bucket_limit.extend(edges[1:].tolist())
-        h.bucket.extend(counts.tolist())
+        if lo == hi:
+            # one distinct value: one zero-width bucket [lo, hi] holding it and any
+            # ±inf (as TensorBoard's own summary does), never empty edge buckets
+            # whose limits lie outside [min, max]
+            h.bucket_limit.append(hi)
+            h.bucket.append(float(finite.size + n_neg_inf + n_pos_inf))
+        else:
+            counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
+            counts = counts.astype(np.float64)
+            counts[0] += n_neg_inf
+            counts[-1] += n_pos_inf
+            h.bucket_limit.extend(edges[1:].tolist())
+            h.bucket.extend(counts.tolist())
     elif n_pos_inf or n_neg_inf:
         h.min = -math.inf if n_neg_inf else math.inf
         h.max = math.inf if n_pos_inf else -math.inf
-        h.bucket_limit.extend([0.0, math.inf])
-        h.bucket.extend([float(n_neg_inf), float(n_pos_inf)])
+        if n_neg_inf and n_pos_inf:
+            h.bucket_limit.extend([0.0, math.inf])
+            h.bucket.extend([float(n_neg_inf), float(n_pos_inf)])
+        else:  # only one sign: one bucket, no empty one
+            h.bucket_limit.append(h.max)
+            h.bucket.append(float(n_neg_inf + n_pos_inf))
     return h
 
 
@@ -178,18 +189,13 @@ class TensorBoardEncoder:
 
     def hparams(self, wall_time: float, hparams: Mapping[str, Any],
                 metrics: Sequence[str]) -> list[bytes]:
-        exp = tb.Experiment(time_created_secs=wall_time)
         start = tb.SessionStartInfo(start_time_secs=wall_time)
         for name, v in hparams.items():
-            value, dtype = _hparam_value(name, v)
-            exp.hparam_infos.add(name=name, type=dtype)
+            value, _dtype = _hparam_value(name, v)
             start.hparams[name].CopyFrom(value)
-        for m in metrics:
-            exp.metric_infos.add(name=tb.MetricName(tag=m))
         end = tb.SessionEndInfo(status=1, end_time_secs=wall_time)  # STATUS_SUCCESS
         out = []
-        for tag, data in ((EXPERIMENT_TAG, tb.HParamsPluginData(version=0, experiment=exp)),
-                          (SESSION_START_TAG, tb.HParamsPluginData(version=0, session_start_info=start)),
+        for tag, data in ((SESSION_START_TAG, tb.HParamsPluginData(version=0, session_start_info=start)),
                           (SESSION_END_TAG, tb.HParamsPluginData(version=0, session_end_info=end))):
             md = _plugin_metadata("hparams", data.SerializeToString())
             ev = tb.Event(wall_time=wall_time)
