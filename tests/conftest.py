@@ -29,6 +29,16 @@ def require(ok: bool, what: str) -> None:
     pytest.skip(f"{what} not available")
 
 
+def require_module(name: str):
+    """Import a module the test needs: skip locally, fail under CI when missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        require(False, f"python module {name!r} ({exc})")
+
+
 def require_tool(name: str) -> str:
     path = shutil.which(name)
     require(path is not None, f"the {name!r} command")

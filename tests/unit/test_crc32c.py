@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import require_module
 from summarylog.records import crc, crc32c, crc32c_impl, crc32c_impls, mask, masked_crc32c, unmask
 
 # FORMAT.md §1.2 (RFC 3720 §B.4 and TensorBoard's masked_crc.rs)
@@ -106,7 +107,7 @@ class TestAgainstReference:
             assert crc._impl_crc(impl, data) == reference_crc32c(bytes(data)), (n, off)
 
     def test_long_buffers_match_crc32c_package(self, impl: str, rng) -> None:
-        crc32c_pkg = pytest.importorskip("crc32c")
+        crc32c_pkg = require_module("crc32c")
         for n in (24575, 24576, 24577, 3 * 8192 * 5 + 13, 1 << 20, (1 << 22) + 5):
             data = rng.randbytes(n)
             for off in (0, 1, 5):

@@ -9,6 +9,8 @@ import pathlib
 
 import pytest
 
+from conftest import require_module
+
 from summarylog.pb import POOL, tb
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -22,7 +24,7 @@ def _generator():
 
 
 def test_generated_module_matches_proto_sources(monkeypatch) -> None:
-    pytest.importorskip("grpc_tools")
+    require_module("grpc_tools")
     gen = _generator()
     # compare against the *installed* package's module (what users get)
     import summarylog.pb._descriptors as shipped

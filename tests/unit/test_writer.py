@@ -18,6 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import require_module
+
 import summarylog
 from summarylog import writer as writer_mod
 from summarylog._native import ffi, lib
@@ -270,7 +272,7 @@ class TestDeferral:
         return seen
 
     def test_torch_tensor_read_on_writer_thread_and_snapshotted(self, tmp_path, monkeypatch) -> None:
-        torch = pytest.importorskip("torch")
+        torch = require_module("torch")
         seen = self._record_threads(monkeypatch)
         t = torch.tensor(1.5)
         with summarylog.Writer(tmp_path) as w:
@@ -282,7 +284,7 @@ class TestDeferral:
         assert scalars_of(str(tmp_path)) == {"t": [(0, 1.5)], "u": [(1, 2.5)]}
 
     def test_jax_array_read_on_writer_thread(self, tmp_path, monkeypatch) -> None:
-        jnp = pytest.importorskip("jax.numpy")
+        jnp = require_module("jax.numpy")
         seen = self._record_threads(monkeypatch)
         with summarylog.Writer(tmp_path) as w:
             w.add_scalar("j", jnp.float32(0.25) * 2, 3)
@@ -291,8 +293,8 @@ class TestDeferral:
         assert scalars_of(str(tmp_path)) == {"j": [(3, 0.5)]}
 
     def test_framework_histograms(self, tmp_path) -> None:
-        torch = pytest.importorskip("torch")
-        jnp = pytest.importorskip("jax.numpy")
+        torch = require_module("torch")
+        jnp = require_module("jax.numpy")
         with summarylog.Writer(tmp_path) as w:
             w.add_histogram("torch", torch.arange(100, dtype=torch.float32), 0)
             w.add_histogram("torch_bf16", torch.ones(10, dtype=torch.bfloat16), 0)
