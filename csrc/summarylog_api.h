@@ -169,6 +169,40 @@ int slg_writer_write_tb_scalars(slg_writer *w, uint64_t n_events, const double *
                                 const char *tag_data, const uint64_t *tag_offsets,
                                 uint64_t n_tags, uint64_t *accepted);
 
+/* ---- Columnar scalars from TensorBoard events (scalar_decode.c) -------- */
+#define SLG_TAG_UNKNOWN 0
+#define SLG_TAG_SCALAR 1        /* simple_value, or tensors of the scalars plugin */
+#define SLG_TAG_OTHER 2
+#define SLG_MAX_PURGES 16
+#define SLG_DECODE_OUT_FULL 1    /* output arrays full: resume at spans_done */
+#define SLG_DECODE_PURGES_FULL 2 /* purge list full: apply, resume at spans_done */
+
+typedef struct slg_tags slg_tags; /* interned tags: id <-> bytes, and kind */
+
+typedef struct {
+    uint64_t n_values;      /* values appended */
+    uint64_t spans_done;    /* records consumed (whole events only) */
+    uint64_t bad_events;    /* records that are not well-formed Events */
+    uint64_t other_events;  /* events with values that are not scalars */
+    uint64_t n_purges;      /* SessionLog.START markers seen, in order: */
+    uint64_t purge_index[16];  /* ...the number of values before the marker */
+    int64_t purge_step[16];    /* ...and its step */
+} slg_decode_result;
+
+slg_tags *slg_tags_new(void);
+void slg_tags_free(slg_tags *t);
+uint64_t slg_tags_count(const slg_tags *t);
+/* id of the tag p[0:n], interned if new (-ENOMEM on failure) */
+int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n);
+int slg_tags_get(const slg_tags *t, uint64_t id, const char **data, uint64_t *len, int32_t *kind);
+/* Decode the scalars of n_spans event records (payloads in buf, which holds
+ * file bytes from absolute offset base) into the four arrays (cap entries).
+ * 0 when all spans were consumed, else SLG_DECODE_*; -errno on failure. */
+int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
+                          uint64_t n_spans, slg_tags *tags, uint32_t *tag_ids,
+                          int64_t *steps, double *walls, double *values, uint64_t cap,
+                          slg_decode_result *res);
+
 /* ---- Build facts ------------------------------------------------------- */
 const char *slg_version(void);
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ._version import __version__
 from .errors import CorruptRecordError, SummarylogError
 
-__all__ = ["__version__", "native_info", "Writer", "SummarylogError", "CorruptRecordError",
+__all__ = ["__version__", "native_info", "Writer", "Reader", "SummarylogError", "CorruptRecordError",
            "records"]
 
 
@@ -38,4 +38,6 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(".records", __name__)
     if name == "Writer":
         return importlib.import_module(".writer", __name__).Writer
+    if name == "Reader":
+        return importlib.import_module(".reader", __name__).Reader
     raise AttributeError(f"module 'summarylog' has no attribute {name!r}")

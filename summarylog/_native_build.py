@@ -58,6 +58,7 @@ ffibuilder.set_source(
     include_dirs=[str(CSRC.relative_to(ROOT))],
     define_macros=[("SLG_VERSION", f'"{_version()}"'), ("_GNU_SOURCE", "1")],
     extra_compile_args=compile_flags(),
+    libraries=["m"],
     extra_link_args=["-pthread"]
     + (["-fsanitize=address,undefined"] if os.environ.get("SUMMARYLOG_SANITIZE") else []),
 )

@@ -202,3 +202,110 @@ class TensorBoardEncoder:
             ev.summary.value.add(tag=tag, metadata=md)
             out.append(ev.SerializeToString())
         return out
+
+
+# ---- decoding -----------------------------------------------------------------
+
+_SESSION_STATUS = {0: "unspecified", 1: "start", 2: "stop", 3: "checkpoint"}
+_NP_OF_DT = {v: k for k, v in DTYPES.items()}
+
+
+def _tensor_to_numpy(t: Any) -> np.ndarray:
+    shape = [d.size for d in t.tensor_shape.dim]
+    if t.dtype == _DT_STRING:
+        return np.array(list(t.string_val), dtype=object).reshape(shape)
+    dt = _NP_OF_DT.get(t.dtype)
+    if dt is None:
+        raise ValueError(f"unsupported tensor dtype {t.dtype}")
+    if t.tensor_content:
+        return np.frombuffer(t.tensor_content, dt.newbyteorder("<")).astype(dt).reshape(shape)
+    for field in ("float_val", "double_val", "int_val", "int64_val", "bool_val", "uint32_val",
+                  "uint64_val", "half_val"):
+        vals = getattr(t, field)
+        if len(vals):
+            if field == "half_val":
+                arr = np.array(vals, np.uint16).view(np.float16)
+            else:
+                arr = np.array(vals)
+            size = int(np.prod(shape)) if shape else 1
+            if arr.size == 1 and size > 1:  # TF's repeated-last-value packing
+                arr = np.repeat(arr, size)
+            return arr.astype(dt).reshape(shape)
+    return np.zeros(shape, dt)
+
+
+def _histogram_dict(h: Any) -> dict[str, Any]:
+    return {"limits": list(h.bucket_limit), "counts": list(h.bucket), "min": h.min,
+            "max": h.max, "num": h.num, "sum": h.sum, "sum_squares": h.sum_squares}
+
+
+def _decode_value(v: Any, ev: Any, plugins: dict[str, str]) -> tuple[str, Any]:
+    from google.protobuf import json_format
+
+    plugin = v.metadata.plugin_data.plugin_name if v.HasField("metadata") else ""
+    if plugin:
+        plugins[v.tag] = plugin
+    else:
+        plugin = plugins.get(v.tag, "")
+    which = v.WhichOneof("value")
+    if which == "simple_value":
+        return "scalar", float(v.simple_value)
+    if which == "histo":
+        return "histogram", _histogram_dict(v.histo)
+    if which == "image":
+        return "image", {"width": v.image.width, "height": v.image.height,
+                         "pngs": [v.image.encoded_image_string]}
+    if plugin == "hparams":
+        data = tb.HParamsPluginData.FromString(v.metadata.plugin_data.content)
+        return "hparams", json_format.MessageToDict(data, preserving_proto_field_name=True)
+    if which == "tensor":
+        t = v.tensor
+        if plugin == "scalars":
+            return "scalar", float(_tensor_to_numpy(t).reshape(()))
+        if plugin == "images":
+            vals = list(t.string_val)
+            return "image", {"width": int(vals[0] or 0), "height": int(vals[1] or 0),
+                             "pngs": vals[2:]}
+        if plugin == "text":
+            arr = _tensor_to_numpy(t)
+            if arr.ndim == 0:
+                return "text", arr.item().decode("utf-8", "replace")
+            return "text", np.vectorize(lambda b: b.decode("utf-8", "replace"))(arr)
+        if plugin == "histograms":
+            arr = _tensor_to_numpy(t).astype(np.float64).reshape(-1, 3)
+            return "histogram", {"limits": arr[:, 1].tolist(), "counts": arr[:, 2].tolist(),
+                                 "min": float(arr[0, 0]) if len(arr) else 0.0,
+                                 "max": float(arr[-1, 1]) if len(arr) else 0.0,
+                                 "num": float(arr[:, 2].sum()), "sum": None, "sum_squares": None}
+        return "tensor", _tensor_to_numpy(t)
+    return "other", v.SerializeToString()
+
+
+def decode_event(payload: bytes, plugins: dict[str, str] | None = None) -> list[Any]:
+    """Plain :class:`summarylog.events.Event` objects for one event record
+    (one per Summary.Value, or one marker).  ``plugins`` carries each tag's
+    plugin from its first value (TF2 writes that metadata once per tag)."""
+    from ..events import Event
+
+    if plugins is None:
+        plugins = {}
+    ev = tb.Event.FromString(payload)
+    which = ev.WhichOneof("what")
+    if which == "summary":
+        out = []
+        for v in ev.summary.value:
+            kind, value = _decode_value(v, ev, plugins)
+            out.append(Event(kind, v.tag, ev.step, ev.wall_time, value))
+        return out
+    if which == "file_version":
+        return [Event("file_version", "", ev.step, ev.wall_time, ev.file_version)]
+    if which == "session_log":
+        sl = ev.session_log
+        return [Event("session_log", "", ev.step, ev.wall_time,
+                      {"status": _SESSION_STATUS.get(sl.status, str(sl.status)),
+                       "checkpoint_path": sl.checkpoint_path, "msg": sl.msg})]
+    if which in ("graph_def", "meta_graph_def"):
+        return [Event("graph", "", ev.step, ev.wall_time, getattr(ev, which))]
+    if which is None:
+        return []
+    return [Event("other", "", ev.step, ev.wall_time, getattr(ev, which))]

@@ -261,12 +261,35 @@ class RecordReader:
     def read(self) -> Iterator[bytes]:
         """Yield every whole record from :attr:`offset` to the end of the data
         as it is now, then set :attr:`tail`."""
+        sview = self._spans_view
+        for buf, base, n, batch in self.scan_batches():
+            j = 0
+            if n:
+                flat = sview[: 2 * n].tolist()
+                for i in range(0, 2 * n, 2):
+                    # damage before this record first: strict mode raises
+                    # before yielding anything that follows the damage
+                    while j < len(batch) and batch[j].offset < flat[i]:
+                        self._add_damage(batch[j])
+                        j += 1
+                    self.records_read += 1
+                    start = flat[i] - base
+                    yield buf[start : start + flat[i + 1]]
+            for d in batch[j:]:
+                self._add_damage(d)
+
+    def scan_batches(self) -> Iterator[tuple[bytes, int, int, list[Damage]]]:
+        """The scanner's raw output, for native decoders: yields
+        ``(buf, base, n, damage)`` after each scan step, where ``buf`` holds the
+        file bytes from offset ``base`` and :attr:`spans` ``[0:n]`` (a
+        ``slg_span[]``) locate the valid payloads in it.  The caller must
+        record ``damage`` (see :meth:`read`); :attr:`tail` is set at the end."""
         if self._fd < 0:
             raise ValueError(f"read from closed RecordReader ({self.path})")
         st = self._state
         scan = lib.slg_scan
         spans, dmg, nsp, ndm = self._spans, self._dmg, self._nsp, self._ndm
-        sview, dview = self._spans_view, self._dmg_view
+        dview = self._dmg_view
         self.tail = None
         want = self._chunk
         buf, data_end = self._source.read(st.pos, want)
@@ -282,21 +305,7 @@ class RecordReader:
                 flat = dview[: 3 * ndm[0]].tolist()  # offset, length, kind|pad
                 batch = [Damage(flat[i], _KINDS[flat[i + 2] & 0xFFFFFFFF], flat[i + 1])
                          for i in range(0, len(flat), 3)]
-            j = 0
-            n = nsp[0]
-            if n:
-                flat = sview[: 2 * n].tolist()
-                for i in range(0, 2 * n, 2):
-                    # damage before this record first: strict mode raises
-                    # before yielding anything that follows the damage
-                    while j < len(batch) and batch[j].offset < flat[i]:
-                        self._add_damage(batch[j])
-                        j += 1
-                    self.records_read += 1
-                    start = flat[i] - base
-                    yield buf[start : start + flat[i + 1]]
-            for d in batch[j:]:
-                self._add_damage(d)
+            yield buf, base, int(nsp[0]), batch
             if rc == lib.SLG_SCAN_SPANS_FULL:
                 continue
             if rc == lib.SLG_SCAN_NEED_MORE:
@@ -316,6 +325,11 @@ class RecordReader:
                 kind = "torn" if rc == lib.SLG_SCAN_TORN else "zero_tail"
                 self.tail = Tail(int(st.pos), kind, end - int(st.pos))
             return
+
+    @property
+    def spans(self) -> Any:
+        """The ``slg_span[]`` that :meth:`scan_batches` fills."""
+        return self._spans
 
     def follow(
         self,

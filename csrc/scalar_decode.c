@@ -1,0 +1,419 @@
+/* scalar_decode.c - columnar scalars straight from TensorBoard event records:
+ * one call walks many records (spans from the scanner) and appends
+ * (tag id, step, wall time, value) to caller arrays, with no protobuf
+ * objects.  Both styles are read:
+ *   old  Summary.Value.simple_value (field 2, float32)
+ *   new  Summary.Value.tensor (field 8) holding one number, when the value's
+ *        metadata names the "scalars" plugin (TF2 writes that metadata only
+ *        with a tag's first value, so the tag table remembers it)
+ * Every length read from the data is bounded by the enclosing message.
+ * Field numbers: tensorboard/compat/proto/{event,summary,tensor}.proto. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "summarylog_api.h"
+
+/* ---- tag table ------------------------------------------------------------ */
+
+typedef struct {
+    uint64_t off, len; /* in arena */
+    uint64_t hash;
+    int32_t kind;      /* SLG_TAG_* */
+} tag_entry;
+
+struct slg_tags {
+    char *arena;
+    uint64_t arena_len, arena_cap;
+    tag_entry *entries;
+    uint64_t n, cap_entries;
+    uint32_t *slots; /* open addressing: id + 1, 0 = empty */
+    uint64_t n_slots;
+};
+
+static uint64_t hash_bytes(const char *p, uint64_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+slg_tags *slg_tags_new(void) {
+    slg_tags *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->n_slots = 64;
+    t->slots = calloc(t->n_slots, sizeof *t->slots);
+    if (!t->slots) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void slg_tags_free(slg_tags *t) {
+    if (!t) return;
+    free(t->arena);
+    free(t->entries);
+    free(t->slots);
+    free(t);
+}
+
+uint64_t slg_tags_count(const slg_tags *t) { return t->n; }
+
+int slg_tags_get(const slg_tags *t, uint64_t id, const char **data, uint64_t *len, int32_t *kind) {
+    if (id >= t->n) return -EINVAL;
+    *data = t->arena + t->entries[id].off;
+    *len = t->entries[id].len;
+    *kind = t->entries[id].kind;
+    return 0;
+}
+
+static int grow_slots(slg_tags *t) {
+    uint64_t n = t->n_slots * 2;
+    uint32_t *s = calloc(n, sizeof *s);
+    if (!s) return -ENOMEM;
+    for (uint64_t i = 0; i < t->n; i++) {
+        uint64_t j = t->entries[i].hash & (n - 1);
+        while (s[j]) j = (j + 1) & (n - 1);
+        s[j] = (uint32_t)(i + 1);
+    }
+    free(t->slots);
+    t->slots = s;
+    t->n_slots = n;
+    return 0;
+}
+
+/* id of tag p[0:n], added if new; -ENOMEM on failure */
+int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n) {
+    uint64_t h = hash_bytes(p, n);
+    uint64_t j = h & (t->n_slots - 1);
+    while (t->slots[j]) {
+        tag_entry *e = &t->entries[t->slots[j] - 1];
+        if (e->hash == h && e->len == n && memcmp(t->arena + e->off, p, (size_t)n) == 0)
+            return t->slots[j] - 1;
+        j = (j + 1) & (t->n_slots - 1);
+    }
+    if (t->n >= 0xFFFFFFF0u) return -ENOMEM;
+    if (t->n == t->cap_entries) {
+        uint64_t cap = t->cap_entries ? t->cap_entries * 2 : 16;
+        tag_entry *e = realloc(t->entries, cap * sizeof *e);
+        if (!e) return -ENOMEM;
+        t->entries = e;
+        t->cap_entries = cap;
+    }
+    if (t->arena_len + n > t->arena_cap) {
+        uint64_t cap = t->arena_cap ? t->arena_cap : 1024;
+        while (cap < t->arena_len + n) cap *= 2;
+        char *a = realloc(t->arena, (size_t)cap);
+        if (!a) return -ENOMEM;
+        t->arena = a;
+        t->arena_cap = cap;
+    }
+    if (n) memcpy(t->arena + t->arena_len, p, (size_t)n);
+    tag_entry *e = &t->entries[t->n];
+    e->off = t->arena_len;
+    e->len = n;
+    e->hash = h;
+    e->kind = SLG_TAG_UNKNOWN;
+    t->arena_len += n;
+    t->slots[j] = (uint32_t)(t->n + 1);
+    t->n++;
+    if (t->n * 2 > t->n_slots && grow_slots(t) != 0) return -ENOMEM;
+    return (int64_t)(t->n - 1);
+}
+
+/* ---- protobuf wire reading (bounds-checked) --------------------------------- */
+
+typedef struct {
+    const unsigned char *p, *end;
+} cursor;
+
+static int read_varint(cursor *c, uint64_t *v) {
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64 && c->p < c->end; shift += 7) {
+        unsigned char b = *c->p++;
+        r |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *v = r;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Read a field key; LEN fields give their body in *sub. 0 = malformed/end. */
+static int next_field(cursor *c, uint32_t *field, int *wt, uint64_t *v, cursor *sub) {
+    uint64_t key;
+    if (c->p >= c->end || !read_varint(c, &key)) return 0;
+    *field = (uint32_t)(key >> 3);
+    *wt = (int)(key & 7);
+    switch (*wt) {
+    case 0:
+        return read_varint(c, v);
+    case 1:
+        if (c->end - c->p < 8) return 0;
+        memcpy(v, c->p, 8);
+        c->p += 8;
+        return 1;
+    case 5: {
+        if (c->end - c->p < 4) return 0;
+        uint32_t x;
+        memcpy(&x, c->p, 4);
+        *v = x;
+        c->p += 4;
+        return 1;
+    }
+    case 2: {
+        uint64_t n;
+        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
+        sub->p = c->p;
+        sub->end = c->p + n;
+        c->p += n;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+static double f32_bits(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+static double f64_bits(uint64_t b) {
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+
+static double half_bits(uint32_t h) {
+    uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+    double v;
+    if (exp == 0) v = ldexp((double)man, -24);
+    else if (exp == 31) v = man ? NAN : INFINITY;
+    else v = ldexp(1.0 + man / 1024.0, (int)exp - 15);
+    return sign ? -v : v;
+}
+
+/* TensorFlow DataType numbers used by scalar tensors */
+enum { DT_FLOAT = 1, DT_DOUBLE = 2, DT_INT32 = 3, DT_UINT8 = 4, DT_INT16 = 5, DT_INT8 = 6,
+       DT_INT64 = 9, DT_BOOL = 10, DT_BFLOAT16 = 14, DT_UINT16 = 17, DT_HALF = 19,
+       DT_UINT32 = 22, DT_UINT64 = 23 };
+
+/* The one number in a TensorProto; 0 if it holds none or more than one. */
+static int tensor_scalar(cursor c, double *out) {
+    uint64_t dtype = 0, v, elements = 1;
+    int have = 0, count = 0;
+    double val = 0;
+    cursor content = {0, 0};
+    uint32_t f;
+    int wt;
+    cursor sub;
+    while (c.p < c.end) {
+        if (!next_field(&c, &f, &wt, &v, &sub)) return 0;
+        if (f == 1 && wt == 0) dtype = v;
+        else if (f == 2 && wt == 2) { /* shape: product of dims */
+            uint32_t f2; int wt2; uint64_t v2; cursor dim;
+            while (sub.p < sub.end) {
+                if (!next_field(&sub, &f2, &wt2, &v2, &dim)) return 0;
+                if (f2 == 2 && wt2 == 2) {
+                    uint32_t f3; int wt3; uint64_t size = 1; cursor s3;
+                    uint64_t v3;
+                    while (dim.p < dim.end) {
+                        if (!next_field(&dim, &f3, &wt3, &v3, &s3)) return 0;
+                        if (f3 == 1 && wt3 == 0) size = v3;
+                    }
+                    elements *= size;
+                }
+            }
+        } else if (f == 4 && wt == 2) content = sub;
+        else if ((f == 5 && (wt == 5 || wt == 2)) || (f == 6 && (wt == 1 || wt == 2)) ||
+                 ((f == 7 || f == 10 || f == 11 || f == 13 || f == 16 || f == 17) &&
+                  (wt == 0 || wt == 2))) {
+            /* repeated numbers, packed (LEN) or not */
+            cursor vals = sub;
+            if (wt != 2) { /* one unpacked value already read into v */
+                count++;
+                if (f == 5) val = f32_bits((uint32_t)v);
+                else if (f == 6) val = f64_bits(v);
+                else if (f == 13) val = dtype == DT_BFLOAT16 ? f32_bits((uint32_t)v << 16) : half_bits((uint32_t)v);
+                else if (f == 10) val = (double)(int64_t)v;
+                else if (f == 7) val = (double)(int32_t)(uint32_t)v;
+                else val = (double)v;
+                have = 1;
+                continue;
+            }
+            while (vals.p < vals.end) {
+                uint64_t x;
+                if (f == 5) {
+                    if (vals.end - vals.p < 4) return 0;
+                    uint32_t b; memcpy(&b, vals.p, 4); vals.p += 4; val = f32_bits(b);
+                } else if (f == 6) {
+                    if (vals.end - vals.p < 8) return 0;
+                    memcpy(&x, vals.p, 8); vals.p += 8; val = f64_bits(x);
+                } else {
+                    if (!read_varint(&vals, &x)) return 0;
+                    if (f == 13) val = dtype == DT_BFLOAT16 ? f32_bits((uint32_t)x << 16) : half_bits((uint32_t)x);
+                    else if (f == 10) val = (double)(int64_t)x;
+                    else if (f == 7) val = (double)(int32_t)(uint32_t)x;
+                    else val = (double)x;
+                }
+                count++;
+                have = 1;
+            }
+        }
+    }
+    if (elements != 1) return 0;
+    if (have) {
+        if (count != 1) return 0;
+        *out = val;
+        return 1;
+    }
+    if (!content.p) return 0;
+    uint64_t n = (uint64_t)(content.end - content.p);
+    const unsigned char *q = content.p;
+    switch (dtype) {
+    case DT_FLOAT: if (n != 4) return 0; { uint32_t b; memcpy(&b, q, 4); *out = f32_bits(b); } return 1;
+    case DT_DOUBLE: if (n != 8) return 0; { uint64_t b; memcpy(&b, q, 8); *out = f64_bits(b); } return 1;
+    case DT_HALF: if (n != 2) return 0; *out = half_bits((uint32_t)q[0] | ((uint32_t)q[1] << 8)); return 1;
+    case DT_BFLOAT16: if (n != 2) return 0; *out = f32_bits(((uint32_t)q[0] | ((uint32_t)q[1] << 8)) << 16); return 1;
+    case DT_INT32: if (n != 4) return 0; { int32_t b; memcpy(&b, q, 4); *out = b; } return 1;
+    case DT_INT64: if (n != 8) return 0; { int64_t b; memcpy(&b, q, 8); *out = (double)b; } return 1;
+    case DT_UINT32: if (n != 4) return 0; { uint32_t b; memcpy(&b, q, 4); *out = b; } return 1;
+    case DT_UINT64: if (n != 8) return 0; { uint64_t b; memcpy(&b, q, 8); *out = (double)b; } return 1;
+    case DT_INT16: if (n != 2) return 0; { int16_t b; memcpy(&b, q, 2); *out = b; } return 1;
+    case DT_UINT16: if (n != 2) return 0; { uint16_t b; memcpy(&b, q, 2); *out = b; } return 1;
+    case DT_INT8: if (n != 1) return 0; *out = (int8_t)q[0]; return 1;
+    case DT_UINT8: case DT_BOOL: if (n != 1) return 0; *out = q[0]; return 1;
+    default: return 0;
+    }
+}
+
+/* plugin name of a SummaryMetadata, as a cursor (empty if absent) */
+static cursor plugin_name(cursor md) {
+    cursor none = {0, 0}, sub, name;
+    uint32_t f;
+    int wt;
+    uint64_t v;
+    while (md.p < md.end) {
+        if (!next_field(&md, &f, &wt, &v, &sub)) return none;
+        if (f == 1 && wt == 2) {
+            while (sub.p < sub.end) {
+                if (!next_field(&sub, &f, &wt, &v, &name)) return none;
+                if (f == 1 && wt == 2) return name;
+            }
+        }
+    }
+    return none;
+}
+
+int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans, uint64_t n_spans,
+                          slg_tags *tags, uint32_t *tag_ids, int64_t *steps, double *walls,
+                          double *values, uint64_t cap, slg_decode_result *res) {
+    memset(res, 0, sizeof *res);
+    int64_t last_id = -1; /* most runs log few tags: try the previous one first */
+    for (uint64_t i = 0; i < n_spans; i++) {
+        cursor ev = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
+        ev.end = ev.p + spans[i].length;
+        double wall = 0;
+        int64_t step = 0;
+        cursor summary = {0, 0}, sub;
+        int session_start = 0, bad = 0;
+        uint32_t f;
+        int wt;
+        uint64_t v;
+        while (ev.p < ev.end) {
+            if (!next_field(&ev, &f, &wt, &v, &sub)) { bad = 1; break; }
+            if (f == 1 && wt == 1) wall = f64_bits(v);
+            else if (f == 2 && wt == 0) step = (int64_t)v;
+            else if (f == 5 && wt == 2) summary = sub;
+            else if (f == 7 && wt == 2) {
+                cursor sl = sub, s2;
+                uint32_t f2; int wt2; uint64_t v2;
+                while (sl.p < sl.end && next_field(&sl, &f2, &wt2, &v2, &s2))
+                    if (f2 == 1 && wt2 == 0 && v2 == 1) session_start = 1;
+            }
+        }
+        if (bad) { res->bad_events++; res->spans_done = i + 1; continue; }
+        uint64_t purges_before = res->n_purges;
+        if (session_start) {
+            if (res->n_purges < SLG_MAX_PURGES) {
+                res->purge_index[res->n_purges] = res->n_values;
+                res->purge_step[res->n_purges] = step;
+                res->n_purges++;
+            } else {
+                res->spans_done = i; /* make room: the caller applies purges and resumes */
+                return SLG_DECODE_PURGES_FULL;
+            }
+        }
+        if (!summary.p) { res->other_events++; res->spans_done = i + 1; continue; }
+        /* count the scalars first so an event is never split across calls */
+        uint64_t start_values = res->n_values;
+        int any_other = 0;
+        cursor s = summary;
+        while (s.p < s.end) {
+            cursor val;
+            if (!next_field(&s, &f, &wt, &v, &val)) { bad = 1; break; }
+            if (f != 1 || wt != 2) continue;
+            cursor tag = {0, 0}, tensor = {0, 0}, md = {0, 0};
+            int has_simple = 0;
+            double x = 0;
+            while (val.p < val.end) {
+                if (!next_field(&val, &f, &wt, &v, &sub)) { bad = 1; break; }
+                if (f == 1 && wt == 2) tag = sub;
+                else if (f == 2 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
+                else if (f == 8 && wt == 2) tensor = sub;
+                else if (f == 9 && wt == 2) md = sub;
+            }
+            if (bad) break;
+            if (!tag.p) tag.p = tag.end = val.end;
+            uint64_t tag_len = (uint64_t)(tag.end - tag.p);
+            int64_t id;
+            if (last_id >= 0 && tags->entries[last_id].len == tag_len &&
+                memcmp(tags->arena + tags->entries[last_id].off, tag.p, (size_t)tag_len) == 0) {
+                id = last_id;
+            } else {
+                id = slg_tags_intern(tags, (const char *)tag.p, tag_len);
+                if (id < 0) return (int)id;
+                last_id = id;
+            }
+            tag_entry *te = &tags->entries[id];
+            if (md.p) {
+                cursor name = plugin_name(md);
+                if (name.p && name.end - name.p == 7 && memcmp(name.p, "scalars", 7) == 0)
+                    te->kind = SLG_TAG_SCALAR;
+                else if (name.p && name.end > name.p && te->kind == SLG_TAG_UNKNOWN)
+                    te->kind = SLG_TAG_OTHER;
+            }
+            int is_scalar = 0;
+            if (has_simple) {
+                is_scalar = 1;
+                if (te->kind == SLG_TAG_UNKNOWN) te->kind = SLG_TAG_SCALAR;
+            } else if (tensor.p && te->kind == SLG_TAG_SCALAR) {
+                is_scalar = tensor_scalar(tensor, &x);
+            }
+            if (!is_scalar) { any_other = 1; continue; }
+            if (res->n_values >= cap) {
+                res->n_values = start_values; /* undo this event; resume at it */
+                res->n_purges = purges_before;
+                res->spans_done = i;
+                return SLG_DECODE_OUT_FULL;
+            }
+            tag_ids[res->n_values] = (uint32_t)id;
+            steps[res->n_values] = step;
+            walls[res->n_values] = wall;
+            values[res->n_values] = x;
+            res->n_values++;
+        }
+        if (bad) { res->bad_events++; res->n_values = start_values; }
+        else if (any_other) res->other_events++;
+        res->spans_done = i + 1;
+    }
+    return 0;
+}

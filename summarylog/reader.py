@@ -1,0 +1,352 @@
+"""summarylog.Reader: runs of TensorBoard event files back into Python and
+numpy, from ours and from everyone else's writers, damaged or live.
+
+* Discovery: ``path`` is a file, a run directory or a root of runs.  A run is
+  a directory holding event files (names containing ``tfevents``, or
+  ``zevents`` for summarylog's zstd files); its name is its path relative to
+  the root (``"."`` for the root itself).  A run's files are read in name
+  order with numbers compared as numbers (timestamp, host, pid, sequence), so
+  rotated segments and per-rank files merge in order.
+* Columnar scalars: records are scanned and decoded in C straight into numpy
+  (``simple_value`` and scalar tensors of the scalars plugin, as TF2 and
+  ``torch.utils.tensorboard(new_style=True)`` write them).
+* Damage: every file's skipped regions and unfinished tail are kept and
+  reported per file and per run (:meth:`Reader.damage`); nothing is skipped
+  silently.
+* Resumed runs (TensorBoard's rule for files with ``file_version`` 2): an
+  ``Event{session_log: START}`` at step N drops every point of the run read
+  before it whose step is >= N, for all tags.  summarylog's
+  ``Writer(purge_step=N)``, tensorboardX's and ``torch.utils.tensorboard``'s
+  ``purge_step`` write that marker.  ``Reader(purge=False)`` keeps everything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import time
+from typing import Any, Iterator, NamedTuple
+
+import numpy as np
+
+from ._native import ffi, lib
+from .events import Event
+from .records import RecordReader
+from .records.reader import Damage, Tail
+
+__all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file"]
+
+_EVENT_NAME = re.compile(r"(tfevents|zevents)")
+_NUM = re.compile(r"(\d+)")
+
+
+def is_event_file(name: str) -> bool:
+    """True for names TensorBoard reads (``tfevents``) and summarylog's zstd
+    segments (``zevents``)."""
+    return _EVENT_NAME.search(os.path.basename(name)) is not None
+
+
+def _natural_key(name: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in _NUM.split(os.path.basename(name))]
+
+
+class Scalars(NamedTuple):
+    """One scalar series: three aligned numpy arrays."""
+
+    step: np.ndarray  #: int64
+    wall_time: np.ndarray  #: float64, seconds since the epoch
+    value: np.ndarray  #: float64
+
+
+@dataclasses.dataclass
+class FileReport:
+    """What reading one file found."""
+
+    path: str
+    records: int = 0
+    damage: list[Damage] = dataclasses.field(default_factory=list)
+    tail: Tail | None = None
+    bad_events: int = 0  #: records with valid CRCs that are not Events
+
+    @property
+    def ok(self) -> bool:
+        return not self.damage and not self.bad_events
+
+
+class _RunColumns:
+    """All scalars of one run, decoded once."""
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+        self.kinds: list[int] = []
+        self.series: dict[str, Scalars] = {}
+
+
+def _grow(arr: np.ndarray, n: int) -> np.ndarray:
+    out = np.empty(max(n, 2 * len(arr)), arr.dtype)
+    out[: len(arr)] = arr
+    return out
+
+
+class Reader:
+    """Read runs of TensorBoard event files.
+
+    Args:
+      path: an event file, a run directory, or a root of run directories.
+      purge: apply TensorBoard's resume rule (see the module docstring;
+        default True).
+      verify: check data CRCs (default True).
+
+    Raises FileNotFoundError for a missing path.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, purge: bool = True,
+                 verify: bool = True) -> None:
+        self.path = os.fspath(path)
+        if not os.path.exists(self.path):
+            raise FileNotFoundError(2, "No such file or directory", self.path)
+        self.purge = purge
+        self.verify = verify
+        self._runs: dict[str, list[str]] | None = None
+        self._columns: dict[str, _RunColumns] = {}
+        self._reports: dict[str, FileReport] = {}
+
+    # -- discovery ------------------------------------------------------------
+    def _discover(self) -> dict[str, list[str]]:
+        if os.path.isfile(self.path):
+            return {".": [self.path]}
+        runs: dict[str, list[str]] = {}
+        for dirpath, dirnames, filenames in os.walk(self.path, followlinks=True):
+            dirnames.sort()
+            files = [os.path.join(dirpath, f) for f in filenames if is_event_file(f)]
+            files = [f for f in files if os.path.isfile(f)]
+            if files:
+                rel = os.path.relpath(dirpath, self.path)
+                runs[rel] = sorted(files, key=_natural_key)
+        return runs
+
+    def refresh(self) -> None:
+        """Look for new runs and files, and re-read what changed on next use."""
+        self._runs = None
+        self._columns.clear()
+        self._reports.clear()
+
+    def runs(self) -> list[str]:
+        """Run names, sorted (``"."`` is the root itself)."""
+        if self._runs is None:
+            self._runs = self._discover()
+        return sorted(self._runs)
+
+    def files(self, run: str) -> list[str]:
+        """The run's event files, in reading order."""
+        self.runs()
+        assert self._runs is not None
+        try:
+            return list(self._runs[run])
+        except KeyError:
+            raise KeyError(f"no run {run!r} under {self.path} (runs: {self.runs()})") from None
+
+    # -- scalars ------------------------------------------------------------------
+    def _load_columns(self, run: str) -> _RunColumns:
+        cols = self._columns.get(run)
+        if cols is not None:
+            return cols
+        tags = ffi.gc(lib.slg_tags_new(), lib.slg_tags_free)
+        if tags == ffi.NULL:
+            raise MemoryError("slg_tags_new")
+        # a scalar event takes at least ~36 bytes on disk: size the columns
+        # once from the files (shrunk in place at the end), not by doubling
+        total = sum(os.path.getsize(p) for p in self.files(run))
+        cap = max(1024, total // 36 + 1024)
+        ids = np.empty(cap, np.uint32)
+        steps = np.empty(cap, np.int64)
+        walls = np.empty(cap, np.float64)
+        vals = np.empty(cap, np.float64)
+        n = 0
+        purges: list[tuple[int, int]] = []
+        res = ffi.new("slg_decode_result *")
+        for path in self.files(run):
+            report = FileReport(path)
+            with RecordReader(path, verify=self.verify) as rr:
+                spans = rr.spans
+                for buf, base, nsp, damage in rr.scan_batches():
+                    for d in damage:
+                        rr._add_damage(d)
+                    report.records += nsp
+                    done = 0
+                    while done < nsp:
+                        rc = lib.slg_tb_decode_scalars(
+                            buf, base, spans + done, nsp - done, tags,
+                            ffi.from_buffer("uint32_t[]", ids) + n,
+                            ffi.from_buffer("int64_t[]", steps) + n,
+                            ffi.from_buffer("double[]", walls) + n,
+                            ffi.from_buffer("double[]", vals) + n, len(ids) - n, res)
+                        if rc < 0:
+                            raise MemoryError("slg_tb_decode_scalars")
+                        for k in range(res.n_purges):
+                            purges.append((n + res.purge_index[k], res.purge_step[k]))
+                        n += res.n_values
+                        done += res.spans_done
+                        report.bad_events += res.bad_events
+                        if rc == lib.SLG_DECODE_OUT_FULL:
+                            ids, steps = _grow(ids, n + 1), _grow(steps, n + 1)
+                            walls, vals = _grow(walls, n + 1), _grow(vals, n + 1)
+                report.damage = list(rr.damage)
+                report.tail = rr.tail
+            self._reports[path] = report
+        for arr in (ids, steps, walls, vals):
+            arr.resize(n, refcheck=False)  # give back the unused tail in place
+        if self.purge and purges:
+            keep = np.ones(n, bool)
+            for index, step in purges:
+                keep[:index] &= steps[:index] < step
+            ids, steps, walls, vals = ids[keep], steps[keep], walls[keep], vals[keep]
+        cols = _RunColumns()
+        data, length, kind = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
+        for t in range(lib.slg_tags_count(tags)):
+            lib.slg_tags_get(tags, t, data, length, kind)
+            cols.tags.append(ffi.buffer(data[0], length[0])[:].decode("utf-8", "replace"))
+            cols.kinds.append(kind[0])
+        present = np.unique(ids) if len(ids) else ids
+        if len(present) == 1:  # one scalar tag: the columns are the series, no copy
+            cols.series[cols.tags[int(present[0])]] = Scalars(steps, walls, vals)
+        elif len(ids):
+            order = np.argsort(ids, kind="stable")
+            bounds = np.searchsorted(ids[order], np.arange(len(cols.tags) + 1))
+            for t, tag in enumerate(cols.tags):
+                sel = order[bounds[t] : bounds[t + 1]]
+                if len(sel):
+                    cols.series[tag] = Scalars(steps[sel], walls[sel], vals[sel])
+        self._columns[run] = cols
+        return cols
+
+    def scalar_tags(self, run: str) -> list[str]:
+        """Tags of the run that hold scalars, sorted."""
+        return sorted(self._load_columns(run).series)
+
+    def scalars(self, run: str, tag: str) -> Scalars:
+        """The series of ``tag`` in ``run``: numpy ``step``, ``wall_time``,
+        ``value`` in file order (after the resume rule)."""
+        cols = self._load_columns(run)
+        try:
+            return cols.series[tag]
+        except KeyError:
+            raise KeyError(f"no scalar tag {tag!r} in run {run!r} "
+                           f"(scalar tags: {sorted(cols.series)})") from None
+
+    def to_pandas(self, runs: list[str] | None = None, tags: list[str] | None = None) -> Any:
+        """All scalars as a long DataFrame: run, tag, step, wall_time, value.
+        Needs pandas (not a dependency of summarylog)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Reader.to_pandas() needs pandas: pip install pandas") from None
+        frames = []
+        for run in runs or self.runs():
+            cols = self._load_columns(run)
+            for tag in tags or sorted(cols.series):
+                s = cols.series.get(tag)
+                if s is None:
+                    continue
+                frames.append(pd.DataFrame({
+                    "run": pd.Categorical([run] * len(s.step)),
+                    "tag": pd.Categorical([tag] * len(s.step)),
+                    "step": s.step, "wall_time": s.wall_time, "value": s.value}))
+        if not frames:
+            return pd.DataFrame(columns=["run", "tag", "step", "wall_time", "value"])
+        return pd.concat(frames, ignore_index=True)
+
+    # -- every event ---------------------------------------------------------------
+    def tags(self, run: str) -> dict[str, str]:
+        """Every tag of the run with its kind (``"scalar"``, ``"histogram"``,
+        ``"image"``, ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``)."""
+        out: dict[str, str] = {}
+        cols = self._load_columns(run)
+        for tag in cols.series:
+            out[tag] = "scalar"
+        if len(out) < len(cols.tags):  # some tags hold more than scalars: look
+            for ev in self.events(run):
+                if ev.tag and ev.tag not in out:
+                    out[ev.tag] = ev.kind
+        return dict(sorted(out.items()))
+
+    def events(self, run: str) -> Iterator[Event]:
+        """Every value of the run, in file order, as :class:`Event` objects
+        (the resume rule is not applied here: markers come as events)."""
+        from .dialects.tensorboard import decode_event
+
+        plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
+        for path in self.files(run):
+            with RecordReader(path, verify=self.verify) as rr:
+                for payload in rr:
+                    try:
+                        events = decode_event(payload, plugins)
+                    except Exception:  # a record with valid CRCs that is no Event
+                        self._bad(path)
+                        continue
+                    yield from events
+                self._note(path, rr)
+
+    def _bad(self, path: str) -> None:
+        rep = self._reports.setdefault(path, FileReport(path))
+        rep.bad_events += 1
+
+    def _note(self, path: str, rr: RecordReader) -> None:
+        rep = self._reports.get(path) or FileReport(path)
+        rep.records = max(rep.records, rr.records_read)
+        rep.damage, rep.tail = list(rr.damage), rr.tail
+        self._reports[path] = rep
+
+    # -- damage ----------------------------------------------------------------------
+    def damage(self, run: str | None = None) -> dict[str, FileReport]:
+        """Per-file reports (records, damage, unfinished tail, malformed
+        events) for one run, or all runs; reads what was not read yet."""
+        out: dict[str, FileReport] = {}
+        for r in [run] if run is not None else self.runs():
+            self._load_columns(r)
+            for path in self.files(r):
+                out[path] = self._reports[path]
+        return out
+
+    # -- live runs -----------------------------------------------------------------------
+    def follow(self, run: str | None = None, poll_secs: float = 0.5,
+               idle_timeout: float | None = None) -> Iterator[tuple[str, Event]]:
+        """Yield ``(run, event)`` as writers append, including files created
+        later (rotation, new runs).  Ends after ``idle_timeout`` seconds with
+        nothing new (None: never)."""
+        from .dialects.tensorboard import decode_event
+
+        readers: dict[str, tuple[str, RecordReader]] = {}
+        plugins: dict[str, dict[str, str]] = {}
+        last = time.monotonic()
+        try:
+            while True:
+                got = False
+                found = self._discover()
+                for r, files in sorted(found.items()):
+                    if run is not None and r != run:
+                        continue
+                    for path in files:
+                        if path not in readers:
+                            readers[path] = (r, RecordReader(path, verify=self.verify))
+                for path in sorted(readers, key=_natural_key):
+                    r, rr = readers[path]
+                    for payload in rr:
+                        got = True
+                        try:
+                            events = decode_event(payload, plugins.setdefault(r, {}))
+                        except Exception:
+                            self._bad(path)
+                            continue
+                        for ev in events:
+                            yield r, ev
+                now = time.monotonic()
+                if got:
+                    last = now
+                elif idle_timeout is not None and now - last >= idle_timeout:
+                    return
+                time.sleep(poll_secs)
+        finally:
+            for _, rr in readers.values():
+                rr.close()
