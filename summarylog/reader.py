@@ -208,9 +208,8 @@ class Reader:
             lib.slg_tags_get(tags, t, data, length, kind)
             cols.tags.append(ffi.buffer(data[0], length[0])[:].decode("utf-8", "replace"))
             cols.kinds.append(kind[0])
-        present = np.unique(ids) if len(ids) else ids
-        if len(present) == 1:  # one scalar tag: the columns are the series, no copy
-            cols.series[cols.tags[int(present[0])]] = Scalars(steps, walls, vals)
+        if len(ids) and ids.min() == ids.max():  # one scalar tag: the columns are the series
+            cols.series[cols.tags[int(ids[0])]] = Scalars(steps, walls, vals)
         elif len(ids):
             order = np.argsort(ids, kind="stable")
             bounds = np.searchsorted(ids[order], np.arange(len(cols.tags) + 1))
