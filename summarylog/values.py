@@ -74,7 +74,9 @@ def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
             if value.is_complex():
                 raise TypeError(f"{name} must be real, got a complex tensor")
             return Deferred(_torch_snapshot(value), name)
-        return Deferred(value, name)  # jax/TF/MindSpore arrays are immutable values
+        if fw == "mindspore" and hasattr(value, "copy"):
+            return Deferred(value.copy(), name)  # Parameters change in place: keep a copy
+        return Deferred(value, name)  # jax arrays (and TF tensors) are immutable values
     raise TypeError(f"{name} must be a real number or a one-element tensor, got {t.__name__}")
 
 
