@@ -203,6 +203,18 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                           int64_t *steps, double *walls, double *values, uint64_t cap,
                           slg_decode_result *res);
 
+/* ---- Bulk paths over Python objects (python/pyobjects.c) ---------------- */
+/* Objects are passed as their CPython address (id(obj)); the caller keeps
+ * them alive.  Not in the plain-C library (tests/c), only in the extension. */
+
+/* Frame every item of a list of bytes (exact types; -EINVAL otherwise, with
+ * nothing written) into the writer, as write_many does. */
+int slg_writer_write_pylist(slg_writer *w, void *list, uint64_t *accepted);
+/* Append bytes objects for n payload spans of buf (file bytes from offset
+ * base) to a list. */
+int slg_spans_to_pylist(const char *buf, uint64_t base, const slg_span *spans, uint64_t n,
+                        void *list);
+
 /* ---- Build facts ------------------------------------------------------- */
 const char *slg_version(void);
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include "writer.h"
 
 #define FRAME_CHUNK (1u << 20) /* write_many frames at most this much per lock hold */
+#define DIRECT_MIN (256u << 10) /* records this big skip the buffer (written by the caller) */
 #define SLG_MAX_RECORD (1ull << 40) /* no single reservation beyond 1 TiB (keeps sizes far from wrapping) */
 
 typedef struct {
@@ -51,6 +53,7 @@ struct slg_writer {
     uint64_t file_off;
     int fault_err, fault_count;
     unsigned fork_gen; /* fork generation at open: a forked child sees a mismatch */
+    int unsynced;      /* direct writes since the last fdatasync */
     slg_writer_stats st;
 };
 
@@ -166,6 +169,7 @@ static void *flusher_main(void *arg) {
                 w->st.bytes_lost += batch.len;
             } else {
                 w->file_off = off + batch.len;
+                if (synced) w->unsynced = 0;
                 w->st.records_written += batch.records;
                 w->st.bytes_written += batch.len;
                 w->st.flushes++;
@@ -180,6 +184,15 @@ static void *flusher_main(void *arg) {
                 batch.cap = 0;
             }
             w->spare = batch;
+        }
+        else if (w->unsynced && w->durability == SLG_DURABILITY_FSYNC) {
+            /* direct writes (big records) since the last sync: one fdatasync */
+            w->unsynced = 0;
+            pthread_mutex_unlock(&w->mu);
+            int err = fdatasync(w->fd) != 0 ? errno : 0;
+            pthread_mutex_lock(&w->mu);
+            if (err) record_error(w, err);
+            else w->st.fsyncs++;
         }
         w->flush_done = req;
         pthread_cond_broadcast(&w->done);
@@ -262,6 +275,65 @@ static void after_append(slg_writer *w, uint64_t before) {
     if (before < w->flush_bytes && w->cur.len >= w->flush_bytes) pthread_cond_signal(&w->wake);
 }
 
+/* A big record goes from the caller's memory to the file with one pwritev
+ * (no copy into the buffer), after everything buffered before it; the lock is
+ * held throughout (by the caller) so nothing can be written between. */
+static int write_direct(slg_writer *w, const char *header, const char *payload, uint64_t len,
+                        const char *footer) {
+    while (w->cur.len || w->inflight) { /* keep order: what came first goes first */
+        uint64_t my = ++w->flush_req;
+        pthread_cond_signal(&w->wake);
+        while (w->flush_done < my && !w->closed) pthread_cond_wait(&w->done, &w->mu);
+        if (w->closed) return -EBADF;
+    }
+    uint64_t off = w->file_off, need = len + SLG_FRAME_OVERHEAD, done = 0;
+    int err = 0;
+    if (w->fault_count > 0) {
+        w->fault_count--;
+        err = w->fault_err;
+    }
+    while (!err && done < need) {
+        struct iovec iov[3];
+        int k = 0;
+        uint64_t skip = done;
+        const char *parts[3] = {header, payload, footer};
+        uint64_t sizes[3] = {12, len, 4};
+        for (int i = 0; i < 3; i++) {
+            if (skip >= sizes[i]) {
+                skip -= sizes[i];
+                continue;
+            }
+            iov[k].iov_base = (void *)(parts[i] + skip);
+            iov[k].iov_len = (size_t)(sizes[i] - skip);
+            skip = 0;
+            k++;
+        }
+        ssize_t n = pwritev(w->fd, iov, k, (off_t)(off + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) err = n < 0 ? errno : EIO;
+        else done += (uint64_t)n;
+    }
+    if (err) {
+        (void)!ftruncate(w->fd, (off_t)off);
+        record_error(w, err);
+        w->st.records_accepted++;
+        w->st.records_lost++;
+        w->st.bytes_lost += need;
+    } else {
+        w->file_off = off + need;
+        w->unsynced = 1;
+        w->st.records_accepted++;
+        w->st.records_written++;
+        w->st.bytes_written += need;
+        w->st.flushes++;
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+        if (w->durability == SLG_DURABILITY_FSYNC) /* start write-back now: the sync is shorter */
+            (void)sync_file_range(w->fd, (off_t)off, (off_t)need, SYNC_FILE_RANGE_WRITE);
+#endif
+    }
+    return take_error(w);
+}
+
 int slg_writer_write(slg_writer *w, const char *payload, uint64_t len) {
     char header[12], footer[4];
     slg_put_le64(header, len);
@@ -269,11 +341,17 @@ int slg_writer_write(slg_writer *w, const char *payload, uint64_t len) {
     slg_put_le32(footer, slg_masked_crc32c(payload, (size_t)len));
     uint64_t need = len + SLG_FRAME_OVERHEAD;
     if (FORKED(w)) return -ECHILD;
+    if (need > SLG_MAX_RECORD) return -EFBIG;
 
     pthread_mutex_lock(&w->mu);
     if (w->closing || w->closed) {
         pthread_mutex_unlock(&w->mu);
         return -EBADF;
+    }
+    if (need >= DIRECT_MIN) {
+        int rc = write_direct(w, header, payload, len, footer);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
     }
     int rc = reserve(w, need);
     if (rc != 0) {
@@ -401,7 +479,8 @@ int slg_writer_close(slg_writer *w) {
     if (w->thread_started) pthread_join(w->thread, NULL);
 
     pthread_mutex_lock(&w->mu);
-    if (w->durability == SLG_DURABILITY_FLUSH && w->st.bytes_written > 0) {
+    if ((w->durability == SLG_DURABILITY_FLUSH && w->st.bytes_written > 0) ||
+        (w->durability == SLG_DURABILITY_FSYNC && w->unsynced)) {
         if (fdatasync(w->fd) != 0) record_error(w, errno);
         else w->st.fsyncs++;
     }

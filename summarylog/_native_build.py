@@ -54,7 +54,9 @@ ffibuilder.cdef(_cdef())
 ffibuilder.set_source(
     "summarylog._native_lib",
     '#include "summarylog_api.h"\n',
-    sources=sorted(str(p.relative_to(ROOT)) for p in CSRC.glob("*.c")),
+    # csrc/*.c is plain C (also built alone by the C tests); csrc/python/
+    # holds the code that touches Python objects
+    sources=sorted(str(p.relative_to(ROOT)) for p in [*CSRC.glob("*.c"), *CSRC.glob("python/*.c")]),
     include_dirs=[str(CSRC.relative_to(ROOT))],
     define_macros=[("SLG_VERSION", f'"{_version()}"'), ("_GNU_SOURCE", "1")],
     extra_compile_args=compile_flags(),

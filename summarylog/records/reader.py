@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -44,6 +45,8 @@ _KINDS = {
 _SPANS = 1 << 16
 _DAMAGE = 256
 _UNKNOWN_END = 0xFFFFFFFFFFFFFFFF
+# id() is the object's address only in CPython: the C list builder needs it
+_HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
 
 
 class Damage(NamedTuple):
@@ -263,6 +266,21 @@ class RecordReader:
         as it is now, then set :attr:`tail`."""
         sview = self._spans_view
         for buf, base, n, batch in self.scan_batches():
+            if not batch:  # the common case: no damage in this step
+                if n:
+                    self.records_read += n
+                    if _HAS_ID_ADDRESSES:  # C makes the bytes objects (pyobjects.c)
+                        out: list[bytes] = []
+                        if lib.slg_spans_to_pylist(buf, base, self._spans, n,
+                                                   ffi.cast("void *", id(out))) < 0:
+                            raise MemoryError("slg_spans_to_pylist")
+                        yield from out
+                        continue
+                    flat = sview[: 2 * n].tolist()
+                    for i in range(0, 2 * n, 2):
+                        start = flat[i] - base
+                        yield buf[start : start + flat[i + 1]]
+                continue
             j = 0
             if n:
                 flat = sview[: 2 * n].tolist()

@@ -426,3 +426,43 @@ class TestCrash:
         got, r = read_all(path + (".zst" if compression == "zstd" else ""))
         assert got[:3000] == [b"rec%06d" % i for i in range(3000)]
         assert not r.damage
+
+
+class TestBigRecords:
+    """Records of 256 KiB and more skip the buffer (one pwritev from the
+    caller's memory), in order with the buffered ones around them."""
+
+    def test_order_kept_across_paths(self, tmp_path) -> None:
+        big = [os.urandom(300_000 + i) for i in range(3)]
+        items = [b"a", big[0], b"b", b"c", big[1], big[2], b"d"]
+        path = str(tmp_path / "f")
+        with RecordWriter(path) as w:
+            w.write_many(items)            # the C list path
+            for it in items:               # one by one
+                w.write(it)
+            w.write_many([bytearray(x) for x in items])  # the general path
+        assert read_all(path)[0] == items * 3
+
+    def test_fsync_groups_direct_writes(self, tmp_path) -> None:
+        with RecordWriter(tmp_path / "f", durability="fsync", flush_secs=3600) as w:
+            for _ in range(4):
+                w.write(bytes(1 << 20))
+            assert w.stats.fsyncs == 0  # not one per record ...
+            w.flush()
+            assert w.stats.fsyncs == 1  # ... one for the group
+        assert w.stats.records_written == 4
+
+    def test_fault_on_direct_write(self, tmp_path) -> None:
+        path = str(tmp_path / "f")
+        w = RecordWriter(path, flush_secs=3600)
+        w.write(b"before")
+        w.flush()  # so the next write(2) is the big record's
+        lib.slg_writer_inject_fault(w._h, errno.ENOSPC, 1)
+        with pytest.raises(OSError) as ei:
+            w.write(bytes(1 << 20))
+        assert ei.value.errno == errno.ENOSPC
+        w.write(b"after")
+        w.close()
+        got, r = read_all(path)
+        assert got == [b"before", b"after"] and not r.damage
+        assert w.stats.records_lost == 1

@@ -1,0 +1,8 @@
+"""``python -m summarylog``: the ``summarylog`` command (see summarylog.cli)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
