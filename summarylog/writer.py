@@ -115,28 +115,35 @@ class _Job:
         self.args = args
 
 
-def _image_to_hwc(img: Any, dataformats: str, name: str) -> np.ndarray:
+def _check_image(img: Any, dataformats: str, name: str) -> tuple[np.ndarray, list[int]]:
+    """Validate an image (batch) and copy it as it is laid out (a plain
+    memcpy for contiguous input); returns the copy and the axis order that
+    makes it (N)HWC, applied later on the writer's thread."""
     arr = to_numpy(img, name)
     fmt = dataformats.upper()
     if sorted(fmt) not in (sorted("HW"), sorted("CHW"), sorted("NCHW")) or len(set(fmt)) != len(fmt):
         raise ValueError(f"dataformats must be a permutation of HW, CHW or NCHW, got {dataformats!r}")
     if arr.ndim != len(fmt):
         raise ValueError(f"{name} has shape {arr.shape}, which does not match dataformats {dataformats!r}")
+    channels = arr.shape[fmt.index("C")] if "C" in fmt else 1
+    if channels not in (1, 2, 3, 4):
+        raise ValueError(f"{name} must have 1, 2, 3 or 4 channels, got {channels}")
+    if 0 in arr.shape:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if arr.dtype != np.uint8 and arr.dtype.kind != "f" and arr.dtype != np.bool_:
+        raise TypeError(f"{name} must be uint8 or float in [0, 1], got dtype {arr.dtype}")
     if "C" not in fmt:
         arr = arr[..., None]
         fmt += "C"
     target = "NHWC" if "N" in fmt else "HWC"
-    arr = np.transpose(arr, [fmt.index(c) for c in target])
-    if arr.shape[-1] not in (1, 2, 3, 4):
-        raise ValueError(f"{name} must have 1, 2, 3 or 4 channels, got {arr.shape[-1]}")
-    if 0 in arr.shape:
-        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
-    if arr.dtype == np.uint8:
-        return np.array(arr, copy=True, order="C")
-    if arr.dtype.kind == "f" or arr.dtype == np.bool_:
-        # floats are taken as [0, 1]; out-of-range values are clipped
-        return np.ascontiguousarray(arr, dtype=np.float32)
-    raise TypeError(f"{name} must be uint8 or float in [0, 1], got dtype {arr.dtype}")
+    return np.array(arr, copy=True), [fmt.index(c) for c in target]
+
+
+def _to_hwc(arr: np.ndarray, axes: list[int]) -> np.ndarray:
+    out = np.transpose(arr, axes)
+    if out.dtype != np.uint8:  # floats are taken as [0, 1]; out-of-range values are clipped
+        out = out.astype(np.float32)
+    return out
 
 
 def _to_uint8(arr: np.ndarray) -> np.ndarray:
@@ -373,10 +380,11 @@ class Writer:
         _check_tag(tag)
         if not isinstance(dataformats, str) or "N" in dataformats.upper():
             raise ValueError(f"dataformats must be a permutation of CHW or HW, got {dataformats!r}")
-        hwc = _image_to_hwc(img, dataformats, "img")
+        arr, axes = _check_image(img, dataformats, "img")
         step = _check_step(step)
         walltime = _check_walltime(walltime)
-        self._submit(self._encode_images, walltime, step, tag, hwc[None])
+        self._submit(self._encode_images, walltime, step, tag, arr, [0] + [a + 1 for a in axes],
+                     True)
 
     def add_images(self, tag: str, imgs: Any, step: int | None = None,
                    walltime: float | None = None, dataformats: str = "NCHW") -> None:
@@ -386,14 +394,16 @@ class Writer:
         _check_tag(tag)
         if not isinstance(dataformats, str) or "N" not in dataformats.upper():
             raise ValueError(f"dataformats must be a permutation of NCHW, got {dataformats!r}")
-        nhwc = _image_to_hwc(imgs, dataformats, "imgs")
+        arr, axes = _check_image(imgs, dataformats, "imgs")
         step = _check_step(step)
         walltime = _check_walltime(walltime)
-        self._submit(self._encode_images, walltime, step, tag, nhwc)
+        self._submit(self._encode_images, walltime, step, tag, arr, axes, False)
 
-    def _encode_images(self, walltime: float, step: int, tag: str, nhwc: np.ndarray) -> list[bytes]:
+    def _encode_images(self, walltime: float, step: int, tag: str, arr: np.ndarray,
+                       axes: list[int], single: bool) -> list[bytes]:
         from .png import encode_png
 
+        nhwc = _to_hwc(arr[None] if single else arr, axes)
         pngs = [encode_png(_to_uint8(im)) for im in nhwc]
         _, h, w, c = nhwc.shape
         return [self._enc.images(walltime, step, tag, pngs, h, w, c)]
