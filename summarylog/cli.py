@@ -22,13 +22,14 @@ import base64
 import collections
 import contextlib
 import datetime
+import errno
 import fnmatch
 import json
 import math
 import os
 import sys
 import time
-from typing import Any, Iterable, Iterator, NoReturn, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
 __all__ = ["main"]
 
@@ -124,6 +125,11 @@ def _json_float(x: float) -> Any:
     return "Infinity" if x > 0 else "-Infinity"
 
 
+def _json_num(x: float) -> str:
+    """A float as JSON text (repr is exact and valid JSON for finite floats)."""
+    return repr(x) if math.isfinite(x) else f'"{_json_float(x)}"'
+
+
 def _jsonable(v: Any) -> Any:
     """Plain JSON values: non-finite floats as "NaN"/"Infinity"/"-Infinity",
     bytes as base64, numpy arrays as nested lists, complex as [re, im]."""
@@ -147,8 +153,14 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def _dumps(obj: Any, indent: int | None = None) -> str:
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=indent)
+def _stdout_is_utf8() -> bool:
+    enc = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    return enc == "utf8"
+
+
+def _dumps(obj: Any, indent: int | None = None, ascii_only: bool = False) -> str:
+    """Strict JSON (no bare NaN); ``ascii_only`` for a stdout that is not UTF-8."""
+    return json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False, indent=indent)
 
 
 def _fmt_num(x: float) -> str:
@@ -232,7 +244,8 @@ def _open(path: str) -> Any:
         raise CLIError(f"{path}: no such file or directory") from None
 
 
-def _select_runs(reader: Any, wanted: Sequence[str] | None, *, need_files: bool = True) -> list[str]:
+def _select_runs(reader: Any, wanted: Sequence[str] | None, *,
+                 need_files: bool = True) -> list[str]:
     runs = reader.runs()
     if not runs and need_files:
         raise CLIError(f"{reader.path}: no event files found")
@@ -240,7 +253,8 @@ def _select_runs(reader: Any, wanted: Sequence[str] | None, *, need_files: bool 
         return runs
     missing = [r for r in wanted if r not in runs]
     if missing:
-        raise CLIError(f"no run {missing[0]!r} under {reader.path} (runs: {', '.join(runs) or 'none'})")
+        raise CLIError(f"no run {missing[0]!r} under {reader.path} "
+                       f"(runs: {', '.join(runs) or 'none'})")
     return [r for r in runs if r in wanted]
 
 
@@ -321,7 +335,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                         "tags": _tag_stats(reader, run)}
             bar.advance(len(files))
     if args.json:
-        print(_dumps(_jsonable({"path": args.path, "runs": out}), indent=2))
+        print(_dumps(_jsonable({"path": args.path, "runs": out}), indent=2,
+                     ascii_only=not _stdout_is_utf8()))
         return 0
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]
@@ -338,7 +353,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 steps = ("-" if st["first_step"] is None
                          else f"{st['first_step']}..{st['last_step']}")
                 last = "" if st["last_value"] is None else _fmt_num(st["last_value"])
-                print(f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  {last}".rstrip())
+                line = f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  {last}"
+                print(line.rstrip())
         else:
             print("  (no tags)")
         print("  files:")
@@ -355,10 +371,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .reader import Reader
 
     reader = _open(args.path)
-    runs = _select_runs(reader, None)
+    # directories the discovery could not list are skipped silently by
+    # os.walk: a check must not pass because it could not look
+    walk_errors: list[OSError] = []
+    if os.path.isdir(args.path):
+        for _ in os.walk(args.path, onerror=walk_errors.append, followlinks=True):
+            pass
+    runs = _select_runs(reader, None) if not walk_errors else reader.runs()
     paths = [p for r in runs for p in reader.files(r)]
     counts = collections.Counter()
     with _Progress(len(paths), "verify") as bar:
+        for e in walk_errors:
+            counts["UNREADABLE"] += 1
+            reason = e.strerror or str(e)
+            bar.print(f"{'UNREADABLE':<8} {e.filename}: {reason}")
+            bar.print(f"{PROG}: cannot read {e.filename}: {reason}", sys.stderr)
         for path in paths:
             try:
                 rep = _report_dict(next(iter(Reader(path).damage().values())))
@@ -382,10 +409,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
             detail = f": {'; '.join(problems)}" if problems else ""
             bar.print(f"{status:<8} {path}  ({rep['records']} records){detail}")
             bar.advance()
-    if len(paths) > 1:
-        unreadable = f", {counts['UNREADABLE']} unreadable" if counts["UNREADABLE"] else ""
-        print(f"{len(paths)} files: {counts['OK']} OK, {counts['DAMAGED']} damaged, "
-              f"{counts['TORN']} with an unfinished tail{unreadable}")
+    if len(paths) + len(walk_errors) > 1:
+        unreadable = (f"; {counts['UNREADABLE']} unreadable path"
+                      f"{'s' if counts['UNREADABLE'] != 1 else ''}" if counts["UNREADABLE"] else "")
+        print(f"{len(paths)} file{'s' if len(paths) != 1 else ''}: {counts['OK']} OK, "
+              f"{counts['DAMAGED']} damaged, {counts['TORN']} with an unfinished tail{unreadable}")
     if counts["DAMAGED"] or counts["UNREADABLE"] or (args.strict and counts["TORN"]):
         return 1
     return 0
@@ -395,6 +423,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
     reader = _open(args.path)
     runs = _select_runs(reader, args.run)
     kinds = set(args.kind or ())
+    ascii_only = not _stdout_is_utf8()
     write = sys.stdout.write
     for run in runs:
         for ev in reader.events(run):
@@ -402,7 +431,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
                 continue
             if args.tag and not _tag_matches(ev.tag, args.tag):
                 continue
-            write(_dumps(_event_record(run, ev)) + "\n")
+            write(_dumps(_event_record(run, ev), ascii_only=ascii_only) + "\n")
     return 0
 
 
@@ -414,8 +443,8 @@ def _export_format(args: argparse.Namespace) -> str:
     ext = os.path.splitext(args.output)[1].lower()
     fmt = FORMATS.get(ext)
     if fmt is None:
-        raise CLIError(f"cannot tell the format from {args.output!r}: use --format csv|jsonl|parquet "
-                       f"or a .csv, .jsonl or .parquet name")
+        raise CLIError(f"cannot tell the format from {args.output!r}: use --format "
+                       f"csv|jsonl|parquet or a .csv, .jsonl or .parquet name")
     return fmt
 
 
@@ -426,6 +455,10 @@ def _series(reader: Any, runs: list[str], tags: Sequence[str] | None,
             if _tag_matches(tag, tags):
                 yield run, tag, reader.scalars(run, tag)
         bar.advance(len(reader.files(run)))
+
+
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
+                 errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EXDEV}
 
 
 @contextlib.contextmanager
@@ -440,16 +473,21 @@ def _output(path: str, binary: bool = False) -> Iterator[Any]:
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
-        f = open(tmp, "wb" if binary else "w", **({} if binary else {"newline": "", "encoding": "utf-8"}))
+        if binary:
+            f = open(tmp, "wb")
+        else:
+            f = open(tmp, "w", newline="", encoding="utf-8", errors="backslashreplace")
     except OSError as e:
         raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
     try:
         with f:
             yield f
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in _WRITE_ERRNOS and e.filename in (None, tmp, path):
+            raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
         raise
 
 
@@ -479,13 +517,15 @@ def cmd_export(args: argparse.Namespace) -> int:
                                     map(repr, s.wall_time.tolist()), map(repr, s.value.tolist())))
                     rows += len(s.step)
         elif fmt == "jsonl":
+            ascii_only = args.output == "-" and not _stdout_is_utf8()
             with _output(args.output) as f:
                 for run, tag, s in _series(reader, runs, args.tag, bar):
-                    head = f'{{"run": {_dumps(run)}, "tag": {_dumps(tag)}, "step": '
+                    head = (f'{{"run": {_dumps(run, ascii_only=ascii_only)}, '
+                            f'"tag": {_dumps(tag, ascii_only=ascii_only)}, "step": ')
                     f.writelines(
-                        f'{head}{st}, "wall_time": {_dumps(_json_float(wt))}, '
-                        f'"value": {_dumps(_json_float(v))}}}\n'
-                        for st, wt, v in zip(s.step.tolist(), s.wall_time.tolist(), s.value.tolist()))
+                        f'{head}{st}, "wall_time": {_json_num(wt)}, "value": {_json_num(v)}}}\n'
+                        for st, wt, v in zip(s.step.tolist(), s.wall_time.tolist(),
+                                             s.value.tolist()))
                     rows += len(s.step)
         else:
             schema = pa.schema([("run", pa.string()), ("tag", pa.string()), ("step", pa.int64()),
@@ -598,8 +638,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``summarylog: <cmd>: <message> (...)``."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: {self.prog.replace(PROG + ' ', '', 1) + ': ' if self.prog != PROG else ''}"
-                     f"{message} (see '{self.prog} --help')\n")
+        cmd = self.prog[len(PROG) + 1:] + ": " if self.prog != PROG else ""
+        self.exit(2, f"{PROG}: {cmd}{message} (see '{self.prog} --help')\n")
 
 
 def _positive(text: str) -> float:
@@ -658,7 +698,8 @@ def build_parser() -> argparse.ArgumentParser:
              "Write every scalar as a long table: run, tag, step, wall_time, value. The format "
              "comes from OUT's suffix (.csv, .jsonl, .parquet) unless --format is given; "
              "Parquet needs pyarrow. OUT is replaced only once it is complete.")
-    sp.add_argument("-o", "--output", required=True, metavar="OUT", help="output file ('-': stdout)")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT",
+                    help="output file ('-': stdout)")
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), help="output format")
     sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
     sp.add_argument("--tag", action="append", metavar="T",
@@ -706,7 +747,15 @@ def _quiet_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, bad arguments (already reported)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    for stream in (sys.stdout, sys.stderr):
+        # names from the file system or a log (lone surrogates, non-ASCII on a
+        # non-UTF-8 terminal) print escaped instead of raising
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")
     try:
         try:
             status = args.func(args)
@@ -722,8 +771,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(file=sys.stderr)
             return 130
         except OSError as e:
-            what = e.filename if e.filename is not None else args.path
-            print(f"{PROG}: cannot read {what}: {e.strerror or e}", file=sys.stderr)
+            reason = e.strerror or str(e)
+            if e.filename is not None:  # the event files are opened by name
+                msg = f"cannot read {e.filename}: {reason}"
+            elif e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                msg = f"cannot write the output: {reason}"
+            else:
+                msg = f"I/O error: {reason}"
+            print(f"{PROG}: {msg}", file=sys.stderr)
             return 1
     except BrokenPipeError:  # stdout already gone while reporting
         _quiet_stdout()

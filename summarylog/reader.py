@@ -111,13 +111,28 @@ class Reader:
         self._runs: dict[str, list[str]] | None = None
         self._columns: dict[str, _RunColumns] = {}
         self._reports: dict[str, FileReport] = {}
+        #: directories that could not be listed during the last discovery
+        self.discovery_errors: list[OSError] = []
 
     # -- discovery ------------------------------------------------------------
     def _discover(self) -> dict[str, list[str]]:
         if os.path.isfile(self.path):
             return {".": [self.path]}
         runs: dict[str, list[str]] = {}
-        for dirpath, dirnames, filenames in os.walk(self.path, followlinks=True):
+        seen: set[tuple[int, int]] = set()
+        self.discovery_errors = []
+        for dirpath, dirnames, filenames in os.walk(self.path, followlinks=True,
+                                                    onerror=self.discovery_errors.append):
+            try:
+                st = os.stat(dirpath)
+            except OSError as exc:
+                self.discovery_errors.append(exc)
+                dirnames[:] = []
+                continue
+            if (st.st_dev, st.st_ino) in seen:  # a symlink back up the tree
+                dirnames[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
             dirnames.sort()
             files = [os.path.join(dirpath, f) for f in filenames if is_event_file(f)]
             files = [f for f in files if os.path.isfile(f)]
@@ -242,9 +257,9 @@ class Reader:
         except ImportError:
             raise ImportError("Reader.to_pandas() needs pandas: pip install pandas") from None
         frames = []
-        for run in runs or self.runs():
+        for run in runs if runs is not None else self.runs():
             cols = self._load_columns(run)
-            for tag in tags or sorted(cols.series):
+            for tag in tags if tags is not None else sorted(cols.series):
                 s = cols.series.get(tag)
                 if s is None:
                     continue
@@ -277,23 +292,22 @@ class Reader:
 
         plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
         for path in self.files(run):
+            bad = 0
             with RecordReader(path, verify=self.verify) as rr:
                 for payload in rr:
                     try:
                         events = decode_event(payload, plugins)
                     except Exception:  # a record with valid CRCs that is no Event
-                        self._bad(path)
+                        bad += 1
                         continue
                     yield from events
-                self._note(path, rr)
+                self._note(path, rr, bad)
 
-    def _bad(self, path: str) -> None:
-        rep = self._reports.setdefault(path, FileReport(path))
-        rep.bad_events += 1
-
-    def _note(self, path: str, rr: RecordReader) -> None:
+    def _note(self, path: str, rr: RecordReader, bad_events: int) -> None:
+        """Record one full pass over a file (passes see the same file, or more of it)."""
         rep = self._reports.get(path) or FileReport(path)
         rep.records = max(rep.records, rr.records_read)
+        rep.bad_events = max(rep.bad_events, bad_events)
         rep.damage, rep.tail = list(rr.damage), rr.tail
         self._reports[path] = rep
 
@@ -310,15 +324,28 @@ class Reader:
 
     # -- live runs -----------------------------------------------------------------------
     def follow(self, run: str | None = None, poll_secs: float = 0.5,
-               idle_timeout: float | None = None) -> Iterator[tuple[str, Event]]:
+               idle_timeout: float | None = None,
+               from_end: bool = False) -> Iterator[tuple[str, Event]]:
         """Yield ``(run, event)`` as writers append, including files created
-        later (rotation, new runs).  Ends after ``idle_timeout`` seconds with
+        later (rotation, new runs).  ``from_end``: skip what the files already
+        hold when following starts.  Ends after ``idle_timeout`` seconds with
         nothing new (None: never)."""
         from .dialects.tensorboard import decode_event
 
         readers: dict[str, tuple[str, RecordReader]] = {}
         plugins: dict[str, dict[str, str]] = {}
         last = time.monotonic()
+        if from_end:
+            for r, files in self._discover().items():
+                for path in files:
+                    if run is None or r == run:
+                        rr = RecordReader(path, verify=self.verify)
+                        for payload in rr:  # remember each tag's plugin on the way
+                            try:
+                                decode_event(payload, plugins.setdefault(r, {}))
+                            except Exception:
+                                pass
+                        readers[path] = (r, rr)
         try:
             while True:
                 got = False
@@ -335,8 +362,7 @@ class Reader:
                         got = True
                         try:
                             events = decode_event(payload, plugins.setdefault(r, {}))
-                        except Exception:
-                            self._bad(path)
+                        except Exception:  # not an Event: counted by damage()
                             continue
                         for ev in events:
                             yield r, ev

@@ -170,6 +170,10 @@ class _ZstdSource:
                 break
         return True
 
+    def pending(self) -> int:
+        """Compressed bytes of a frame begun but not finished (a torn tail)."""
+        return self._cpos - self._frame_start if not self._dobj.eof else 0
+
     def read(self, pos: int, want: int) -> tuple[bytes, int]:
         if pos < self._out_base:  # back to a tail's start, already dropped
             self._rewind(pos)
@@ -342,6 +346,9 @@ class RecordReader:
                 end = base + len(buf)
                 kind = "torn" if rc == lib.SLG_SCAN_TORN else "zero_tail"
                 self.tail = Tail(int(st.pos), kind, end - int(st.pos))
+            elif self.compressed and self._source.pending():
+                # the stream ends inside a zstd frame: its records are not here yet
+                self.tail = Tail(int(st.pos), "torn", self._source.pending())
             return
 
     @property
