@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "crc32c_internal.h"
+#include "record.h"
 
 static uint32_t table[8][256];
 
@@ -18,22 +19,13 @@ void slg_crc32c_portable_init(void) {
             table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xFF];
 }
 
-static inline uint64_t load_le64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
 uint32_t slg_crc32c_portable_raw(uint32_t crc, const uint8_t *p, size_t n) {
     while (n && ((uintptr_t)p & 7)) {
         crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xFF];
         n--;
     }
     while (n >= 8) {
-        uint64_t v = load_le64(p) ^ crc;
+        uint64_t v = slg_get_le64((const char *)p) ^ crc;
         crc = table[7][v & 0xFF] ^ table[6][(v >> 8) & 0xFF] ^ table[5][(v >> 16) & 0xFF] ^
               table[4][(v >> 24) & 0xFF] ^ table[3][(v >> 32) & 0xFF] ^
               table[2][(v >> 40) & 0xFF] ^ table[1][(v >> 48) & 0xFF] ^ table[0][v >> 56];

@@ -26,26 +26,8 @@ def _scratch(ctx: Context) -> str:
     return tempfile.mkdtemp(prefix="slg-bench-", dir=ctx.tmpdir)
 
 
-def _ours_scalar_loop(ctx: Context, n: int) -> Callable[[], float]:
-    from ..writer import Writer
-
-    def run() -> float:
-        d = _scratch(ctx)
-        try:
-            t0 = time.perf_counter()
-            w = Writer(d)
-            add = w.add_scalar
-            for i in range(n):
-                add("loss", 0.5, i)
-            w.close()
-            return time.perf_counter() - t0
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
-
-    return run
-
-
-def _peer_scalar_loop(ctx: Context, make: Callable[[str], Any], n: int) -> Callable[[], float]:
+def _scalar_loop(ctx: Context, make: Callable[[str], Any], n: int) -> Callable[[], float]:
+    """n add_scalar calls plus close() on a fresh writer from ``make(dir)``."""
     def run() -> float:
         d = _scratch(ctx)
         try:
@@ -62,13 +44,19 @@ def _peer_scalar_loop(ctx: Context, make: Callable[[str], Any], n: int) -> Calla
     return run
 
 
+def _ours_scalar_loop(ctx: Context, n: int) -> Callable[[], float]:
+    from ..writer import Writer
+
+    return _scalar_loop(ctx, lambda d: Writer(d), n)
+
+
 def _scalar_rows(ctx: Context, name: str, peer_label: str, make: Callable[[str], Any] | None,
                  status: str) -> list[Row]:
     n = ctx.pick(200_000, 20_000)
     n_peer = ctx.pick(20_000, 2_000)
     candidates = {"ours": _ours_scalar_loop(ctx, n)}
     if make is not None:
-        candidates["peer"] = _peer_scalar_loop(ctx, make, n_peer)
+        candidates["peer"] = _scalar_loop(ctx, make, n_peer)
     ctx.log(f"{name}: {n:,} add_scalar calls (peer: {n_peer:,}), {ctx.repeat} rounds")
     res = ctx.rounds(candidates)
     peer_runs = per_second(n_peer, res["peer"]) if "peer" in res else None
