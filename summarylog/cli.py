@@ -335,7 +335,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                         "tags": _tag_stats(reader, run)}
             bar.advance(len(files))
     if args.json:
-        print(_dumps(_jsonable({"path": args.path, "runs": out}), indent=2,
+        print(_dumps(_jsonable({"path": args.path, "runs": out}),
                      ascii_only=not _stdout_is_utf8()))
         return 0
     for i, (run, info) in enumerate(out.items()):

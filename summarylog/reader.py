@@ -155,8 +155,8 @@ class Reader:
 
     def files(self, run: str) -> list[str]:
         """The run's event files, in reading order."""
-        self.runs()
-        assert self._runs is not None
+        if self._runs is None:
+            self._runs = self._discover()
         try:
             return list(self._runs[run])
         except KeyError:
@@ -263,9 +263,10 @@ class Reader:
                 s = cols.series.get(tag)
                 if s is None:
                     continue
+                codes = np.zeros(len(s.step), np.int8)
                 frames.append(pd.DataFrame({
-                    "run": pd.Categorical([run] * len(s.step)),
-                    "tag": pd.Categorical([tag] * len(s.step)),
+                    "run": pd.Categorical.from_codes(codes, [run]),
+                    "tag": pd.Categorical.from_codes(codes, [tag]),
                     "step": s.step, "wall_time": s.wall_time, "value": s.value}))
         if not frames:
             return pd.DataFrame(columns=["run", "tag", "step", "wall_time", "value"])

@@ -18,8 +18,9 @@ import pytest
 
 from conftest import require
 
-WORKLOADS = ("crc32c", "write_many", "fsync_1mib", "scan")
-PEER_MODULES = ("crc32c", "tensorboardX", "tensorboard")
+WORKLOADS = ("crc32c", "write_many", "fsync_1mib", "scan", "read_scalars", "read_scalars_tbparse",
+             "rust_server", "read_memory", "inspect_many")
+PEER_MODULES = ("crc32c", "tensorboardX", "tensorboard", "tbparse", "tensorboard_data_server")
 
 
 def _number(x: object) -> bool:

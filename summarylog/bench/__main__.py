@@ -22,7 +22,7 @@ def _names(value: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import workloads, writer_workloads  # noqa: F401  (registers the benches)
+    from . import workloads, writer_workloads, reader_workloads  # noqa: F401  (registers benches)
     from .registry import REGISTRY
 
     ap = argparse.ArgumentParser(

@@ -44,7 +44,7 @@ class Result:
 
 
 def _load_workloads() -> None:
-    from . import workloads, writer_workloads  # noqa: F401  (registers the benches)
+    from . import workloads, writer_workloads, reader_workloads  # noqa: F401  (registers benches)
 
 
 def run(only: list[str] | None = None, *, quick: bool = False, repeat: int = 3,

@@ -208,12 +208,23 @@ class TensorBoardEncoder:
 
 _SESSION_STATUS = {0: "unspecified", 1: "start", 2: "stop", 3: "checkpoint"}
 _NP_OF_DT = {v: k for k, v in DTYPES.items()}
+_DT_BFLOAT16 = tb.DataType.values_by_name["DT_BFLOAT16"].number
 
 
 def _tensor_to_numpy(t: Any) -> np.ndarray:
     shape = [d.size for d in t.tensor_shape.dim]
     if t.dtype == _DT_STRING:
         return np.array(list(t.string_val), dtype=object).reshape(shape)
+    if t.dtype == _DT_BFLOAT16:  # no numpy dtype: widen the bits to float32
+        if t.tensor_content:
+            bits = np.frombuffer(t.tensor_content, "<u2").astype(np.uint32)
+        else:
+            bits = np.array(list(t.half_val), np.uint32)
+        arr = (bits << 16).view(np.float32)
+        size = int(np.prod(shape)) if shape else 1
+        if arr.size == 1 and size > 1:
+            arr = np.repeat(arr, size)
+        return arr.reshape(shape)
     dt = _NP_OF_DT.get(t.dtype)
     if dt is None:
         raise ValueError(f"unsupported tensor dtype {t.dtype}")

@@ -235,7 +235,9 @@ class RecordReader:
         )
         self._state = ffi.new("slg_scan_state *")
         self._state.verify_data = 1 if verify else 0
-        self._spans = ffi.new("slg_span[]", _SPANS)
+        # span slots: one per 16 bytes of file at most (a small file needs few)
+        self._nspans = max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS
+        self._spans = ffi.new("slg_span[]", self._nspans)
         self._dmg = ffi.new("slg_damage[]", _DAMAGE)
         self._spans_view = memoryview(ffi.buffer(self._spans)).cast("Q")
         self._dmg_view = memoryview(ffi.buffer(self._dmg)).cast("q")
@@ -311,13 +313,14 @@ class RecordReader:
         st = self._state
         scan = lib.slg_scan
         spans, dmg, nsp, ndm = self._spans, self._dmg, self._nsp, self._ndm
+        nspans = self._nspans
         dview = self._dmg_view
         self.tail = None
         want = self._chunk
         buf, data_end = self._source.read(st.pos, want)
         base = st.pos
         while True:
-            rc = scan(st, buf, len(buf), base, data_end, 0, spans, _SPANS, nsp, dmg, _DAMAGE, ndm)
+            rc = scan(st, buf, len(buf), base, data_end, 0, spans, nspans, nsp, dmg, _DAMAGE, ndm)
             if rc < 0:  # pragma: no cover - internal contract
                 raise RuntimeError(f"slg_scan: bad arguments ({rc})")
             while self._pending_zstd:
