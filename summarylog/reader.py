@@ -83,12 +83,6 @@ class _RunColumns:
         self.series: dict[str, Scalars] = {}
 
 
-def _grow(arr: np.ndarray, n: int) -> np.ndarray:
-    out = np.empty(max(n, 2 * len(arr)), arr.dtype)
-    out[: len(arr)] = arr
-    return out
-
-
 class Reader:
     """Read runs of TensorBoard event files.
 
@@ -178,7 +172,9 @@ class Reader:
         steps = np.empty(cap, np.int64)
         walls = np.empty(cap, np.float64)
         vals = np.empty(cap, np.float64)
-        n = 0
+        n = 0  # values in the current arrays
+        offset = 0  # values in the chunks before them
+        chunks: list[tuple[np.ndarray, ...]] = []
         purges: list[tuple[int, int]] = []
         res = ffi.new("slg_decode_result *")
         for path in self.files(run):
@@ -200,18 +196,32 @@ class Reader:
                         if rc < 0:
                             raise MemoryError("slg_tb_decode_scalars")
                         for k in range(res.n_purges):
-                            purges.append((n + res.purge_index[k], res.purge_step[k]))
+                            purges.append((offset + n + res.purge_index[k], res.purge_step[k]))
                         n += res.n_values
                         done += res.spans_done
                         report.bad_events += res.bad_events
                         if rc == lib.SLG_DECODE_OUT_FULL:
-                            ids, steps = _grow(ids, n + 1), _grow(steps, n + 1)
-                            walls, vals = _grow(walls, n + 1), _grow(vals, n + 1)
+                            # more than the estimate (zstd files, many values an
+                            # event): keep this chunk, go on in a new one (no
+                            # copy-doubling); joined once at the end
+                            for arr in (ids, steps, walls, vals):
+                                arr.resize(n, refcheck=False)
+                            chunks.append((ids, steps, walls, vals))
+                            offset += n
+                            n = 0
+                            more = max(1 << 16, offset // 2)
+                            ids, steps = np.empty(more, np.uint32), np.empty(more, np.int64)
+                            walls, vals = np.empty(more, np.float64), np.empty(more, np.float64)
                 report.damage = list(rr.damage)
                 report.tail = rr.tail
             self._reports[path] = report
         for arr in (ids, steps, walls, vals):
             arr.resize(n, refcheck=False)  # give back the unused tail in place
+        if chunks:
+            chunks.append((ids, steps, walls, vals))
+            ids, steps, walls, vals = (np.concatenate(parts) for parts in zip(*chunks))
+            del chunks
+            n = len(ids)
         if self.purge and purges:
             keep = np.ones(n, bool)
             for index, step in purges:
