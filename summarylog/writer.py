@@ -23,6 +23,7 @@ import math
 import numbers
 import os
 import socket
+import struct
 import threading
 import time
 import weakref
@@ -45,6 +46,11 @@ _open_writers: "weakref.WeakSet[Writer]" = weakref.WeakSet()
 _time = time.time
 _BATCH = 4096  # queued items that wake the background thread early (a power of 2)
 _MAX_QUEUE = 1 << 20  # queued items past which callers drain themselves (backpressure)
+# add_scalar queues a plain float as one packed bytes record: bytes are not
+# tracked by Python's garbage collector, so a hot loop triggers no collections
+# (which cost microseconds each in a process holding a large heap, e.g. torch)
+_PACK = struct.Struct("<Idqd").pack
+_PACKED = np.dtype([("tid", "<u4"), ("value", "<f8"), ("step", "<i8"), ("wall", "<f8")])
 
 
 def _close_all_at_exit() -> None:
@@ -103,6 +109,15 @@ def _check_walltime(walltime: Any) -> float:
     if not math.isfinite(walltime):
         raise ValueError(f"walltime must be finite, got {walltime}")
     return walltime
+
+
+class _Payload:
+    """An event already encoded (on the caller's thread: text, tensors)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
 
 class _Job:
@@ -293,7 +308,8 @@ class Writer:
             step = _check_step(step)
         walltime = _time() if walltime is None else _check_walltime(walltime)
         q = self._q
-        q.append((tid, value, step, walltime))
+        q.append(_PACK(tid, value, step, walltime) if type(value) is float
+                 else (tid, value, step, walltime))
         if not len(q) & (_BATCH - 1) or self._thread is None:
             self._kick(q)
 
@@ -344,7 +360,7 @@ class Writer:
             self._ensure_thread()
         else:
             for payload in fn(*args):
-                self._q.append(payload)
+                self._q.append(_Payload(payload))
             self._ensure_thread()
 
     def add_histogram(self, tag: str, values: Any, step: int | None = None,
@@ -415,7 +431,8 @@ class Writer:
         _check_tag(tag)
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        self._q.append(self._enc.text(_check_walltime(walltime), _check_step(step), tag, text))
+        self._q.append(_Payload(self._enc.text(_check_walltime(walltime), _check_step(step), tag,
+                                               text)))
         self._ensure_thread()
 
     def add_tensor(self, tag: str, tensor: Any, step: int | None = None,
@@ -426,7 +443,8 @@ class Writer:
         arr = to_numpy(tensor, "tensor")
         if arr.dtype.kind not in "fiubcUS":
             raise TypeError(f"tensor has unsupported dtype {arr.dtype}")
-        self._q.append(self._enc.tensor(_check_walltime(walltime), _check_step(step), tag, arr))
+        self._q.append(_Payload(self._enc.tensor(_check_walltime(walltime), _check_step(step), tag,
+                                                 arr)))
         self._ensure_thread()
 
     def add_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, Any],
@@ -448,7 +466,7 @@ class Writer:
         walltime = _check_walltime(walltime)
         events = self._enc.hparams(walltime, hparams, list(metrics))  # validates values
         for payload in events:
-            self._q.append(payload)
+            self._q.append(_Payload(payload))
         self._ensure_thread()
         if metrics:
             self.log(metrics, step, walltime)
@@ -525,17 +543,21 @@ class Writer:
                 return
             pop = q.popleft
             items = [pop() for _ in range(n)]
-            run: list[tuple[Any, ...]] = []
+            run: list[Any] = []  # consecutive scalar items of one kind
             for item in items:
-                if type(item) is tuple:
+                t = type(item)
+                if t is bytes or t is tuple:
+                    if run and type(run[0]) is not t:
+                        self._emit_run(run)
+                        run = []
                     run.append(item)
                     continue
                 if run:
-                    self._emit_scalars(run)
+                    self._emit_run(run)
                     run = []
-                if type(item) is bytes:
-                    self._write_payload(item)
-                elif type(item) is threading.Event:  # a flush() waiting for us
+                if t is _Payload:
+                    self._write_payload(item.data)
+                elif t is threading.Event:  # a flush() waiting for us
                     item.set()
                 else:
                     try:
@@ -548,7 +570,18 @@ class Writer:
                     for payload in payloads:
                         self._write_payload(payload)
             if run:
-                self._emit_scalars(run)
+                self._emit_run(run)
+
+    def _emit_run(self, run: list[Any]) -> None:
+        if type(run[0]) is bytes:  # packed add_scalar records: columns straight from numpy
+            rec = np.frombuffer(b"".join(run), _PACKED)
+            n = len(rec)
+            self._encode_columns(n, np.ascontiguousarray(rec["wall"]),
+                                 np.ascontiguousarray(rec["step"]), np.ones(n, np.uint32),
+                                 np.ascontiguousarray(rec["tid"]),
+                                 np.ascontiguousarray(rec["value"]))
+        else:
+            self._emit_scalars(run)
 
     def _write_payload(self, payload: bytes) -> None:
         self._writer().write(payload)
@@ -575,8 +608,11 @@ class Writer:
                 steps = tuple(run[i][2] for i in keep)
                 walls = tuple(run[i][3] for i in keep)
                 n = len(keep)
-        steps_a = array("q", steps)
-        walls_a = array("d", walls)
+        self._encode_columns(n, array("d", walls), array("q", steps), counts, ids_a, vals_a)
+
+    def _encode_columns(self, n: int, walls_a: Any, steps_a: Any, counts: Any, ids_a: Any,
+                        vals_a: Any) -> None:
+        """Scalar events from columns, encoded in C (csrc/scalar_codec.c)."""
         rw = self._writer()
         with self._lock:
             tag_data = bytes(self._tag_data)
