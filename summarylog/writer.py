@@ -239,7 +239,9 @@ class Writer:
         self._purge_step = None if purge_step is None else _check_step(purge_step)
         self._enc = TensorBoardEncoder()
         self._tag_ids: dict[str, int] = {}
-        self._ids_cache: dict[tuple[str, ...], tuple[int, ...]] = {}
+        self._ids_cache: dict[tuple[str, ...], tuple[tuple[int, ...], int, Any]] = {}
+        self._key_tids: list[np.ndarray] = []  # tag ids of each log() key set
+        self._last_log: tuple[tuple[str, ...], Any] | None = None
         self._tag_data = bytearray()
         self._tag_offsets = array("Q", [0])
         self._files: list[str] = []
@@ -323,27 +325,49 @@ class Writer:
         if not scalars:
             return
         keys = tuple(scalars)
-        ids = self._ids_cache.get(keys)
-        if ids is None:
-            ids = tuple(self._tag_id(tag) for tag in keys)
-            if len(self._ids_cache) < 1024:
-                self._ids_cache[keys] = ids
-        vals = tuple(scalars.values())
+        last = self._last_log
+        if last is not None and keys == last[0]:  # the usual case: the same tags each step
+            entry = last[1]
+        else:
+            entry = self._ids_cache.get(keys)
+            if entry is None:
+                entry = self._log_key(keys)
+            self._last_log = (keys, entry)
+        ids, kidx, pack = entry
+        vals = scalars.values()
         try:  # one C-speed pass: all plain numbers sum to a plain number
             total = sum(vals)
         except TypeError:
             total = None
-        if type(total) is not float and type(total) is not int:  # numpy, tensors, junk
-            vals = tuple(v if type(v) is float else
-                         float(v) if type(v) is int else
-                         snapshot_scalar(v, f"scalars[{k!r}]") for k, v in zip(keys, vals))
         if type(step) is not int or not -0x8000000000000000 <= step <= 0x7FFFFFFFFFFFFFFF:
             step = _check_step(step)
         walltime = _time() if walltime is None else _check_walltime(walltime)
+        item: Any = None
+        if type(total) is float or type(total) is int:
+            try:  # plain numbers: one packed bytes record (no GC-tracked objects)
+                item = pack(kidx, 0, step, walltime, *vals)
+            except (struct.error, OverflowError):
+                item = None
+        if item is None:  # numpy, tensors, huge ints, junk: the careful path
+            vals = tuple(v if type(v) is float else
+                         float(v) if type(v) is int else
+                         snapshot_scalar(v, f"scalars[{k!r}]") for k, v in zip(keys, vals))
+            item = (ids, vals, step, walltime)
         q = self._q
-        q.append((ids, vals, step, walltime))
+        q.append(item)
         if not len(q) & (_BATCH - 1) or self._thread is None:
             self._kick(q)
+
+    def _log_key(self, keys: tuple[str, ...]) -> tuple[tuple[int, ...], int, Any]:
+        """Tag ids, a key index and a packer for one log() key set (cached)."""
+        ids = tuple(self._tag_id(tag) for tag in keys)
+        with self._lock:
+            kidx = len(self._key_tids)
+            self._key_tids.append(np.array(ids, np.uint32))
+        entry = (ids, kidx, struct.Struct("<IIqd" + "d" * len(ids)).pack)
+        if len(self._ids_cache) < 1024:
+            self._ids_cache[keys] = entry
+        return entry
 
     def _kick(self, q: collections.deque[Any]) -> None:
         self._ensure_thread()
@@ -547,7 +571,8 @@ class Writer:
             for item in items:
                 t = type(item)
                 if t is bytes or t is tuple:
-                    if run and type(run[0]) is not t:
+                    if run and (type(run[0]) is not t or
+                                (t is bytes and len(run[0]) != len(item))):
                         self._emit_run(run)
                         run = []
                     run.append(item)
@@ -573,7 +598,21 @@ class Writer:
                 self._emit_run(run)
 
     def _emit_run(self, run: list[Any]) -> None:
-        if type(run[0]) is bytes:  # packed add_scalar records: columns straight from numpy
+        if type(run[0]) is bytes and len(run[0]) != _PACKED.itemsize:  # packed log() records
+            k = (len(run[0]) - 24) // 8
+            rec = np.frombuffer(b"".join(run), np.dtype(
+                [("key", "<u4"), ("pad", "<u4"), ("step", "<i8"), ("wall", "<f8"),
+                 ("vals", "<f8", (k,))]))
+            n = len(rec)
+            keys = rec["key"]
+            if (keys == keys[0]).all():
+                ids = np.tile(self._key_tids[int(keys[0])], n)
+            else:
+                ids = np.concatenate([self._key_tids[int(i)] for i in keys])
+            self._encode_columns(n, np.ascontiguousarray(rec["wall"]),
+                                 np.ascontiguousarray(rec["step"]), np.full(n, k, np.uint32),
+                                 ids, np.ascontiguousarray(rec["vals"]).reshape(-1))
+        elif type(run[0]) is bytes:  # packed add_scalar records: columns straight from numpy
             rec = np.frombuffer(b"".join(run), _PACKED)
             n = len(rec)
             self._encode_columns(n, np.ascontiguousarray(rec["wall"]),
