@@ -335,8 +335,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                         "tags": _tag_stats(reader, run)}
             bar.advance(len(files))
     if args.json:
-        print(_dumps(_jsonable({"path": args.path, "runs": out}),
-                     ascii_only=not _stdout_is_utf8()))
+        doc = {"path": args.path, "runs": out}
+        try:  # usually plain JSON already; else convert NaN, bytes, numpy
+            text = _dumps(doc, ascii_only=not _stdout_is_utf8())
+        except (TypeError, ValueError):
+            text = _dumps(_jsonable(doc), ascii_only=not _stdout_is_utf8())
+        print(text)
         return 0
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]

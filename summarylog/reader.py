@@ -113,26 +113,44 @@ class Reader:
         if os.path.isfile(self.path):
             return {".": [self.path]}
         runs: dict[str, list[str]] = {}
-        seen: set[tuple[int, int]] = set()
         self.discovery_errors = []
-        for dirpath, dirnames, filenames in os.walk(self.path, followlinks=True,
-                                                    onerror=self.discovery_errors.append):
+        try:
+            root_st = os.stat(self.path)
+        except OSError as exc:
+            self.discovery_errors.append(exc)
+            return runs
+        # one scandir per directory (file types come with the listing); a
+        # directory seen before (through a symlink loop) is not entered again
+        seen = {(root_st.st_dev, root_st.st_ino)}
+        stack = [(self.path, "")]
+        while stack:
+            d, rel = stack.pop()
             try:
-                st = os.stat(dirpath)
+                with os.scandir(d) as it:
+                    entries = list(it)
             except OSError as exc:
                 self.discovery_errors.append(exc)
-                dirnames[:] = []
                 continue
-            if (st.st_dev, st.st_ino) in seen:  # a symlink back up the tree
-                dirnames[:] = []
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            dirnames.sort()
-            files = [os.path.join(dirpath, f) for f in filenames if is_event_file(f)]
-            files = [f for f in files if os.path.isfile(f)]
+            files, subdirs = [], []
+            for e in entries:
+                try:
+                    if e.is_dir():
+                        if e.is_symlink():
+                            st = e.stat()
+                            key = (st.st_dev, st.st_ino)
+                        else:
+                            key = (root_st.st_dev, e.inode())
+                        if key not in seen:
+                            seen.add(key)
+                            subdirs.append(e.name)
+                    elif is_event_file(e.name) and e.is_file():
+                        files.append(e.path)
+                except OSError as exc:
+                    self.discovery_errors.append(exc)
             if files:
-                rel = os.path.relpath(dirpath, self.path)
-                runs[rel] = sorted(files, key=_natural_key)
+                runs[rel or "."] = sorted(files, key=_natural_key)
+            for name in sorted(subdirs, reverse=True):
+                stack.append((os.path.join(d, name), f"{rel}/{name}" if rel else name))
         return runs
 
     def refresh(self) -> None:
