@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ._native import ffi, lib
+from ._speedups import pack_log as _pack_log
 from .dialects.tensorboard import TensorBoardEncoder
 from .records import RecordWriter
 from .values import Deferred, resolve_scalar, snapshot_scalar, to_numpy
@@ -322,10 +323,19 @@ class Writer:
             self._check_open()
         if type(scalars) is not dict and not isinstance(scalars, Mapping):
             raise TypeError(f"scalars must be a mapping of tag to value, got {type(scalars).__name__}")
+        last = self._last_log
+        if last is not None and type(step) is int:  # the usual case: same tags, plain numbers
+            wt = _time() if walltime is None else _check_walltime(walltime)
+            item = _pack_log(scalars, last[0], last[1][1], step, wt)
+            if item is not None:
+                q = self._q
+                q.append(item)
+                if not len(q) & (_BATCH - 1) or self._thread is None:
+                    self._kick(q)
+                return
         if not scalars:
             return
         keys = tuple(scalars)
-        last = self._last_log
         if last is not None and keys == last[0]:  # the usual case: the same tags each step
             entry = last[1]
         else:
