@@ -417,3 +417,42 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
     }
     return 0;
 }
+
+/* ---- grouping the columns by tag ----------------------------------------------- */
+
+static int permute(void *col, size_t width, const uint32_t *ids, uint64_t n, const uint64_t *starts,
+                   uint64_t n_tags, uint64_t *next, char *tmp) {
+    memcpy(next, starts, n_tags * sizeof *next);
+    const char *src = col;
+    for (uint64_t i = 0; i < n; i++) memcpy(tmp + width * next[ids[i]]++, src + width * i, width);
+    memcpy(col, tmp, width * n);
+    return 0;
+}
+
+int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
+                      uint64_t n, uint64_t n_tags, uint64_t *counts) {
+    memset(counts, 0, n_tags * sizeof *counts);
+    for (uint64_t i = 0; i < n; i++) {
+        if (tag_ids[i] >= n_tags) return -EINVAL;
+        counts[tag_ids[i]]++;
+    }
+    uint64_t *starts = malloc(2 * (n_tags ? n_tags : 1) * sizeof *starts);
+    char *tmp = malloc(n ? 8 * n : 1);
+    if (!starts || !tmp) {
+        free(starts);
+        free(tmp);
+        return -ENOMEM;
+    }
+    uint64_t *next = starts + n_tags, acc = 0;
+    for (uint64_t t = 0; t < n_tags; t++) {
+        starts[t] = acc;
+        acc += counts[t];
+    }
+    permute(steps, 8, tag_ids, n, starts, n_tags, next, tmp);
+    permute(walls, 8, tag_ids, n, starts, n_tags, next, tmp);
+    permute(values, 8, tag_ids, n, starts, n_tags, next, tmp);
+    permute(tag_ids, 4, tag_ids, n, starts, n_tags, next, tmp); /* last: it drives the others */
+    free(starts);
+    free(tmp);
+    return 0;
+}

@@ -203,6 +203,38 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                           int64_t *steps, double *walls, double *values, uint64_t cap,
                           slg_decode_result *res);
 
+/* Reorder the four columns (n entries) stably by tag id, in place, and set
+ * counts[t] (n_tags entries) to the number of values of tag t: afterwards
+ * tag t's values are the slice [sum(counts[:t]), sum(counts[:t+1])).
+ * Uses 8 n bytes of scratch.  0, -EINVAL for an id >= n_tags, -ENOMEM. */
+int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
+                      uint64_t n, uint64_t n_tags, uint64_t *counts);
+
+/* ---- Small event files in one call (file_scalars.c) -------------------- */
+#define SLG_LOAD_FALLBACK 1     /* not handled here: use RecordReader + decode */
+
+typedef struct {
+    uint64_t size;          /* bytes read (the whole file) */
+    uint64_t records;       /* valid records */
+    uint64_t n_damage;      /* damage entries written */
+    uint64_t tail_offset;   /* unfinished end, when tail_kind is set */
+    uint64_t tail_length;
+    int32_t tail_kind;      /* 0, SLG_SCAN_TORN or SLG_SCAN_ZERO_TAIL */
+    int32_t _pad;
+    slg_decode_result dec;  /* what slg_tb_decode_scalars found */
+} slg_file_scalars;
+
+/* Open path, read it whole (when it is a regular file of at most max_size
+ * bytes and not zstd), scan it (data CRCs checked if verify) and decode its
+ * scalars into the four arrays (cap entries), as RecordReader.scan_batches +
+ * slg_tb_decode_scalars would.  0 on success; SLG_LOAD_FALLBACK when the file
+ * needs the general path (the arrays and *out are then meaningless, though
+ * tags may have been interned); -errno if it cannot be opened or read. */
+int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *tags,
+                     uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
+                     uint64_t cap, slg_damage *damage, uint64_t max_damage,
+                     slg_file_scalars *out);
+
 /* ---- Bulk paths over Python objects (python/pyobjects.c) ---------------- */
 /* Objects are passed as their CPython address (id(obj)); the caller keeps
  * them alive.  Not in the plain-C library (tests/c), only in the extension. */

@@ -268,7 +268,7 @@ def _file_size(path: str) -> int | None:
 def _report_dict(rep: Any) -> dict[str, Any]:
     return {
         "path": rep.path,
-        "size": _file_size(rep.path),
+        "size": rep.size if rep.size is not None else _file_size(rep.path),
         "records": rep.records,
         "ok": rep.ok,
         "damage": [{"offset": d.offset, "kind": d.kind, "length": d.length} for d in rep.damage],
@@ -280,17 +280,19 @@ def _report_dict(rep: Any) -> dict[str, Any]:
 
 def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, Any]]:
     kinds = reader.tags(run)
-    scalar_tags = set(reader.scalar_tags(run))
     stats: dict[str, dict[str, Any]] = {}
     others: set[str] = set()
     for tag, kind in kinds.items():
-        if kind == "scalar" and tag in scalar_tags:
-            s = reader.scalars(run, tag)
-            n = len(s.step)
-            stats[tag] = {"kind": "scalar", "count": n,
-                          "first_step": int(s.step[0]) if n else None,
-                          "last_step": int(s.step[-1]) if n else None,
-                          "last_value": float(s.value[-1]) if n else None}
+        s = None
+        if kind == "scalar":
+            try:
+                s = reader.scalars(run, tag)
+            except KeyError:  # a scalar tag whose values were all purged
+                pass
+        if s is not None and len(s.step):
+            steps = s.step
+            stats[tag] = {"kind": "scalar", "count": len(steps), "first_step": steps[0].item(),
+                          "last_step": steps[-1].item(), "last_value": s.value[-1].item()}
         else:
             stats[tag] = {"kind": kind, "count": 0, "first_step": None, "last_step": None,
                           "last_value": None}

@@ -33,12 +33,14 @@ import numpy as np
 from ._native import ffi, lib
 from .events import Event
 from .records import RecordReader
-from .records.reader import Damage, Tail
+from .records.reader import _DAMAGE as _MAX_DAMAGE
+from .records.reader import _SMALL_FILE, Damage, Tail, damage_list
 
 __all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file"]
 
 _EVENT_NAME = re.compile(r"(tfevents|zevents)")
 _NUM = re.compile(r"(\d+)")
+_COLUMN_CTYPES = ("uint32_t[]", "int64_t[]", "double[]", "double[]")  # id, step, wall, value
 
 
 def is_event_file(name: str) -> bool:
@@ -68,6 +70,7 @@ class FileReport:
     damage: list[Damage] = dataclasses.field(default_factory=list)
     tail: Tail | None = None
     bad_events: int = 0  #: records with valid CRCs that are not Events
+    size: int | None = None  #: the file's size when it was opened for this report (bytes)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +108,7 @@ class Reader:
         self._runs: dict[str, list[str]] | None = None
         self._columns: dict[str, _RunColumns] = {}
         self._reports: dict[str, FileReport] = {}
+        self._damage_buf = ffi.new("slg_damage[]", _MAX_DAMAGE)  # slg_tb_load_file's output
         #: directories that could not be listed during the last discovery
         self.discovery_errors: list[OSError] = []
 
@@ -148,7 +152,7 @@ class Reader:
                 except OSError as exc:
                     self.discovery_errors.append(exc)
             if files:
-                runs[rel or "."] = sorted(files, key=_natural_key)
+                runs[rel or "."] = sorted(files, key=_natural_key) if len(files) > 1 else files
             for name in sorted(subdirs, reverse=True):
                 stack.append((os.path.join(d, name), f"{rel}/{name}" if rel else name))
         return runs
@@ -183,8 +187,10 @@ class Reader:
         if tags == ffi.NULL:
             raise MemoryError("slg_tags_new")
         # a scalar event takes at least ~36 bytes on disk: size the columns
-        # once from the files (shrunk in place at the end), not by doubling
-        total = sum(os.path.getsize(p) for p in self.files(run))
+        # once from the files (shrunk in place at the end), not by doubling;
+        # a lone file's size comes with reading it
+        files = self.files(run)
+        total = sum(os.path.getsize(p) for p in files) if len(files) > 1 else _SMALL_FILE
         cap = max(1024, total // 36 + 1024)
         ids = np.empty(cap, np.uint32)
         steps = np.empty(cap, np.int64)
@@ -195,9 +201,40 @@ class Reader:
         chunks: list[tuple[np.ndarray, ...]] = []
         purges: list[tuple[int, int]] = []
         res = ffi.new("slg_decode_result *")
-        for path in self.files(run):
+        loaded = ffi.new("slg_file_scalars *")
+        decode = lib.slg_tb_decode_scalars
+        ptrs = [ffi.from_buffer(t, a) for t, a in zip(_COLUMN_CTYPES, (ids, steps, walls, vals))]
+        for path in files:
             report = FileReport(path)
+            self._reports[path] = report
+            # small plain files: open, scan and decode in one native call
+            rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, tags,
+                                      ptrs[0] + n, ptrs[1] + n, ptrs[2] + n, ptrs[3] + n,
+                                      len(ids) - n, self._damage_buf, _MAX_DAMAGE, loaded)
+            if rc == 0:
+                dec = loaded.dec
+                for k in range(dec.n_purges):
+                    purges.append((offset + n + dec.purge_index[k], dec.purge_step[k]))
+                n += dec.n_values
+                report.size, report.records, report.bad_events = (
+                    loaded.size, loaded.records, dec.bad_events)
+                if loaded.n_damage:
+                    report.damage = damage_list(self._damage_buf, loaded.n_damage)
+                if loaded.tail_kind:
+                    report.tail = Tail(loaded.tail_offset,
+                                       "torn" if loaded.tail_kind == lib.SLG_SCAN_TORN
+                                       else "zero_tail", loaded.tail_length)
+                continue
+            if len(files) == 1 and n == 0 and loaded.size // 36 + 1024 > len(ids):
+                # a lone big file: size the columns for it once
+                ptrs = []
+                cap = loaded.size // 36 + 1024
+                ids, steps = np.empty(cap, np.uint32), np.empty(cap, np.int64)
+                walls, vals = np.empty(cap, np.float64), np.empty(cap, np.float64)
+                ptrs = [ffi.from_buffer(t, a) for t, a in
+                        zip(_COLUMN_CTYPES, (ids, steps, walls, vals))]
             with RecordReader(path, verify=self.verify) as rr:
+                report.size = rr.size
                 spans = rr.spans
                 for buf, base, nsp, damage in rr.scan_batches():
                     for d in damage:
@@ -205,12 +242,8 @@ class Reader:
                     report.records += nsp
                     done = 0
                     while done < nsp:
-                        rc = lib.slg_tb_decode_scalars(
-                            buf, base, spans + done, nsp - done, tags,
-                            ffi.from_buffer("uint32_t[]", ids) + n,
-                            ffi.from_buffer("int64_t[]", steps) + n,
-                            ffi.from_buffer("double[]", walls) + n,
-                            ffi.from_buffer("double[]", vals) + n, len(ids) - n, res)
+                        rc = decode(buf, base, spans + done, nsp - done, tags, ptrs[0] + n,
+                                    ptrs[1] + n, ptrs[2] + n, ptrs[3] + n, len(ids) - n, res)
                         if rc < 0:
                             raise MemoryError("slg_tb_decode_scalars")
                         for k in range(res.n_purges):
@@ -222,6 +255,7 @@ class Reader:
                             # more than the estimate (zstd files, many values an
                             # event): keep this chunk, go on in a new one (no
                             # copy-doubling); joined once at the end
+                            ptrs = []
                             for arr in (ids, steps, walls, vals):
                                 arr.resize(n, refcheck=False)
                             chunks.append((ids, steps, walls, vals))
@@ -230,9 +264,11 @@ class Reader:
                             more = max(1 << 16, offset // 2)
                             ids, steps = np.empty(more, np.uint32), np.empty(more, np.int64)
                             walls, vals = np.empty(more, np.float64), np.empty(more, np.float64)
+                            ptrs = [ffi.from_buffer(t, a) for t, a in
+                                    zip(_COLUMN_CTYPES, (ids, steps, walls, vals))]
                 report.damage = list(rr.damage)
                 report.tail = rr.tail
-            self._reports[path] = report
+        del ptrs  # no pointers into the arrays past this point
         for arr in (ids, steps, walls, vals):
             arr.resize(n, refcheck=False)  # give back the unused tail in place
         if chunks:
@@ -251,15 +287,23 @@ class Reader:
             lib.slg_tags_get(tags, t, data, length, kind)
             cols.tags.append(ffi.buffer(data[0], length[0])[:].decode("utf-8", "replace"))
             cols.kinds.append(kind[0])
-        if len(ids) and ids.min() == ids.max():  # one scalar tag: the columns are the series
-            cols.series[cols.tags[int(ids[0])]] = Scalars(steps, walls, vals)
-        elif len(ids):
-            order = np.argsort(ids, kind="stable")
-            bounds = np.searchsorted(ids[order], np.arange(len(cols.tags) + 1))
-            for t, tag in enumerate(cols.tags):
-                sel = order[bounds[t] : bounds[t + 1]]
-                if len(sel):
-                    cols.series[tag] = Scalars(steps[sel], walls[sel], vals[sel])
+        ntags = len(cols.tags)
+        if ntags == 1 and len(ids):  # one tag: the columns are its series
+            cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
+        elif len(ids):  # group in place by tag (stable), then each series is a slice
+            counts = ffi.new("uint64_t[]", ntags)
+            if lib.slg_columns_group(ffi.from_buffer("uint32_t[]", ids),
+                                     ffi.from_buffer("int64_t[]", steps),
+                                     ffi.from_buffer("double[]", walls),
+                                     ffi.from_buffer("double[]", vals), len(ids), ntags,
+                                     counts) < 0:
+                raise MemoryError("slg_columns_group")
+            start = 0
+            for tag, count in zip(cols.tags, ffi.unpack(counts, ntags)):
+                if count:
+                    end = start + count
+                    cols.series[tag] = Scalars(steps[start:end], walls[start:end], vals[start:end])
+                    start = end
         self._columns[run] = cols
         return cols
 
@@ -338,6 +382,7 @@ class Reader:
         rep.records = max(rep.records, rr.records_read)
         rep.bad_events = max(rep.bad_events, bad_events)
         rep.damage, rep.tail = list(rr.damage), rr.tail
+        rep.size = rr.size
         self._reports[path] = rep
 
     # -- damage ----------------------------------------------------------------------

@@ -44,6 +44,7 @@ _KINDS = {
 }
 _SPANS = 1 << 16
 _DAMAGE = 256
+_SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
 _UNKNOWN_END = 0xFFFFFFFFFFFFFFFF
 # id() is the object's address only in CPython: the C list builder needs it
 _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
@@ -65,11 +66,26 @@ class Tail(NamedTuple):
     length: int  #: bytes from offset to the end of the data
 
 
+def damage_list(dmg: Any, n: int) -> list[Damage]:
+    """The first ``n`` entries of a ``slg_damage[]`` as :class:`Damage`."""
+    flat = memoryview(ffi.buffer(dmg)).cast("q")[: 3 * n].tolist()  # offset, length, kind|pad
+    return [Damage(flat[i], _KINDS[flat[i + 2] & 0xFFFFFFFF], flat[i + 1])
+            for i in range(0, len(flat), 3)]
+
+
 class _PlainSource:
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, first: tuple[bytes, int] | None = None) -> None:
         self.fd = fd
+        # a small file's whole content, read with its header check: the
+        # first read takes it instead of another fstat and pread
+        self._first = first
 
     def read(self, pos: int, want: int) -> tuple[bytes, int]:
+        if self._first is not None:
+            data, size = self._first
+            self._first = None
+            if pos == 0 and want >= size:
+                return data, size
         size = os.fstat(self.fd).st_size
         n = max(0, min(want, size - pos))
         data = os.pread(self.fd, n, pos) if n else b""
@@ -228,10 +244,14 @@ class RecordReader:
             os.close(fd)
             raise IsADirectoryError(21, "Is a directory", self.path)
         self._fd = fd
-        head = os.pread(fd, 4, 0)
-        self.compressed = head == ZSTD_MAGIC or (self.path.endswith(".zst") and not head)
+        #: the file's size when opened (bytes)
+        self.size = st.st_size
+        small = st.st_size <= _SMALL_FILE
+        head = os.pread(fd, st.st_size if small else 4, 0)
+        self.compressed = head[:4] == ZSTD_MAGIC or (self.path.endswith(".zst") and not head)
         self._source: Any = (
-            _ZstdSource(fd, self._zstd_damage) if self.compressed else _PlainSource(fd)
+            _ZstdSource(fd, self._zstd_damage) if self.compressed
+            else _PlainSource(fd, (head, len(head)) if small else None)
         )
         self._state = ffi.new("slg_scan_state *")
         self._state.verify_data = 1 if verify else 0
@@ -239,8 +259,6 @@ class RecordReader:
         self._nspans = max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS
         self._spans = ffi.new("slg_span[]", self._nspans)
         self._dmg = ffi.new("slg_damage[]", _DAMAGE)
-        self._spans_view = memoryview(ffi.buffer(self._spans)).cast("Q")
-        self._dmg_view = memoryview(ffi.buffer(self._dmg)).cast("q")
         self._nsp = ffi.new("uint64_t *")
         self._ndm = ffi.new("uint64_t *")
         #: every damaged region skipped so far, in file order
@@ -270,7 +288,7 @@ class RecordReader:
     def read(self) -> Iterator[bytes]:
         """Yield every whole record from :attr:`offset` to the end of the data
         as it is now, then set :attr:`tail`."""
-        sview = self._spans_view
+        sview = memoryview(ffi.buffer(self._spans)).cast("Q")
         for buf, base, n, batch in self.scan_batches():
             if not batch:  # the common case: no damage in this step
                 if n:
@@ -314,7 +332,6 @@ class RecordReader:
         scan = lib.slg_scan
         spans, dmg, nsp, ndm = self._spans, self._dmg, self._nsp, self._ndm
         nspans = self._nspans
-        dview = self._dmg_view
         self.tail = None
         want = self._chunk
         buf, data_end = self._source.read(st.pos, want)
@@ -327,9 +344,7 @@ class RecordReader:
                 self._add_damage(self._pending_zstd.pop(0))
             batch: list[Damage] = []
             if ndm[0]:
-                flat = dview[: 3 * ndm[0]].tolist()  # offset, length, kind|pad
-                batch = [Damage(flat[i], _KINDS[flat[i + 2] & 0xFFFFFFFF], flat[i + 1])
-                         for i in range(0, len(flat), 3)]
+                batch = damage_list(dmg, ndm[0])
             yield buf, base, int(nsp[0]), batch
             if rc == lib.SLG_SCAN_SPANS_FULL:
                 continue

@@ -1,0 +1,106 @@
+/* file_scalars.c - one call per small event file: open, read it whole,
+ * scan the records and decode the TensorBoard scalars into the caller's
+ * columns.  This is the Reader's path for the many small files of a root of
+ * many runs, where per-file Python work (a RecordReader, a scan generator,
+ * array views) would cost more than reading the file.  Anything unusual
+ * (a big or compressed file, too much damage, columns too small, too many
+ * resume markers) returns SLG_LOAD_FALLBACK and the caller takes the general
+ * path (RecordReader + slg_tb_decode_scalars), which handles it all. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "summarylog_api.h"
+
+static const unsigned char ZSTD_MAGIC[4] = {0x28, 0xb5, 0x2f, 0xfd};
+
+static int read_all(int fd, char *buf, uint64_t size, uint64_t *got) {
+    uint64_t n = 0;
+    while (n < size) {
+        ssize_t r = pread(fd, buf + n, size - n, (off_t)n);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (r == 0) break; /* the file shrank since fstat: read what is there */
+        n += (uint64_t)r;
+    }
+    *got = n;
+    return 0;
+}
+
+int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *tags,
+                     uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
+                     uint64_t cap, slg_damage *damage, uint64_t max_damage,
+                     slg_file_scalars *out) {
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return -EISDIR;
+    }
+    out->size = (uint64_t)st.st_size;
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max_size) {
+        close(fd);
+        return SLG_LOAD_FALLBACK;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    char *buf = malloc(size ? size : 1);
+    /* at most one span per 16 bytes of file (the smallest record) */
+    slg_span *spans = malloc((size / SLG_FRAME_OVERHEAD + 1) * sizeof *spans);
+    int rc = 0;
+    if (!buf || !spans) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    rc = read_all(fd, buf, size, &size);
+    if (rc < 0) goto done;
+    out->size = size;
+    if (size >= 4 && memcmp(buf, ZSTD_MAGIC, 4) == 0) {
+        rc = SLG_LOAD_FALLBACK;
+        goto done;
+    }
+    slg_scan_state state;
+    memset(&state, 0, sizeof state);
+    state.verify_data = verify ? 1 : 0;
+    uint64_t n_spans = 0, n_damage = 0;
+    int scan = slg_scan(&state, buf, size, 0, size, 0, spans, size / SLG_FRAME_OVERHEAD + 1,
+                        &n_spans, damage, max_damage, &n_damage);
+    if (scan < 0) {
+        rc = scan;
+        goto done;
+    }
+    if (scan == SLG_SCAN_SPANS_FULL || scan == SLG_SCAN_NEED_MORE || n_damage >= max_damage) {
+        rc = SLG_LOAD_FALLBACK;
+        goto done;
+    }
+    out->records = n_spans;
+    out->n_damage = n_damage;
+    if (scan == SLG_SCAN_TORN || scan == SLG_SCAN_ZERO_TAIL) {
+        out->tail_kind = scan;
+        out->tail_offset = state.pos;
+        out->tail_length = size - state.pos;
+    }
+    int dec = slg_tb_decode_scalars(buf, 0, spans, n_spans, tags, tag_ids, steps, walls, values,
+                                    cap, &out->dec);
+    if (dec < 0) rc = dec;
+    else if (dec != 0) rc = SLG_LOAD_FALLBACK; /* columns or purge list full */
+done:
+    free(spans);
+    free(buf);
+    close(fd);
+    return rc;
+}
