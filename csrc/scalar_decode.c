@@ -62,6 +62,12 @@ void slg_tags_free(slg_tags *t) {
     free(t);
 }
 
+void slg_tags_clear(slg_tags *t) {
+    t->n = 0;
+    t->arena_len = 0;
+    memset(t->slots, 0, t->n_slots * sizeof *t->slots);
+}
+
 uint64_t slg_tags_count(const slg_tags *t) { return t->n; }
 
 int slg_tags_get(const slg_tags *t, uint64_t id, const char **data, uint64_t *len, int32_t *kind) {

@@ -191,6 +191,8 @@ typedef struct {
 
 slg_tags *slg_tags_new(void);
 void slg_tags_free(slg_tags *t);
+/* Forget every tag (memory is kept for reuse). */
+void slg_tags_clear(slg_tags *t);
 uint64_t slg_tags_count(const slg_tags *t);
 /* id of the tag p[0:n], interned if new (-ENOMEM on failure) */
 int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n);

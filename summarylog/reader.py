@@ -86,6 +86,39 @@ class _RunColumns:
         self.series: dict[str, Scalars] = {}
 
 
+_SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
+
+
+class _Scratch:
+    """A Reader's reusable columns and buffers for small files."""
+
+    def __init__(self) -> None:
+        self.tags = ffi.gc(lib.slg_tags_new(), lib.slg_tags_free)
+        if self.tags == ffi.NULL:
+            raise MemoryError("slg_tags_new")
+        self.ids = np.empty(_SCRATCH_VALUES, np.uint32)
+        self.steps = np.empty(_SCRATCH_VALUES, np.int64)
+        self.walls = np.empty(_SCRATCH_VALUES, np.float64)
+        self.vals = np.empty(_SCRATCH_VALUES, np.float64)
+        self.ptrs = [ffi.from_buffer(t, a) for t, a in
+                     zip(_COLUMN_CTYPES, (self.ids, self.steps, self.walls, self.vals))]
+        self.loaded = ffi.new("slg_file_scalars *")
+        self.counts = ffi.new("uint64_t[]", 64)
+
+
+_TAG_OUT = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
+
+
+def _tag_names(tags: Any, cols: _RunColumns) -> None:
+    """Fill cols.tags and cols.kinds from a slg_tags table, in id order."""
+    data, length, kind = _TAG_OUT
+    get = lib.slg_tags_get
+    for t in range(lib.slg_tags_count(tags)):
+        get(tags, t, data, length, kind)
+        cols.tags.append(ffi.unpack(data[0], length[0]).decode("utf-8", "replace"))
+        cols.kinds.append(kind[0])
+
+
 class Reader:
     """Read runs of TensorBoard event files.
 
@@ -109,6 +142,7 @@ class Reader:
         self._columns: dict[str, _RunColumns] = {}
         self._reports: dict[str, FileReport] = {}
         self._damage_buf = ffi.new("slg_damage[]", _MAX_DAMAGE)  # slg_tb_load_file's output
+        self._scratch: _Scratch | None = None
         #: directories that could not be listed during the last discovery
         self.discovery_errors: list[OSError] = []
 
@@ -181,15 +215,71 @@ class Reader:
     # -- scalars ------------------------------------------------------------------
     def _load_columns(self, run: str) -> _RunColumns:
         cols = self._columns.get(run)
-        if cols is not None:
+        if cols is None:
+            files = self.files(run)
+            cols = self._load_small_file(files[0]) if len(files) == 1 else None
+            if cols is None:
+                cols = self._load_files(files)
+            self._columns[run] = cols
+        return cols
+
+    def _load_small_file(self, path: str) -> _RunColumns | None:
+        """A run of one small plain file without resume markers, through the
+        Reader's scratch columns (one native call, one copy out); None when
+        the file needs :meth:`_load_files`."""
+        sc = self._scratch
+        if sc is None:
+            sc = self._scratch = _Scratch()
+        lib.slg_tags_clear(sc.tags)
+        loaded = sc.loaded
+        rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, sc.tags,
+                                  *sc.ptrs, _SCRATCH_VALUES, self._damage_buf, _MAX_DAMAGE,
+                                  loaded)
+        if rc != 0 or loaded.dec.n_purges:
+            return None
+        self._reports[path] = self._loaded_report(path, loaded)
+        cols = _RunColumns()
+        _tag_names(sc.tags, cols)
+        n, ntags = loaded.dec.n_values, len(cols.tags)
+        if not n:
             return cols
+        if ntags > 1:
+            counts = sc.counts if ntags <= len(sc.counts) else ffi.new("uint64_t[]", ntags)
+            if lib.slg_columns_group(*sc.ptrs, n, ntags, counts) < 0:
+                raise MemoryError("slg_columns_group")
+        steps, walls, vals = sc.steps[:n].copy(), sc.walls[:n].copy(), sc.vals[:n].copy()
+        if ntags == 1:
+            cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
+            return cols
+        start = 0
+        for tag, count in zip(cols.tags, ffi.unpack(counts, ntags)):
+            if count:
+                end = start + count
+                cols.series[tag] = Scalars(steps[start:end], walls[start:end], vals[start:end])
+                start = end
+        return cols
+
+    def _loaded_report(self, path: str, loaded: Any) -> FileReport:
+        """The FileReport of a slg_tb_load_file result."""
+        report = FileReport(path, loaded.records, bad_events=loaded.dec.bad_events,
+                            size=loaded.size)
+        if loaded.n_damage:
+            report.damage = damage_list(self._damage_buf, loaded.n_damage)
+        if loaded.tail_kind:
+            report.tail = Tail(loaded.tail_offset,
+                               "torn" if loaded.tail_kind == lib.SLG_SCAN_TORN else "zero_tail",
+                               loaded.tail_length)
+        return report
+
+    def _load_files(self, files: list[str]) -> _RunColumns:
+        """Every scalar of a run's files (any size, plain or zstd, with the
+        resume rule applied)."""
         tags = ffi.gc(lib.slg_tags_new(), lib.slg_tags_free)
         if tags == ffi.NULL:
             raise MemoryError("slg_tags_new")
         # a scalar event takes at least ~36 bytes on disk: size the columns
         # once from the files (shrunk in place at the end), not by doubling;
         # a lone file's size comes with reading it
-        files = self.files(run)
         total = sum(os.path.getsize(p) for p in files) if len(files) > 1 else _SMALL_FILE
         cap = max(1024, total // 36 + 1024)
         ids = np.empty(cap, np.uint32)
@@ -205,8 +295,6 @@ class Reader:
         decode = lib.slg_tb_decode_scalars
         ptrs = [ffi.from_buffer(t, a) for t, a in zip(_COLUMN_CTYPES, (ids, steps, walls, vals))]
         for path in files:
-            report = FileReport(path)
-            self._reports[path] = report
             # small plain files: open, scan and decode in one native call
             rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, tags,
                                       ptrs[0] + n, ptrs[1] + n, ptrs[2] + n, ptrs[3] + n,
@@ -216,14 +304,7 @@ class Reader:
                 for k in range(dec.n_purges):
                     purges.append((offset + n + dec.purge_index[k], dec.purge_step[k]))
                 n += dec.n_values
-                report.size, report.records, report.bad_events = (
-                    loaded.size, loaded.records, dec.bad_events)
-                if loaded.n_damage:
-                    report.damage = damage_list(self._damage_buf, loaded.n_damage)
-                if loaded.tail_kind:
-                    report.tail = Tail(loaded.tail_offset,
-                                       "torn" if loaded.tail_kind == lib.SLG_SCAN_TORN
-                                       else "zero_tail", loaded.tail_length)
+                self._reports[path] = self._loaded_report(path, loaded)
                 continue
             if len(files) == 1 and n == 0 and loaded.size // 36 + 1024 > len(ids):
                 # a lone big file: size the columns for it once
@@ -233,6 +314,7 @@ class Reader:
                 walls, vals = np.empty(cap, np.float64), np.empty(cap, np.float64)
                 ptrs = [ffi.from_buffer(t, a) for t, a in
                         zip(_COLUMN_CTYPES, (ids, steps, walls, vals))]
+            report = self._reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
                 report.size = rr.size
                 spans = rr.spans
@@ -282,11 +364,7 @@ class Reader:
                 keep[:index] &= steps[:index] < step
             ids, steps, walls, vals = ids[keep], steps[keep], walls[keep], vals[keep]
         cols = _RunColumns()
-        data, length, kind = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
-        for t in range(lib.slg_tags_count(tags)):
-            lib.slg_tags_get(tags, t, data, length, kind)
-            cols.tags.append(ffi.buffer(data[0], length[0])[:].decode("utf-8", "replace"))
-            cols.kinds.append(kind[0])
+        _tag_names(tags, cols)
         ntags = len(cols.tags)
         if ntags == 1 and len(ids):  # one tag: the columns are its series
             cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
@@ -304,7 +382,6 @@ class Reader:
                     end = start + count
                     cols.series[tag] = Scalars(steps[start:end], walls[start:end], vals[start:end])
                     start = end
-        self._columns[run] = cols
         return cols
 
     def scalar_tags(self, run: str) -> list[str]:
