@@ -25,6 +25,7 @@ typedef struct {
 } tag_entry;
 
 struct slg_tags {
+    int32_t dialect;   /* SLG_DIALECT_*: how the next decode reads Summary.Value */
     char *arena;
     uint64_t arena_len, arena_cap;
     tag_entry *entries;
@@ -60,6 +61,12 @@ void slg_tags_free(slg_tags *t) {
     free(t->entries);
     free(t->slots);
     free(t);
+}
+
+int slg_tags_set_dialect(slg_tags *t, int dialect) {
+    if (dialect != SLG_DIALECT_TB && dialect != SLG_DIALECT_MS) return -EINVAL;
+    t->dialect = dialect;
+    return 0;
 }
 
 void slg_tags_clear(slg_tags *t) {
@@ -323,6 +330,7 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                           slg_tags *tags, uint32_t *tag_ids, int64_t *steps, double *walls,
                           double *values, uint64_t cap, slg_decode_result *res) {
     memset(res, 0, sizeof *res);
+    const int ms = tags->dialect == SLG_DIALECT_MS;
     int64_t last_id = -1; /* most runs log few tags: try the previous one first */
     for (uint64_t i = 0; i < n_spans; i++) {
         cursor ev = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
@@ -339,7 +347,7 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
             if (f == 1 && wt == 1) wall = f64_bits(v);
             else if (f == 2 && wt == 0) step = (int64_t)v;
             else if (f == 5 && wt == 2) summary = sub;
-            else if (f == 7 && wt == 2) {
+            else if (f == 7 && wt == 2 && !ms) {
                 cursor sl = sub, s2;
                 uint32_t f2; int wt2; uint64_t v2;
                 while (sl.p < sl.end && next_field(&sl, &f2, &wt2, &v2, &s2))
@@ -373,7 +381,9 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
             while (val.p < val.end) {
                 if (!next_field(&val, &f, &wt, &v, &sub)) { bad = 1; break; }
                 if (f == 1 && wt == 2) tag = sub;
-                else if (f == 2 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
+                else if (ms) { /* MindSpore: scalar_value = 3 (float); 4, 8-10 are others */
+                    if (f == 3 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
+                } else if (f == 2 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
                 else if (f == 8 && wt == 2) tensor = sub;
                 else if (f == 9 && wt == 2) md = sub;
             }

@@ -191,14 +191,20 @@ typedef struct {
 
 slg_tags *slg_tags_new(void);
 void slg_tags_free(slg_tags *t);
-/* Forget every tag (memory is kept for reuse). */
+#define SLG_DIALECT_TB 0          /* TensorBoard events (the default) */
+#define SLG_DIALECT_MS 1          /* MindSpore summary events */
+/* How the following decode calls read events: the Reader sets it per file
+ * (a file never mixes dialects).  -EINVAL for an unknown dialect. */
+int slg_tags_set_dialect(slg_tags *t, int dialect);
+/* Forget every tag (memory is kept for reuse; the dialect stays). */
 void slg_tags_clear(slg_tags *t);
 uint64_t slg_tags_count(const slg_tags *t);
 /* id of the tag p[0:n], interned if new (-ENOMEM on failure) */
 int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n);
 int slg_tags_get(const slg_tags *t, uint64_t id, const char **data, uint64_t *len, int32_t *kind);
-/* Decode the scalars of n_spans event records (payloads in buf, which holds
- * file bytes from absolute offset base) into the four arrays (cap entries).
+/* Decode the scalars of n_spans event records, in the table's dialect
+ * (payloads in buf, which holds file bytes from absolute offset base) into
+ * the four arrays (cap entries).
  * 0 when all spans were consumed, else SLG_DECODE_*; -errno on failure. */
 int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                           uint64_t n_spans, slg_tags *tags, uint32_t *tag_ids,

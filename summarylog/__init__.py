@@ -9,8 +9,8 @@ from __future__ import annotations
 from ._version import __version__
 from .errors import CorruptRecordError, SummarylogError
 
-__all__ = ["__version__", "native_info", "Writer", "Reader", "SummarylogError", "CorruptRecordError",
-           "records"]
+__all__ = ["__version__", "native_info", "Writer", "Reader", "SummaryRecord", "SummarylogError",
+           "CorruptRecordError", "records"]
 
 
 def native_info() -> dict[str, str]:
@@ -38,6 +38,8 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(".records", __name__)
     if name == "Writer":
         return importlib.import_module(".writer", __name__).Writer
+    if name == "SummaryRecord":
+        return importlib.import_module(".summary_record", __name__).SummaryRecord
     if name == "Reader":
         return importlib.import_module(".reader", __name__).Reader
     raise AttributeError(f"module 'summarylog' has no attribute {name!r}")

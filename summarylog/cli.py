@@ -36,7 +36,7 @@ __all__ = ["main"]
 PROG = "summarylog"
 DAMAGE_KINDS = ("bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill", "bad_zstd_frame")
 EVENT_KINDS = ("scalar", "histogram", "image", "text", "tensor", "hparams", "file_version",
-               "session_log", "graph", "other")
+               "session_log", "graph", "landscape", "other")
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
 
@@ -552,6 +552,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .convert import iter_convert
+
+    reader = _open(args.path)
+    runs = _select_runs(reader, args.run)
+    if os.path.exists(args.dst) and not os.path.isdir(args.dst):
+        raise CLIError(f"cannot convert into {args.dst}: not a directory", 1)
+    total: dict[str, int] = {}
+    try:
+        with _Progress(len(runs), f"convert to {args.to}") as bar:
+            for run, counts in iter_convert(args.path, args.dst, args.to, runs):
+                for k, n in counts.items():
+                    total[k] = total.get(k, 0) + n
+                bar.advance()
+    except ValueError as exc:
+        raise CLIError(str(exc), 2) from None
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(total.items())) or "nothing"
+    print(f"converted {len(runs)} run{'s' if len(runs) != 1 else ''} to {args.to} in "
+          f"{args.dst}: {parts}")
+    return 0
+
+
 def cmd_tail(args: argparse.Namespace) -> int:
     if args.n < 0:
         raise CLIError(f"-n must be >= 0, got {args.n}")
@@ -711,6 +733,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tag", action="append", metavar="T",
                     help="only tag T, or tags matching the glob T (repeatable)")
     sp.set_defaults(func=cmd_export)
+
+    sp = add("convert", "convert runs between TensorBoard and MindSpore files",
+             "Convert every run under PATH (either dialect) into DST in the --to dialect, "
+             "keeping the run layout: scalars, histograms, images, tensors; MindSpore lineage "
+             "becomes TensorBoard hparams and TensorBoard hparams become MindSpore custom "
+             "lineage. What a viewer has no place for is skipped and counted.")
+    sp.add_argument("dst", metavar="DST", help="output root (created; must not be inside PATH)")
+    sp.add_argument("--to", required=True, choices=("tensorboard", "mindinsight"),
+                    help="output dialect")
+    sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
+    sp.set_defaults(func=cmd_convert)
 
     sp = add("tail", "the last events of each run; -f follows new ones",
              "Print the last N events of each run, one line each (run, local time, step, kind, "

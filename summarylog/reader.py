@@ -36,17 +36,50 @@ from .records import RecordReader
 from .records.reader import _DAMAGE as _MAX_DAMAGE
 from .records.reader import _SMALL_FILE, Damage, Tail, damage_list
 
-__all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file"]
+__all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file", "is_lineage_file",
+           "dialect_of"]
 
 _EVENT_NAME = re.compile(r"(tfevents|zevents)")
+_MS_NAME = re.compile(r"summary\.\d+")  # MindSpore summary and lineage files (as MindInsight)
+_LINEAGE_SUFFIX = "_lineage"
 _NUM = re.compile(r"(\d+)")
 _COLUMN_CTYPES = ("uint32_t[]", "int64_t[]", "double[]", "double[]")  # id, step, wall, value
 
 
 def is_event_file(name: str) -> bool:
-    """True for names TensorBoard reads (``tfevents``) and summarylog's zstd
-    segments (``zevents``)."""
-    return _EVENT_NAME.search(os.path.basename(name)) is not None
+    """True for event files: names TensorBoard reads (``tfevents``),
+    summarylog's zstd segments (``zevents``) and MindSpore summary files
+    (``summary.<digits>``, as MindInsight finds them; not ``_lineage``)."""
+    base = os.path.basename(name)
+    if _EVENT_NAME.search(base) is not None:
+        return True
+    return _MS_NAME.search(base) is not None and not base.endswith(_LINEAGE_SUFFIX)
+
+
+def is_lineage_file(name: str) -> bool:
+    """True for MindSpore lineage files (``summary.<digits>…_lineage``)."""
+    base = os.path.basename(name)
+    return base.endswith(_LINEAGE_SUFFIX) and _MS_NAME.search(base) is not None
+
+
+def dialect_of(name: str) -> str:
+    """``"tensorboard"`` or ``"mindspore"``: how an event file is read,
+    from its name (a file never mixes dialects)."""
+    base = os.path.basename(name)
+    return "tensorboard" if _EVENT_NAME.search(base) is not None else "mindspore"
+
+
+def _decoder(path: str) -> Any:
+    """The event decoder of a file's dialect: ``decode(payload, plugins)``."""
+    if dialect_of(path) == "tensorboard":
+        from .dialects.tensorboard import decode_event
+    else:
+        from .dialects.mindspore import decode_event
+    return decode_event
+
+
+def _dialect_code(path: str) -> int:
+    return lib.SLG_DIALECT_TB if dialect_of(path) == "tensorboard" else lib.SLG_DIALECT_MS
 
 
 def _natural_key(name: str) -> list[Any]:
@@ -139,6 +172,7 @@ class Reader:
         self.purge = purge
         self.verify = verify
         self._runs: dict[str, list[str]] | None = None
+        self._lineage_files: dict[str, list[str]] = {}  # run -> MindSpore lineage files
         self._columns: dict[str, _RunColumns] = {}
         self._reports: dict[str, FileReport] = {}
         self._damage_buf = ffi.new("slg_damage[]", _MAX_DAMAGE)  # slg_tb_load_file's output
@@ -148,7 +182,11 @@ class Reader:
 
     # -- discovery ------------------------------------------------------------
     def _discover(self) -> dict[str, list[str]]:
+        self._lineage_files = {}
         if os.path.isfile(self.path):
+            if is_lineage_file(self.path):
+                self._lineage_files["."] = [self.path]
+                return {".": []}
             return {".": [self.path]}
         runs: dict[str, list[str]] = {}
         self.discovery_errors = []
@@ -169,7 +207,7 @@ class Reader:
             except OSError as exc:
                 self.discovery_errors.append(exc)
                 continue
-            files, subdirs = [], []
+            files, subdirs, lineage = [], [], []
             for e in entries:
                 try:
                     if e.is_dir():
@@ -183,10 +221,14 @@ class Reader:
                             subdirs.append(e.name)
                     elif is_event_file(e.name) and e.is_file():
                         files.append(e.path)
+                    elif is_lineage_file(e.name) and e.is_file():
+                        lineage.append(e.path)
                 except OSError as exc:
                     self.discovery_errors.append(exc)
-            if files:
+            if files or lineage:
                 runs[rel or "."] = sorted(files, key=_natural_key) if len(files) > 1 else files
+            if lineage:
+                self._lineage_files[rel or "."] = sorted(lineage, key=_natural_key)
             for name in sorted(subdirs, reverse=True):
                 stack.append((os.path.join(d, name), f"{rel}/{name}" if rel else name))
         return runs
@@ -217,6 +259,9 @@ class Reader:
         cols = self._columns.get(run)
         if cols is None:
             files = self.files(run)
+            if not files:  # a run of lineage files only
+                cols = self._columns[run] = _RunColumns()
+                return cols
             cols = self._load_small_file(files[0]) if len(files) == 1 else None
             if cols is None:
                 cols = self._load_files(files)
@@ -231,6 +276,7 @@ class Reader:
         if sc is None:
             sc = self._scratch = _Scratch()
         lib.slg_tags_clear(sc.tags)
+        lib.slg_tags_set_dialect(sc.tags, _dialect_code(path))
         loaded = sc.loaded
         rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, sc.tags,
                                   *sc.ptrs, _SCRATCH_VALUES, self._damage_buf, _MAX_DAMAGE,
@@ -295,6 +341,7 @@ class Reader:
         decode = lib.slg_tb_decode_scalars
         ptrs = [ffi.from_buffer(t, a) for t, a in zip(_COLUMN_CTYPES, (ids, steps, walls, vals))]
         for path in files:
+            lib.slg_tags_set_dialect(tags, _dialect_code(path))
             # small plain files: open, scan and decode in one native call
             rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, tags,
                                       ptrs[0] + n, ptrs[1] + n, ptrs[2] + n, ptrs[3] + n,
@@ -438,11 +485,10 @@ class Reader:
     def events(self, run: str) -> Iterator[Event]:
         """Every value of the run, in file order, as :class:`Event` objects
         (the resume rule is not applied here: markers come as events)."""
-        from .dialects.tensorboard import decode_event
-
         plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
         for path in self.files(run):
             bad = 0
+            decode_event = _decoder(path)
             with RecordReader(path, verify=self.verify) as rr:
                 for payload in rr:
                     try:
@@ -473,6 +519,85 @@ class Reader:
                 out[path] = self._reports[path]
         return out
 
+    # -- lineage (MindSpore) ---------------------------------------------------------------
+    def lineage_files(self, run: str) -> list[str]:
+        """The run's MindSpore lineage files, oldest first."""
+        if self._runs is None:
+            self._runs = self._discover()
+        return list(self._lineage_files.get(run, []))
+
+    def lineage(self, runs: list[str] | None = None) -> list[dict[str, Any]]:
+        """One row per run with lineage, as MindInsight's lineage page shows
+        it: ``run``, ``summary_dir``, train lineage (``optimizer``,
+        ``learning_rate``, ``loss_function``, ``epoch``, ``parallel_mode``,
+        ``device_num``, ``batch_size``, ``train_dataset_path``,
+        ``train_dataset_size``, ``network``, ``loss``, ``model_path``,
+        ``model_size``), ``metric`` (dict) and ``valid_dataset_path`` /
+        ``valid_dataset_size`` from the eval lineage, ``user_defined``
+        (dict of custom lineage) and ``dataset_graph`` (dict).  Like
+        MindInsight, the last train, eval and dataset-graph records win and
+        custom lineage accumulates.  Damaged records are skipped and reported
+        by :meth:`lineage_damage`."""
+        import json
+
+        from .dialects.mindspore import decode_lineage, user_info_dict
+
+        rows = []
+        self._lineage_reports = getattr(self, "_lineage_reports", {})
+        for run in runs if runs is not None else self.runs():
+            files = self.lineage_files(run)
+            if not files:
+                continue
+            row: dict[str, Any] = {"run": run, "summary_dir": os.path.dirname(files[0])}
+            user: dict[str, Any] = {}
+            for path in files:
+                bad = 0
+                with RecordReader(path, verify=self.verify) as rr:
+                    for payload in rr:
+                        try:
+                            member, _, fields = decode_lineage(payload)
+                        except Exception:
+                            bad += 1
+                            continue
+                        if member == "train_lineage":
+                            hp = fields.get("hyper_parameters", {})
+                            ds = fields.get("train_dataset", {})
+                            algo = fields.get("algorithm", {})
+                            model = fields.get("model", {})
+                            row.update({k: hp.get(k) for k in (
+                                "optimizer", "learning_rate", "loss_function", "epoch",
+                                "parallel_mode", "device_num", "batch_size")})
+                            row["train_dataset_path"] = ds.get("train_dataset_path")
+                            row["train_dataset_size"] = ds.get("train_dataset_size")
+                            row["network"] = algo.get("network")
+                            row["loss"] = algo.get("loss")
+                            row["model_path"] = model.get("path")
+                            row["model_size"] = (int(model["size"]) if "size" in model
+                                                 else None)
+                        elif member == "evaluation_lineage":
+                            metric = fields.get("metric")
+                            try:
+                                row["metric"] = json.loads(metric) if metric else {}
+                            except ValueError:
+                                row["metric"] = {"_raw": metric}
+                            vd = fields.get("valid_dataset", {})
+                            row["valid_dataset_path"] = vd.get("valid_dataset_path")
+                            row["valid_dataset_size"] = vd.get("valid_dataset_size")
+                        elif member == "dataset_graph":
+                            row["dataset_graph"] = fields
+                        elif member == "user_defined_info":
+                            user.update(user_info_dict(fields))
+                    rep = FileReport(path, rr.records_read, list(rr.damage), rr.tail, bad,
+                                     rr.size)
+                    self._lineage_reports[path] = rep
+            row["user_defined"] = user
+            rows.append(row)
+        return rows
+
+    def lineage_damage(self) -> dict[str, FileReport]:
+        """Per-file reports of the lineage files read by :meth:`lineage`."""
+        return dict(getattr(self, "_lineage_reports", {}))
+
     # -- live runs -----------------------------------------------------------------------
     def follow(self, run: str | None = None, poll_secs: float = 0.5,
                idle_timeout: float | None = None,
@@ -481,8 +606,6 @@ class Reader:
         later (rotation, new runs).  ``from_end``: skip what the files already
         hold when following starts.  Ends after ``idle_timeout`` seconds with
         nothing new (None: never)."""
-        from .dialects.tensorboard import decode_event
-
         readers: dict[str, tuple[str, RecordReader]] = {}
         plugins: dict[str, dict[str, str]] = {}
         last = time.monotonic()
@@ -493,7 +616,7 @@ class Reader:
                         rr = RecordReader(path, verify=self.verify)
                         for payload in rr:  # remember each tag's plugin on the way
                             try:
-                                decode_event(payload, plugins.setdefault(r, {}))
+                                _decoder(path)(payload, plugins.setdefault(r, {}))
                             except Exception:
                                 pass
                         readers[path] = (r, rr)
@@ -509,6 +632,7 @@ class Reader:
                             readers[path] = (r, RecordReader(path, verify=self.verify))
                 for path in sorted(readers, key=_natural_key):
                     r, rr = readers[path]
+                    decode_event = _decoder(path)
                     for payload in rr:
                         got = True
                         try:

@@ -204,6 +204,33 @@ class TensorBoardEncoder:
         return out
 
 
+def payload_of_event(ev: Any) -> bytes | None:
+    """A TensorBoard event record for one plain :class:`~summarylog.events.Event`
+    read from any dialect (for conversion), or None for kinds TensorBoard
+    has no place for (graphs of other dialects, landscapes, markers)."""
+    k, wall, step, tag = ev.kind, ev.wall_time, ev.step, ev.tag
+    if k == "scalar":
+        return _event(wall, step, tag=tag, simple_value=float(ev.value)).SerializeToString()
+    if k == "histogram":
+        v = ev.value
+        h = tb.HistogramProto(min=v["min"], max=v["max"], num=v["num"], sum=v["sum"] or 0.0,
+                              sum_squares=v.get("sum_squares") or 0.0)
+        h.bucket_limit.extend(v["limits"])
+        h.bucket.extend(v["counts"])
+        return _event(wall, step, tag=tag, histo=h).SerializeToString()
+    if k == "image":
+        v = ev.value
+        t = tb.TensorProto(dtype=_DT_STRING)
+        t.tensor_shape.dim.add(size=2 + len(v["pngs"]))
+        t.string_val.extend([str(v["width"]).encode(), str(v["height"]).encode(), *v["pngs"]])
+        return _event(wall, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
+    if k == "text":
+        return TensorBoardEncoder().text(wall, step, tag, str(ev.value))
+    if k == "tensor":
+        return TensorBoardEncoder().tensor(wall, step, tag, np.asarray(ev.value))
+    return None
+
+
 # ---- decoding -----------------------------------------------------------------
 
 _SESSION_STATUS = {0: "unspecified", 1: "start", 2: "stop", 3: "checkpoint"}

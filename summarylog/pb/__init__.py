@@ -2,7 +2,9 @@
 the generated descriptor set in a private pool.
 
 ``summarylog.pb.tb`` holds the TensorBoard dialect (package summarylog.tb,
-wire-compatible with tensorboard.*).  Only the dialect modules use these.
+wire-compatible with tensorboard.*) and ``summarylog.pb.ms`` the MindSpore
+dialect (package summarylog.ms: summary, lineage and anf_ir, wire-compatible
+with MindSpore's and MindInsight's).  Only the dialect modules use these.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 
 from ._descriptors import FILE_DESCRIPTOR_SET
 
-__all__ = ["POOL", "message_class", "tb"]
+__all__ = ["POOL", "message_class", "tb", "ms"]
 
 POOL = descriptor_pool.DescriptorPool()
 for _file in descriptor_pb2.FileDescriptorSet.FromString(FILE_DESCRIPTOR_SET).file:
@@ -48,3 +50,14 @@ tb = _messages("summarylog.tb", [
 ])
 tb.DataType = POOL.FindEnumTypeByName("summarylog.tb.DataType")
 tb.DataClass = POOL.FindEnumTypeByName("summarylog.tb.DataClass")
+
+#: MindSpore dialect classes (summary, lineage, anf_ir).
+ms = _messages("summarylog.ms", [
+    "Event", "Summary", "LossLandscape", "Explain",
+    "TensorProto", "GraphProto", "NodeProto", "ValueProto", "AttributeProto", "NamedValueProto",
+    "TensorShapeProto", "TypeProto", "ParameterProto", "OutputProto", "InputProto",
+    "ModelProto", "OperatorProto", "OperatorSetProto",
+    "LineageEvent", "TrainLineage", "EvaluationLineage", "DatasetGraph", "Operation",
+    "OperationParameter", "StrList", "UserDefinedInfo",
+])
+ms.DataType = POOL.FindEnumTypeByName("summarylog.ms.DataType")

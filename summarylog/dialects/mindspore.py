@@ -1,0 +1,397 @@
+"""The MindSpore dialect: summary and lineage records MindInsight reads.
+
+Packaging follows MindSpore's summary adapter (FORMAT.md §8):
+  scalar     Summary.Value.scalar_value (float32)
+  image      Summary.Value.image: NCHW, 1 or 3 channels, laid out as a grid of
+             up to 8 columns, scaled to uint8 (floats in [0, 1] times 255,
+             other floats min-max scaled), PNG, colorspace 3 (RGB)
+  tensor     anf_ir TensorProto: dims, data_type of the array's dtype, every
+             value in float_data (what MindInsight shows); where float32 would
+             lose precision (64-bit and 32-bit integers, float64) the exact
+             values also go to int64_data / uint64_data / double_data, which
+             summarylog's Reader prefers
+  histogram  at most 90 equal-width buckets {left, width, count} by
+             MindSpore's bin rule; NaN and ±inf counted apart; min/max/sum
+             over the finite values
+  graph      Event.graph_def (anf_ir GraphProto), an event of its own
+  lineage    LineageEvent records in the separate ``_lineage`` file
+
+One difference from MindSpore: uint8 images keep their pixel values
+(MindSpore's grid turns them into floats and rescales them by 255/256).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..pb import ms
+
+__all__ = [
+    "VERSION", "MindSporeEncoder", "histogram_buckets", "image_grid", "tensor_proto",
+    "decode_event", "decode_lineage", "lineage_message",
+]
+
+VERSION = "MindSpore.Event:1"
+MAX_BUCKETS = 90
+
+#: numpy dtype -> anf_ir DataType number
+DTYPES: dict[np.dtype, int] = {
+    np.dtype(k): ms.DataType.values_by_name[v].number
+    for k, v in [
+        ("bool", "DT_BOOL"), ("int8", "DT_INT8"), ("int16", "DT_INT16"), ("int32", "DT_INT32"),
+        ("int64", "DT_INT64"), ("uint8", "DT_UINT8"), ("uint16", "DT_UINT16"),
+        ("uint32", "DT_UINT32"), ("uint64", "DT_UINT64"), ("float16", "DT_FLOAT16"),
+        ("float32", "DT_FLOAT32"), ("float64", "DT_FLOAT64"),
+    ]
+}
+_NP_OF_DT = {v: k for k, v in DTYPES.items()}
+
+
+# ---- packaging ---------------------------------------------------------------------
+
+def histogram_buckets(values: np.ndarray) -> Any:
+    """Summary.Histogram of ``values`` by MindSpore's rule: n finite values
+    give 1 bucket (n = 0), 2 (n <= 5), 3 (n <= 10), n // 10 + 1 (n <= 880)
+    or 90; equal widths over [min, max] (widened by 0.5 each side when
+    min == max); non-finite values are counted apart, not bucketed."""
+    arr = np.asarray(values).reshape(-1)
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.uint8)
+    h = ms.Summary.Histogram()
+    h.count = int(arr.size)
+    if arr.dtype.kind == "f":
+        nan = np.isnan(arr)
+        pos = np.isposinf(arr)
+        neg = np.isneginf(arr)
+        h.nan_count, h.pos_inf_count, h.neg_inf_count = (int(nan.sum()), int(pos.sum()),
+                                                         int(neg.sum()))
+        finite = arr[~(nan | pos | neg)] if (h.nan_count or h.pos_inf_count
+                                             or h.neg_inf_count) else arr
+    else:
+        finite = arr
+    n = int(finite.size)
+    if n == 0:
+        h.min = h.max = h.sum = 0.0
+        return h
+    lo, hi = finite.min(), finite.max()
+    h.min, h.max = float(lo), float(hi)
+    h.sum = float(finite.sum(dtype=np.float64))
+    bins = 2 if n <= 5 else 3 if n <= 10 else n // 10 + 1 if n <= 880 else MAX_BUCKETS
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    dtype = finite.dtype if finite.dtype.kind == "f" else np.float64
+    edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
+    counts, _ = np.histogram(finite, bins=edges)
+    for i in range(bins):
+        h.buckets.add(left=float(edges[i]), width=float(edges[i + 1]) - float(edges[i]),
+                      count=int(counts[i]))
+    return h
+
+
+def image_grid(nchw: np.ndarray) -> np.ndarray:
+    """MindSpore's image layout: an (H·rows, W·cols, 3) uint8 grid of the N
+    images of an NCHW batch (1 or 3 channels), at most 8 columns."""
+    n, c, h, w = nchw.shape
+    if c == 1:
+        nchw = np.repeat(nchw, 3, axis=1)
+    cols = min(n, 8)
+    rows = math.ceil(n / cols)
+    if nchw.dtype == np.uint8:
+        canvas = np.zeros((3, h * rows, w * cols), np.uint8)
+    else:
+        canvas = np.zeros((3, h * rows, w * cols), np.float64)
+    for i in range(n):
+        r, k = divmod(i, cols)
+        canvas[:, r * h:(r + 1) * h, k * w:(k + 1) * w] = nchw[i]
+    hwc = canvas.transpose(1, 2, 0)
+    if hwc.dtype == np.uint8:
+        return np.ascontiguousarray(hwc)
+    lo, hi = float(hwc.min()), float(hwc.max())
+    if lo >= 0 and hi <= 1:
+        scaled = hwc * 255
+    elif hi == lo:
+        scaled = hwc - lo
+    else:
+        scaled = (hwc - lo) * 255 / (hi - lo + 1)
+    return np.ascontiguousarray(scaled.astype(np.float32).astype(np.uint8))
+
+
+def tensor_proto(array: np.ndarray) -> Any:
+    """anf_ir TensorProto of ``array`` (see the module docstring)."""
+    arr = np.asarray(array)
+    dt = DTYPES.get(arr.dtype)
+    if dt is None:
+        raise TypeError(f"tensor dtype {arr.dtype} has no MindSpore DataType")
+    t = ms.TensorProto(data_type=dt)
+    t.dims.extend(int(d) for d in arr.shape)
+    flat = arr.reshape(-1)
+    t.float_data.extend(flat.astype(np.float32).tolist())
+    kind, size = arr.dtype.kind, arr.dtype.itemsize
+    if kind == "f" and size == 8:
+        t.double_data.extend(flat.tolist())
+    elif kind == "i" and size >= 4:
+        t.int64_data.extend(flat.astype(np.int64).tolist())
+    elif kind == "u" and size == 8:
+        t.uint64_data.extend(flat.tolist())
+    elif kind == "u" and size == 4:
+        t.int64_data.extend(flat.astype(np.int64).tolist())
+    return t
+
+
+def _message(cls: Any, value: Any, what: str) -> Any:
+    """``value`` as an instance of our ``cls``: the message itself, one with
+    the same full name from another pool (MindSpore's own), its bytes, or a
+    dict in protobuf's JSON form."""
+    from google.protobuf import json_format
+    from google.protobuf.message import Message
+
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Message):
+        name = value.DESCRIPTOR.name
+        if name != cls.DESCRIPTOR.name:
+            raise TypeError(f"{what} must be a {cls.DESCRIPTOR.name}, got a {name}")
+        return cls.FromString(value.SerializeToString())
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return cls.FromString(bytes(value))
+    if isinstance(value, Mapping):
+        return json_format.ParseDict(dict(value), cls())
+    raise TypeError(f"{what} must be a {cls.DESCRIPTOR.name} message, its bytes or a dict, "
+                    f"got {type(value).__name__}")
+
+
+def lineage_message(plugin: str, value: Any) -> Any:
+    """The lineage message of a SummaryRecord lineage plugin.
+
+    ``custom_lineage_data`` also takes a plain ``{key: str | int | float}``
+    dict, packed as MindSpore packs it (one user_info entry per key)."""
+    if plugin == "custom_lineage_data" and isinstance(value, Mapping) and not (
+            set(value) & {"user_info", "map_dict", "map_int32", "map_str", "map_double"}):
+        return user_defined_info(value)
+    cls = {"train_lineage": ms.TrainLineage, "eval_lineage": ms.EvaluationLineage,
+           "dataset_graph": ms.DatasetGraph, "custom_lineage_data": ms.UserDefinedInfo}[plugin]
+    return _message(cls, value, plugin)
+
+
+def user_defined_info(data: Mapping[str, Any]) -> Any:
+    """UserDefinedInfo of ``{key: value}``: keys str; values str, int or
+    float (else TypeError); one user_info entry per key (MindInsight reads
+    the first map entry of each)."""
+    info = ms.UserDefinedInfo()
+    for key, v in data.items():
+        if not isinstance(key, str):
+            raise TypeError(f"custom lineage keys must be str, got {type(key).__name__}")
+        one = info.user_info.add()
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise TypeError(f"custom lineage value of {key!r} must be str, int or float, "
+                            f"got {type(v).__name__}")
+        if isinstance(v, int):
+            if not -2**31 <= v < 2**31:
+                raise ValueError(f"custom lineage value of {key!r} must fit in int32, got {v}")
+            one.map_int32[key] = v
+        elif isinstance(v, float):
+            one.map_double[key] = v
+        else:
+            one.map_str[key] = v
+    return info
+
+
+class MindSporeEncoder:
+    """Payloads of MindSpore summary and lineage files."""
+
+    name = "mindspore"
+
+    def file_header(self, wall_time: float) -> bytes:
+        return ms.Event(wall_time=wall_time, version=VERSION).SerializeToString()
+
+    def summary(self, wall_time: float, step: int,
+                values: Iterable[tuple[str, str, Any]]) -> bytes:
+        """One Event holding every ``(plugin, tag, value)`` of a step, values
+        already checked: scalar float, image NCHW array, tensor array,
+        histogram array, LANDSCAPE LossLandscape (message or bytes)."""
+        ev = ms.Event(wall_time=wall_time, step=step)
+        summary = ev.summary
+        for plugin, tag, value in values:
+            v = summary.value.add(tag=tag)
+            if plugin == "scalar":
+                v.scalar_value = float(value)
+            elif plugin == "image":
+                grid = image_grid(value)
+                from ..png import encode_png
+
+                v.image.height, v.image.width = int(grid.shape[0]), int(grid.shape[1])
+                v.image.colorspace = 3
+                v.image.encoded_image = encode_png(grid)
+            elif plugin == "tensor":
+                v.tensor.CopyFrom(tensor_proto(value))
+            elif plugin == "histogram":
+                v.histogram.CopyFrom(histogram_buckets(value))
+            elif plugin == "LANDSCAPE":
+                v.loss_landscape.CopyFrom(_message(ms.LossLandscape, value, "landscape"))
+            else:  # pragma: no cover - callers check plugins
+                raise ValueError(f"no summary plugin {plugin!r}")
+        return ev.SerializeToString()
+
+    def graph(self, wall_time: float, graph: Any, step: int | None = None) -> bytes:
+        ev = ms.Event(wall_time=wall_time)
+        if step is not None:
+            ev.step = step
+        ev.graph_def.CopyFrom(_message(ms.GraphProto, graph, "graph"))
+        return ev.SerializeToString()
+
+    def lineage(self, wall_time: float, plugin: str, message: Any) -> bytes:
+        """One LineageEvent (wall_time and the member) for a lineage plugin."""
+        ev = ms.LineageEvent(wall_time=wall_time)
+        field = {"train_lineage": "train_lineage", "eval_lineage": "evaluation_lineage",
+                 "dataset_graph": "dataset_graph",
+                 "custom_lineage_data": "user_defined_info"}[plugin]
+        getattr(ev, field).CopyFrom(message)
+        return ev.SerializeToString()
+
+
+def value_of_event(ev: Any) -> Any:
+    """A Summary.Value for one plain :class:`~summarylog.events.Event` read
+    from any dialect (for conversion), or None for kinds MindInsight does not
+    show (text, hparams, markers).  Images keep their first PNG; TensorBoard
+    histograms become buckets between consecutive limits (the first from
+    ``min``), at most 90 as MindInsight requires (merged pairwise)."""
+    k, tag = ev.kind, ev.tag
+    v = ms.Summary.Value(tag=tag)
+    if k == "scalar":
+        v.scalar_value = float(ev.value)
+    elif k == "image":
+        val = ev.value
+        if not val["pngs"]:
+            return None
+        v.image.height, v.image.width, v.image.colorspace = int(val["height"]), int(val["width"]), 3
+        v.image.encoded_image = val["pngs"][0]
+    elif k == "tensor":
+        arr = np.asarray(ev.value)
+        if arr.dtype.kind not in "biuf":
+            return None
+        v.tensor.CopyFrom(tensor_proto(arr))
+    elif k == "histogram":
+        val = ev.value
+        if "buckets" in val:
+            buckets = [tuple(b) for b in val["buckets"]]
+        else:
+            limits, counts = list(val["limits"]), list(val["counts"])
+            lefts = [val["min"]] + limits[:-1]
+            buckets = [(lo, hi - lo, c) for lo, hi, c in zip(lefts, limits, counts)
+                       if math.isfinite(lo) and math.isfinite(hi)]
+        while len(buckets) > MAX_BUCKETS:  # merge neighbours until MindInsight takes it
+            merged = [(a[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(buckets[::2], buckets[1::2])]
+            if len(buckets) % 2:
+                merged.append(buckets[-1])
+            buckets = merged
+        h = v.histogram
+        for left, width, count in buckets:
+            h.buckets.add(left=float(left), width=float(width), count=int(round(count)))
+        h.count = int(round(val["num"]))
+        h.min, h.max, h.sum = float(val["min"]), float(val["max"]), float(val["sum"] or 0.0)
+        for name in ("nan_count", "pos_inf_count", "neg_inf_count"):
+            if val.get(name):
+                setattr(h, name, int(val[name]))
+    else:
+        return None
+    return v
+
+
+def summary_of_values(wall_time: float, step: int, values: Sequence[Any]) -> bytes:
+    """One summary Event holding Summary.Value messages (from value_of_event)."""
+    ev = ms.Event(wall_time=wall_time, step=step)
+    ev.summary.value.extend(values)
+    return ev.SerializeToString()
+
+
+# ---- decoding ------------------------------------------------------------------------
+
+def tensor_to_numpy(t: Any) -> np.ndarray:
+    """The array of an anf_ir TensorProto (exact fields preferred)."""
+    shape = [int(d) for d in t.dims]
+    dt = _NP_OF_DT.get(t.data_type, np.dtype(np.float32))
+    size = int(np.prod(shape)) if shape else 1
+    for field in ("double_data", "int64_data", "uint64_data", "int32_data", "float_data"):
+        vals = getattr(t, field)
+        if len(vals) == size:
+            return np.array(vals).astype(dt).reshape(shape)
+    if t.raw_data and len(t.raw_data) == size * dt.itemsize:
+        return np.frombuffer(t.raw_data, dt.newbyteorder("<")).astype(dt).reshape(shape)
+    return np.zeros(shape, dt)
+
+
+def _histogram_dict(h: Any) -> dict[str, Any]:
+    buckets = sorted(((b.left, b.width, b.count) for b in h.buckets))
+    return {"limits": [left + width for left, width, _ in buckets],
+            "counts": [float(c) for _, _, c in buckets],
+            "buckets": [list(b) for b in buckets],
+            "min": h.min, "max": h.max, "num": float(h.count), "sum": h.sum,
+            "sum_squares": None, "nan_count": h.nan_count, "pos_inf_count": h.pos_inf_count,
+            "neg_inf_count": h.neg_inf_count}
+
+
+def decode_event(payload: bytes, plugins: dict[str, str] | None = None) -> list[Any]:
+    """Plain :class:`summarylog.events.Event` objects for one record of a
+    MindSpore summary file (same kinds and value shapes as the TensorBoard
+    dialect; histograms also carry buckets and non-finite counts)."""
+    from ..events import Event
+
+    ev = ms.Event.FromString(payload)
+    which = ev.WhichOneof("what")
+    if which == "summary":
+        out = []
+        for v in ev.summary.value:
+            kind = v.WhichOneof("value")
+            if kind == "scalar_value":
+                out.append(Event("scalar", v.tag, ev.step, ev.wall_time, float(v.scalar_value)))
+            elif kind == "image":
+                out.append(Event("image", v.tag, ev.step, ev.wall_time,
+                                 {"width": v.image.width, "height": v.image.height,
+                                  "pngs": [v.image.encoded_image]}))
+            elif kind == "tensor":
+                out.append(Event("tensor", v.tag, ev.step, ev.wall_time,
+                                 tensor_to_numpy(v.tensor)))
+            elif kind == "histogram":
+                out.append(Event("histogram", v.tag, ev.step, ev.wall_time,
+                                 _histogram_dict(v.histogram)))
+            elif kind == "loss_landscape":
+                out.append(Event("landscape", v.tag, ev.step, ev.wall_time,
+                                 v.loss_landscape.SerializeToString()))
+            else:
+                out.append(Event("other", v.tag, ev.step, ev.wall_time, v.SerializeToString()))
+        return out
+    if which == "version":
+        return [Event("file_version", "", ev.step, ev.wall_time, ev.version)]
+    if which == "graph_def":
+        return [Event("graph", "", ev.step, ev.wall_time, ev.graph_def.SerializeToString())]
+    if which is None:
+        return []
+    return [Event("other", "", ev.step, ev.wall_time, getattr(ev, which).SerializeToString())]
+
+
+def decode_lineage(payload: bytes) -> tuple[str, float, dict[str, Any]]:
+    """``(member, wall_time, fields)`` of one LineageEvent record: member is
+    train_lineage, evaluation_lineage, dataset_graph or user_defined_info;
+    fields in protobuf's JSON form (proto field names)."""
+    from google.protobuf import json_format
+
+    ev = ms.LineageEvent.FromString(payload)
+    which = ev.WhichOneof("what") or ""
+    body = getattr(ev, which) if which else None
+    fields = (json_format.MessageToDict(body, preserving_proto_field_name=True)
+              if body is not None and not isinstance(body, str) else {})
+    return which, ev.wall_time, fields
+
+
+def user_info_dict(info: Mapping[str, Any]) -> dict[str, Any]:
+    """``{key: value}`` of a UserDefinedInfo in JSON form (as MindInsight
+    reads it: the maps of each user_info entry)."""
+    out: dict[str, Any] = {}
+    entries: Sequence[Mapping[str, Any]] = [info, *info.get("user_info", [])]
+    for entry in entries:
+        for field in ("map_int32", "map_double", "map_str"):
+            out.update(entry.get(field, {}))
+    return out

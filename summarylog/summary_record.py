@@ -1,0 +1,619 @@
+"""summarylog.SummaryRecord: MindSpore's SummaryRecord API, without MindSpore.
+
+Same signature and behaviour as ``mindspore.SummaryRecord`` (FORMAT.md §8),
+writing MindSpore summary and lineage files that MindInsight reads
+(``format="mindinsight"``, the default) or TensorBoard event files
+(``format="tensorboard"``).  Differences, all on the side of not losing data:
+
+- values are packed (histograms binned, images gridded and PNG-encoded) on a
+  background thread, not in a process pool; ``record()`` only copies them;
+- ``max_file_size`` rotates to a new file by default (``on_limit="rotate"``);
+  ``on_limit="stop"`` stops recording there, as MindSpore does;
+- any number of SummaryRecords may be open at once;
+- a duplicate tag within one step keeps only the newest value (MindSpore
+  writes both and lets MindInsight drop the older);
+- tensors keep exact 64-bit values beside MindSpore's float32 copy.
+
+Files (created exclusively; a taken name moves to the next second):
+``<log_dir>/<file_prefix>.out.events.summary.<sec>[.<rank>].<host><file_suffix>``
+and, beside it, the same name ending ``_lineage`` for lineage records.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import math
+import os
+import queue
+import re
+import socket
+import threading
+import time
+import urllib.parse
+import warnings
+import weakref
+from collections import defaultdict
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .dialects.mindspore import MindSporeEncoder, lineage_message
+from .records import RecordWriter
+from .values import to_numpy
+
+__all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
+
+log = logging.getLogger("summarylog")
+
+SUMMARY_PLUGINS = ("scalar", "image", "tensor", "histogram")
+LINEAGE_PLUGINS = ("train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data")
+LANDSCAPE = "LANDSCAPE"
+_ALL_PLUGINS = (*SUMMARY_PLUGINS, *LINEAGE_PLUGINS, "graph", LANDSCAPE)
+_SUMMARY_OP_NAME = re.compile(r"(.+)\[:(.+)\]")
+_open_records: "weakref.WeakSet[SummaryRecord]" = weakref.WeakSet()
+
+
+class TagNameError(TypeError, ValueError):
+    """A tag name that is not a non-empty str.  MindSpore documents TypeError
+    and raises ValueError: this is both."""
+
+
+def _close_all_at_exit() -> None:
+    for rec in list(_open_records):
+        try:
+            rec.close()
+        except Exception as exc:  # pragma: no cover - reported, never raised at exit
+            log.warning("summarylog: closing SummaryRecord %s at exit failed: %s",
+                        rec._dir, exc)
+
+
+atexit.register(_close_all_at_exit)
+
+
+def _check_tag(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise TagNameError(f"{name!r} is not a valid tag name: name must be a non-empty str")
+    return name
+
+
+def _summary_array(plugin: str, value: Any) -> np.ndarray:
+    """The value of a summary plugin as a numpy copy, checked as MindSpore
+    checks it (ValueError for a wrong size or rank, TypeError for a wrong
+    type)."""
+    if isinstance(value, (str, bytes, Mapping)) or value is None:
+        raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number, "
+                        f"got {type(value).__name__}")
+    try:
+        arr = np.array(to_numpy(value, "value"), copy=True)
+    except TypeError:
+        raise
+    except Exception as exc:
+        raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number: "
+                        f"{exc}") from exc
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"the value of a {plugin!r} summary must be numeric, got dtype {arr.dtype}")
+    if plugin == "scalar":
+        if arr.size != 1:
+            raise ValueError(f"a scalar summary takes one value, got shape {arr.shape}")
+        return arr.reshape(())
+    if plugin == "image":
+        if arr.ndim != 4:
+            raise ValueError(f"an image summary takes a 4-D NCHW array, got shape {arr.shape}")
+        if arr.shape[1] not in (1, 3) or 0 in arr.shape:
+            raise ValueError(f"an image summary takes NCHW with 1 or 3 channels and no empty "
+                             f"dimension, got shape {arr.shape}")
+        return arr
+    if arr.ndim == 0:  # tensor, histogram
+        raise ValueError(f"a {plugin} summary takes an array with at least one dimension, "
+                         f"got a 0-d value")
+    if plugin == "histogram" and arr.dtype.kind == "b":
+        arr = arr.astype(np.uint8)
+    return arr
+
+
+def _graph_of(network: Any) -> Any:
+    """A GraphProto (message or bytes) for ``network``, or None: MindSpore
+    Cells through MindSpore's graph executor; GraphProto messages or bytes as
+    they are."""
+    if network is None:
+        return None
+    if isinstance(network, (bytes, bytearray)) or hasattr(network, "SerializeToString"):
+        return network
+    if type(network).__module__.startswith("mindspore"):
+        try:
+            from mindspore.common.api import _cell_graph_executor
+
+            return _cell_graph_executor.get_optimize_graph_proto(network)
+        except Exception as exc:  # pragma: no cover - depends on MindSpore's internals
+            log.warning("summarylog: no graph from %s: %s", type(network).__name__, exc)
+    return None
+
+
+class _Files:
+    """The summary file and its lineage file, created on first use, rotated
+    or stopped at ``max_file_size``."""
+
+    def __init__(self, owner: "SummaryRecord") -> None:
+        self.o = owner
+        self.summary: RecordWriter | None = None
+        self.lineage: RecordWriter | None = None
+        self.paths: list[str] = []
+        self.stopped = False
+        self.last_sec = 0
+
+    def _name(self, sec: int, suffix: str) -> str:
+        o = self.o
+        rank = f".{o.rank}" if o.rank is not None else ""
+        return f"{o.file_prefix}.out.events.summary.{sec}{rank}.{o.host}{suffix}"
+
+    def pick_sec(self) -> int:
+        """A second for a new pair of names that no file in the dir has."""
+        sec = max(int(time.time()), self.last_sec + 1 if self.last_sec else 0)
+        while any(os.path.lexists(os.path.join(self.o._dir, self._name(sec, s)))
+                  for s in (self.o.file_suffix, "_lineage")):
+            sec += 1
+        self.last_sec = sec
+        return sec
+
+    def _open(self, suffix: str, header: bool) -> RecordWriter:
+        o = self.o
+        os.makedirs(o._dir, exist_ok=True)
+        sec = self.o._sec
+        while True:
+            path = os.path.join(o._dir, self._name(sec, suffix))
+            try:
+                rw = RecordWriter(path, flush_secs=o.flush_secs, durability=o.durability,
+                                  strict=o.raise_exception)
+                break
+            except FileExistsError:  # someone took it: a later second
+                sec = self.o._sec = self.pick_sec()
+        self.paths.append(path)
+        if header:
+            rw.write(o._enc.file_header(time.time()))
+        return rw
+
+    def write(self, payload: bytes, lineage: bool = False) -> None:
+        if self.stopped:
+            return
+        rw = self.lineage if lineage else self.summary
+        if rw is None:
+            rw = self._open("_lineage" if lineage else self.o.file_suffix, header=not lineage)
+            if lineage:
+                self.lineage = rw
+            else:
+                self.summary = rw
+        limit = self.o.max_file_size
+        if limit is not None:
+            st = rw.stats
+            if st.file_size + st.buffered_bytes + len(payload) + 16 > limit:
+                if self.o.on_limit == "stop":
+                    warnings.warn(f"summarylog: {rw.path} reached max_file_size={limit} bytes; "
+                                  f"recording stops (on_limit='stop')", RuntimeWarning,
+                                  stacklevel=2)
+                    self.stopped = True
+                    self.close()
+                    return
+                rw.close()
+                self.o._sec = self.pick_sec()  # the pair moves on together
+                if self.lineage is not None and not lineage:
+                    self.lineage.close()
+                    self.lineage = None
+                rw = self._open("_lineage" if lineage else self.o.file_suffix,
+                                header=not lineage)
+                if lineage:
+                    self.lineage = rw
+                else:
+                    self.summary = rw
+        rw.write(payload)
+        self._check(rw)
+
+    @staticmethod
+    def _check(rw: RecordWriter) -> None:
+        """An I/O error the writer counted (raise_exception=False) stops recording."""
+        st = rw.stats
+        if st.errors:
+            raise OSError(st.last_errno, os.strerror(st.last_errno), rw.path)
+
+    def flush(self) -> None:
+        for rw in (self.summary, self.lineage):
+            if rw is not None and not rw.closed:
+                rw.flush()
+                self._check(rw)
+
+    def close(self) -> None:
+        for rw in (self.summary, self.lineage):
+            if rw is not None and not rw.closed:
+                rw.close()
+                try:
+                    os.chmod(rw.path, 0o400)  # as MindSpore: a closed summary is read-only
+                except OSError:
+                    pass
+
+
+class SummaryRecord:
+    """Record summary and lineage data as MindSpore's SummaryRecord does.
+
+    Args:
+      log_dir: the directory for the files (created if missing).
+      file_prefix: file name prefix (default ``"events"``).
+      file_suffix: summary file name suffix (default ``"_MS"``).
+      network: a MindSpore Cell, or a GraphProto (message or bytes): its
+        graph is recorded at the first :meth:`record`.
+      max_file_size: bytes per file (None: no limit); see ``on_limit``.
+      raise_exception: raise I/O errors (OSError naming the file) from
+        ``record``/``flush``/``close`` (default False: log them once and stop
+        recording, leaving what was written readable).
+      export_options: ``{"tensor_format": "npy"}`` also writes every tensor
+        value to ``export_<sec>/tensor/<tag>_<step>.npy``; None (default).
+      format: ``"mindinsight"`` (default; MindSpore files) or
+        ``"tensorboard"`` (TensorBoard event files through summarylog.Writer;
+        lineage becomes the run's hparams).
+      on_limit: at ``max_file_size``, ``"rotate"`` (default) to new files or
+        ``"stop"`` recording (MindSpore's behaviour).
+      flush_secs: records reach the OS at least this often (s; default 1.0).
+      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"``.
+      rank: distributed rank in the file names (default: ``RANK`` and
+        friends from the environment when more than one process runs).
+    """
+
+    def __init__(self, log_dir: str | os.PathLike[str], file_prefix: str = "events",
+                 file_suffix: str = "_MS", network: Any = None,
+                 max_file_size: int | None = None, raise_exception: bool = False,
+                 export_options: Mapping[str, Any] | None = None,
+                 format: str = "mindinsight", *, on_limit: str = "rotate",
+                 flush_secs: float = 1.0, durability: str = "flush",
+                 rank: int | None = None) -> None:
+        log_dir = os.fspath(log_dir) if isinstance(log_dir, os.PathLike) else log_dir
+        if not isinstance(log_dir, str) or not log_dir:
+            raise TypeError(f"log_dir must be a non-empty str, got {log_dir!r}")
+        for name, v in (("file_prefix", file_prefix), ("file_suffix", file_suffix)):
+            if not isinstance(v, str):
+                raise TypeError(f"{name} must be a str, got {type(v).__name__}")
+            if "/" in v or os.sep in v:
+                raise ValueError(f"{name} must not contain a path separator, got {v!r}")
+        if max_file_size is not None:
+            if isinstance(max_file_size, bool) or not isinstance(max_file_size, int):
+                raise TypeError(f"max_file_size must be an int or None, "
+                                f"got {type(max_file_size).__name__}")
+            if max_file_size <= 0:
+                raise ValueError(f"max_file_size must be > 0, got {max_file_size}")
+        if not isinstance(raise_exception, bool):
+            raise TypeError(f"raise_exception must be a bool, got {type(raise_exception).__name__}")
+        if format not in ("mindinsight", "tensorboard"):
+            raise ValueError(f"format must be 'mindinsight' or 'tensorboard', got {format!r}")
+        if on_limit not in ("rotate", "stop"):
+            raise ValueError(f"on_limit must be 'rotate' or 'stop', got {on_limit!r}")
+        self.export_options = self._check_export_options(export_options)
+        self._dir = os.path.realpath(log_dir)
+        self.file_prefix = file_prefix
+        self.file_suffix = file_suffix
+        self.network = network
+        self.max_file_size = max_file_size
+        self.raise_exception = raise_exception
+        self.format = format
+        self.on_limit = on_limit
+        self.flush_secs = float(flush_secs)
+        self.durability = durability
+        if rank is None:
+            from .writer import _detect_rank
+
+            world = os.environ.get("WORLD_SIZE") or os.environ.get("RANK_SIZE")
+            rank = _detect_rank() if world and world.strip() not in ("", "1") else None
+        self.rank = rank
+        self.host = (socket.gethostname() or "localhost").replace("/", "_")
+        self._enc = MindSporeEncoder()
+        self._mode = "train"
+        self._pool: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+        self._pool_lock = threading.Lock()
+        self._has_graph = False
+        self._closed = False
+        self._stopped = False  # an I/O error stopped recording (raise_exception=False)
+        self._error: BaseException | None = None
+        #: callables returning {"TAG[:TYPE]": tensor} of summary operators
+        #: since the last call (framework adapters register them)
+        self.summary_op_sources: list[Callable[[], Mapping[str, Any]]] = []
+        self._tb: Any = None
+        self._files: _Files | None = None
+        self._sec = 0
+        if format == "tensorboard":
+            from .writer import Writer
+
+            self._tb = Writer(self._dir, flush_secs=self.flush_secs, durability=durability,
+                              max_file_size=max_file_size, strict=raise_exception, rank=rank)
+            self._lineage_hparams: dict[str, Any] = {}
+            self._lineage_metrics: dict[str, float] = {}
+        else:
+            os.makedirs(self._dir, exist_ok=True)
+            self._files = _Files(self)
+            self._sec = self._files.pick_sec()
+        self._q: queue.Queue[Any] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="summarylog-summary-record",
+                                        daemon=True)
+        self._thread.start()
+        _open_records.add(self)
+
+    @staticmethod
+    def _check_export_options(opts: Any) -> dict[str, Any] | None:
+        if opts is None:
+            return None
+        if not isinstance(opts, Mapping):
+            raise TypeError(f"export_options must be a dict or None, got {type(opts).__name__}")
+        for k, v in opts.items():
+            if k != "tensor_format":
+                raise ValueError(f"export_options: unknown option {k!r} (only 'tensor_format')")
+            if v is not None and v != "npy":
+                raise ValueError(f"export_options: tensor_format must be 'npy' or None, got {v!r}")
+        return dict(opts)
+
+    # -- the MindSpore API -------------------------------------------------------------
+    @property
+    def log_dir(self) -> str:
+        """The full path of the summary file (as MindSpore), or the directory
+        before anything was written (TensorBoard format: the directory)."""
+        if self._files is not None:
+            return os.path.join(self._dir, self._files._name(self._sec, self.file_suffix))
+        return self._dir
+
+    def set_mode(self, mode: str) -> None:
+        """``"train"`` or ``"eval"`` (summary-operator data is not recorded in
+        eval); anything else raises ValueError."""
+        if mode not in ("train", "eval"):
+            raise ValueError(f"{mode!r} is not a recognized mode.")
+        self._mode = mode
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None:
+        """Add a value for the next :meth:`record`.
+
+        Plugins: ``scalar`` (one number), ``image`` (NCHW, 1 or 3 channels),
+        ``tensor``, ``histogram`` (arrays of rank >= 1) take numpy arrays,
+        Python numbers or torch/jax/MindSpore tensors; ``graph`` a GraphProto;
+        ``train_lineage``, ``eval_lineage``, ``dataset_graph``,
+        ``custom_lineage_data`` their lineage message (MindSpore's or
+        summarylog's, its bytes, or a dict; custom data also ``{key: str |
+        int | float}``); ``LANDSCAPE`` a LossLandscape.
+
+        Raises ValueError for an unknown plugin and for a value of the wrong
+        size or rank, TypeError for a bad name or a value of the wrong type.
+        """
+        if not isinstance(plugin, str) or plugin not in _ALL_PLUGINS:
+            raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(_ALL_PLUGINS)})")
+        if plugin in SUMMARY_PLUGINS:
+            _check_tag(name)
+            item: Any = _summary_array(plugin, value)
+        elif plugin in LINEAGE_PLUGINS:
+            item = lineage_message(plugin, value)
+        elif plugin == "graph":
+            if not (isinstance(value, (bytes, bytearray)) or hasattr(value, "SerializeToString")):
+                raise TypeError(f"a graph must be a GraphProto or its bytes, "
+                                f"got {type(value).__name__}")
+            from .dialects.mindspore import _message
+            from .pb import ms
+
+            item = _message(ms.GraphProto, value, "graph")
+        else:
+            _check_tag(name)
+            from .dialects.mindspore import _message
+            from .pb import ms
+
+            item = _message(ms.LossLandscape, value, "landscape")
+        with self._pool_lock:
+            entries = self._pool[plugin]
+            if plugin in SUMMARY_PLUGINS or plugin == LANDSCAPE:
+                for i, (tag, _) in enumerate(entries):
+                    if tag == name:
+                        log.warning("summarylog: %r has duplicate values. Only the newest one "
+                                    "will be recorded.", f"{name}/{plugin}")
+                        del entries[i]
+                        break
+            entries.append((name if isinstance(name, str) else "", item))
+
+    def record(self, step: int, train_network: Any = None,
+               plugin_filter: Callable[[str], bool] | None = None) -> bool:
+        """Write everything added since the last call as step ``step`` (one
+        summary Event; lineage to the lineage file).  Returns False when
+        closed or stopped by an error.  ``step`` not an int: TypeError."""
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+            raise TypeError(f"step must be an int, got {type(step).__name__}")
+        if plugin_filter is not None and not callable(plugin_filter):
+            raise TypeError(f"plugin_filter must be callable or None, "
+                            f"got {type(plugin_filter).__name__}")
+        self._raise_pending()
+        if self._closed:
+            log.error("summarylog: the SummaryRecord for %s is closed.", self._dir)
+            return False
+        if self._stopped:
+            return False
+        step = int(step)
+        if not self._has_graph and (self.network is not None or train_network is not None):
+            graph = _graph_of(self.network) or _graph_of(train_network)
+            if graph is not None:
+                self.add_value("graph", "graph", graph)
+                self._has_graph = True
+        if self._mode == "train":
+            for source in self.summary_op_sources:
+                for full, tensor in source().items():
+                    m = _SUMMARY_OP_NAME.match(full) if isinstance(full, str) else None
+                    if m is None:
+                        log.warning("summarylog: the name %r is invalid, expected 'TAG[:TYPE]'.",
+                                    full)
+                        continue
+                    self.add_value(m.group(2).lower(), m.group(1), tensor)
+        with self._pool_lock:
+            pool, self._pool = self._pool, defaultdict(list)
+        if plugin_filter is not None:
+            pool = defaultdict(list, {p: v for p, v in pool.items() if plugin_filter(p)})
+        if any(pool.values()):
+            self._q.put(("record", step, time.time(), pool))
+        return True
+
+    def flush(self) -> None:
+        """Return when everything recorded so far reached the OS."""
+        if self._closed:
+            log.error("summarylog: the SummaryRecord for %s is closed and can not flush.",
+                      self._dir)
+            return
+        done = threading.Event()
+        self._q.put(("flush", done))
+        done.wait()
+        self._raise_pending()
+
+    def close(self) -> None:
+        """Write what is pending and close the files.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._q.put(("close",))
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        _open_records.discard(self)
+        self._raise_pending()
+
+    def __enter__(self) -> "SummaryRecord":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<summarylog.SummaryRecord {self._dir!r} format={self.format!r}"
+                f"{' closed' if self._closed else ''}>")
+
+    @property
+    def files(self) -> list[str]:
+        """Paths of the files written so far."""
+        if self._tb is not None:
+            return self._tb.files
+        return list(self._files.paths) if self._files is not None else []
+
+    # -- the background thread -------------------------------------------------------
+    def _raise_pending(self) -> None:
+        if self._error is not None and self.raise_exception:
+            err, self._error = self._error, None
+            raise err
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.raise_exception:
+            self._error = exc
+        elif not self._stopped:
+            log.error("summarylog: recording to %s stops: %s", self._dir, exc)
+        self._stopped = True
+
+    def _run(self) -> None:
+        while True:
+            item = self._q.get()
+            kind = item[0]
+            try:
+                if kind == "record" and not self._stopped:
+                    self._write(item[1], item[2], item[3])
+                elif kind == "flush":
+                    if not self._stopped:
+                        self._flush_files()
+                    item[1].set()
+                elif kind == "close":
+                    self._close_files()
+                    return
+            except Exception as exc:
+                self._fail(exc)
+                if kind == "flush":
+                    item[1].set()
+                elif kind == "close":
+                    return
+
+    def _flush_files(self) -> None:
+        if self._tb is not None:
+            self._tb.flush()
+        elif self._files is not None:
+            self._files.flush()
+
+    def _close_files(self) -> None:
+        if self._tb is not None:
+            self._tb_lineage_flush()
+            self._tb.close()
+        elif self._files is not None:
+            self._files.close()
+
+    def _write(self, step: int, wall: float, pool: Mapping[str, list[tuple[str, Any]]]) -> None:
+        if self.export_options and self.export_options.get("tensor_format") == "npy":
+            self._export_tensors(step, pool.get("tensor", []))
+        if self._tb is not None:
+            self._write_tensorboard(step, wall, pool)
+            return
+        files, enc = self._files, self._enc
+        assert files is not None
+        for _, graph in pool.get("graph", []):
+            files.write(enc.graph(wall, graph, step))
+        values = [(plugin, tag, arr) for plugin in (*SUMMARY_PLUGINS, LANDSCAPE)
+                  for tag, arr in pool.get(plugin, [])]
+        if values:
+            files.write(enc.summary(wall, step, values))
+        for plugin in LINEAGE_PLUGINS:
+            for _, message in pool.get(plugin, []):
+                files.write(enc.lineage(wall, plugin, message), lineage=True)
+
+    def _export_tensors(self, step: int, tensors: list[tuple[str, Any]]) -> None:
+        if not tensors:
+            return
+        d = os.path.join(self._dir, f"export_{self._sec}", "tensor")
+        os.makedirs(d, exist_ok=True)
+        for tag, arr in tensors:
+            path = os.path.join(d, f"{urllib.parse.quote(tag, safe='')}_{step}.npy")
+            np.save(path, arr)
+            os.chmod(path, 0o400)
+
+    # -- TensorBoard format ---------------------------------------------------------------
+    def _write_tensorboard(self, step: int, wall: float,
+                           pool: Mapping[str, list[tuple[str, Any]]]) -> None:
+        from .dialects.mindspore import image_grid, user_info_dict
+        from google.protobuf import json_format
+
+        w = self._tb
+        for tag, arr in pool.get("scalar", []):
+            w.add_scalar(tag, float(arr), step, walltime=wall)
+        for tag, arr in pool.get("image", []):
+            w.add_image(tag, image_grid(arr), step, walltime=wall, dataformats="HWC")
+        for tag, arr in pool.get("tensor", []):
+            w.add_tensor(tag, arr, step, walltime=wall)
+        for tag, arr in pool.get("histogram", []):
+            finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+            n = finite.size
+            bins = 1 if n == 0 else 2 if n <= 5 else 3 if n <= 10 else min(n // 10 + 1, 90)
+            w.add_histogram(tag, arr, step, bins=bins, walltime=wall)
+        for tag, message in pool.get(LANDSCAPE, []):
+            from .dialects.mindspore import tensor_to_numpy
+
+            for axis in ("x", "y", "z"):
+                t = getattr(message.landscape, axis)
+                if len(t.dims):
+                    w.add_tensor(f"{tag}/landscape/{axis}", tensor_to_numpy(t), step, walltime=wall)
+        if pool.get("graph"):
+            log.info("summarylog: MindSpore graphs are not written in the TensorBoard format")
+        for plugin in LINEAGE_PLUGINS:
+            for _, message in pool.get(plugin, []):
+                fields = json_format.MessageToDict(message, preserving_proto_field_name=True)
+                if plugin == "train_lineage":
+                    for group in fields.values():
+                        if isinstance(group, dict):
+                            self._lineage_hparams.update(
+                                {k: v for k, v in group.items() if not isinstance(v, (dict, list))})
+                elif plugin == "eval_lineage":
+                    import json
+
+                    try:
+                        metrics = json.loads(fields.get("metric") or "{}")
+                    except ValueError:
+                        metrics = {}
+                    self._lineage_metrics.update(
+                        {f"eval/{k}": float(v) for k, v in metrics.items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool)
+                         and math.isfinite(float(v))})
+                elif plugin == "custom_lineage_data":
+                    self._lineage_hparams.update(user_info_dict(fields))
+                else:  # dataset graph: its source paths as hparams
+                    pass
+
+    def _tb_lineage_flush(self) -> None:
+        if self._tb is not None and (self._lineage_hparams or self._lineage_metrics):
+            hp = {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
+                  for k, v in self._lineage_hparams.items()}
+            self._tb.add_hparams(hp, self._lineage_metrics)

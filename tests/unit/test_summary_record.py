@@ -1,0 +1,343 @@
+"""summarylog.SummaryRecord: MindSpore's API and packaging rules, read back
+through summarylog's Reader and through the protobuf classes directly."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import stat
+
+import numpy as np
+import pytest
+
+from summarylog import Reader, SummaryRecord
+from summarylog.dialects.mindspore import histogram_buckets, image_grid, tensor_proto
+from summarylog.pb import ms
+from summarylog.records import RecordReader
+from summarylog.summary_record import TagNameError
+
+
+def _events(path: str) -> list:
+    with RecordReader(path) as rr:
+        return [ms.Event.FromString(p) for p in rr]
+
+
+def _summary_file(d) -> str:
+    (name,) = [n for n in os.listdir(d) if n.endswith("_MS")]
+    return os.path.join(d, name)
+
+
+def _lineage_file(d) -> str:
+    (name,) = [n for n in os.listdir(d) if n.endswith("_lineage")]
+    return os.path.join(d, name)
+
+
+# -- files -------------------------------------------------------------------------------
+
+def test_file_names_header_and_one_event_per_record(tmp_path):
+    with SummaryRecord(tmp_path) as rec:
+        rec.add_value("scalar", "loss", 0.5)
+        rec.add_value("scalar", "lr", np.float32(0.1))
+        assert rec.record(1)
+        rec.add_value("scalar", "loss", 0.25)
+        assert rec.record(2)
+        assert rec.record(3)  # nothing pooled: no event
+        log_dir = rec.log_dir
+    path = _summary_file(tmp_path)
+    assert log_dir == path
+    assert re.fullmatch(r"events\.out\.events\.summary\.\d+\.[^/]+_MS", os.path.basename(path))
+    evs = _events(path)
+    assert evs[0].version == "MindSpore.Event:1" and not evs[0].HasField("step")
+    assert [(e.step, [(v.tag, v.scalar_value) for v in e.summary.value]) for e in evs[1:]] == [
+        (1, [("loss", 0.5), ("lr", pytest.approx(0.1))]), (2, [("loss", 0.25)])]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o400  # closed files are read-only
+    assert not [n for n in os.listdir(tmp_path) if n.endswith("_lineage")]  # created lazily
+
+
+def test_prefix_suffix_and_two_records_at_once(tmp_path):
+    a = SummaryRecord(tmp_path, file_prefix="xx", file_suffix="_yy")
+    b = SummaryRecord(tmp_path, file_prefix="xx", file_suffix="_yy")  # MindSpore forbids this
+    for rec, v in ((a, 1.0), (b, 2.0)):
+        rec.add_value("scalar", "x", v)
+        rec.record(0)
+    a.close()
+    b.close()
+    a.close()  # idempotent
+    names = sorted(os.listdir(tmp_path))
+    assert len(names) == 2 and all(n.startswith("xx.out.events.summary.") and n.endswith("_yy")
+                                   for n in names)
+    values = sorted(_events(os.path.join(tmp_path, n))[1].summary.value[0].scalar_value
+                    for n in names)
+    assert values == [1.0, 2.0]
+
+
+# -- errors as MindSpore documents them ----------------------------------------------------
+
+def test_errors(tmp_path):
+    with SummaryRecord(tmp_path) as rec:
+        with pytest.raises(ValueError, match="No such plugin"):
+            rec.add_value("audio", "a", 1.0)
+        for bad in ("", None, 3):
+            with pytest.raises(TypeError):
+                rec.add_value("scalar", bad, 1.0)
+            with pytest.raises(ValueError):  # MindSpore's code raises ValueError: both hold
+                rec.add_value("scalar", bad, 1.0)
+        assert issubclass(TagNameError, TypeError) and issubclass(TagNameError, ValueError)
+        with pytest.raises(TypeError):
+            rec.add_value("scalar", "s", "1.0")
+        with pytest.raises(TypeError):
+            rec.add_value("histogram", "h", {"a": 1})
+        with pytest.raises(ValueError):
+            rec.add_value("scalar", "s", np.ones(3))
+        with pytest.raises(ValueError):
+            rec.add_value("image", "i", np.ones((3, 4, 4)))
+        with pytest.raises(ValueError):
+            rec.add_value("image", "i", np.ones((1, 2, 4, 4)))  # 2 channels
+        with pytest.raises(ValueError):
+            rec.add_value("tensor", "t", 1.0)  # 0-d
+        with pytest.raises(TypeError):
+            rec.add_value("train_lineage", "t", 1.0)
+        with pytest.raises(TypeError):
+            rec.add_value("custom_lineage_data", "c", {"k": [1]})
+        with pytest.raises(TypeError):
+            rec.add_value("custom_lineage_data", "c", {1: "v"})
+        with pytest.raises(TypeError):
+            rec.add_value("graph", "g", 1.0)
+        with pytest.raises(TypeError):
+            rec.record("1")
+        with pytest.raises(TypeError):
+            rec.record(True)
+        with pytest.raises(TypeError):
+            rec.record(1, plugin_filter="scalar")
+        with pytest.raises(ValueError):
+            rec.set_mode("test")
+    with pytest.raises(ValueError):
+        SummaryRecord(tmp_path, format="csv")
+    with pytest.raises(ValueError):
+        SummaryRecord(tmp_path, export_options={"tensor_format": "csv"})
+    with pytest.raises(ValueError):
+        SummaryRecord(tmp_path, export_options={"image_format": "npy"})
+    with pytest.raises(ValueError):
+        SummaryRecord(tmp_path, max_file_size=0)
+    assert rec.record(5) is False  # closed
+
+
+def test_duplicate_tag_keeps_the_newest(tmp_path, caplog):
+    with SummaryRecord(tmp_path) as rec, caplog.at_level(logging.WARNING, "summarylog"):
+        rec.add_value("scalar", "loss", 1.0)
+        rec.add_value("scalar", "loss", 2.0)
+        rec.add_value("histogram", "loss", np.arange(5.0))  # another plugin: kept
+        rec.record(7)
+    assert "Only the newest one will be recorded" in caplog.text
+    (ev,) = _events(_summary_file(tmp_path))[1:]
+    assert [(v.tag, v.WhichOneof("value")) for v in ev.summary.value] == [
+        ("loss", "scalar_value"), ("loss", "histogram")]
+    assert ev.summary.value[0].scalar_value == 2.0
+
+
+def test_plugin_filter_and_eval_mode(tmp_path):
+    ops = [{"a[:Scalar]": np.float32(1.0), "img[:Image]": np.zeros((1, 1, 2, 2))}]
+    with SummaryRecord(tmp_path) as rec:
+        rec.summary_op_sources.append(lambda: ops.pop() if ops else {})
+        rec.add_value("scalar", "kept", 1.0)
+        rec.add_value("histogram", "dropped", np.ones(4))
+        rec.record(1, plugin_filter=lambda p: p != "histogram")
+        rec.set_mode("eval")
+        ops.append({"b[:Scalar]": np.float32(2.0)})
+        rec.add_value("scalar", "user", 3.0)
+        rec.record(2)
+    evs = _events(_summary_file(tmp_path))[1:]
+    assert [sorted(v.tag for v in e.summary.value) for e in evs] == [["a", "img", "kept"], ["user"]]
+
+
+# -- packaging rules ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n, bins", [(0, 0), (1, 2), (5, 2), (6, 3), (10, 3), (11, 2), (880, 89),
+                                     (881, 90), (100_000, 90)])
+def test_histogram_bin_rule(n, bins):
+    rng = np.random.default_rng(n)
+    h = histogram_buckets(rng.normal(size=n).astype(np.float32))
+    assert len(h.buckets) == bins
+    assert h.count == n and sum(b.count for b in h.buckets) == n
+    if n > 1:  # (one value: the range widens by 0.5 each side)
+        assert h.buckets[0].left == pytest.approx(h.min, rel=1e-6)
+        assert h.buckets[-1].left + h.buckets[-1].width == pytest.approx(h.max, rel=1e-5)
+
+
+def test_histogram_non_finite_and_constant():
+    h = histogram_buckets(np.array([np.nan, np.inf, -np.inf, -np.inf, 2.0, 2.0]))
+    assert (h.count, h.nan_count, h.pos_inf_count, h.neg_inf_count) == (6, 1, 1, 2)
+    assert (h.min, h.max, h.sum) == (2.0, 2.0, 4.0)
+    assert [(b.left, b.width, b.count) for b in h.buckets] == [(1.5, 0.5, 0), (2.0, 0.5, 2)]
+    empty = histogram_buckets(np.array([np.nan, np.inf]))
+    assert len(empty.buckets) == 0 and (empty.min, empty.max, empty.sum) == (0, 0, 0)
+
+
+def test_image_grid_layout_and_scaling():
+    imgs = np.zeros((10, 1, 2, 3), np.float32)
+    for i in range(10):
+        imgs[i] = i / 10
+    grid = image_grid(imgs)
+    assert grid.shape == (4, 24, 3) and grid.dtype == np.uint8  # 8 columns, 2 rows
+    assert grid[2, 3, 0] == int(np.float32(0.9 * 255)) and grid[3, 22, :].tolist() == [0, 0, 0]
+    wide = image_grid(np.array([[[[-1.0, 3.0]]] * 3]))  # outside [0, 1]: min-max scaled
+    assert wide[0, :, 0].tolist() == [0, int(np.float32(4 * 255 / 5))]
+    u8 = image_grid(np.full((2, 3, 2, 2), 200, np.uint8))
+    assert (u8 == 200).all() and u8.shape == (2, 4, 3)
+
+
+def test_tensors_keep_their_dtype_and_exact_values():
+    big = np.array([2**53 + 1, -3], np.int64)
+    t = tensor_proto(big)
+    assert list(t.dims) == [2] and t.data_type == ms.DataType.values_by_name["DT_INT64"].number
+    assert list(t.float_data) == [float(np.float32(2**53 + 1)), -3.0]  # what MindInsight shows
+    assert list(t.int64_data) == [2**53 + 1, -3]
+    with pytest.raises(TypeError):
+        tensor_proto(np.array(["a"]))
+
+
+def test_values_read_back_through_the_reader(tmp_path):
+    imgs = np.random.default_rng(0).random((3, 3, 4, 5)).astype(np.float32)
+    with SummaryRecord(tmp_path) as rec:
+        for step in range(5):
+            rec.add_value("scalar", "loss", 1.0 / (step + 1))
+            rec.add_value("tensor", "w", np.arange(6, dtype=np.float64).reshape(2, 3) * step)
+            rec.add_value("histogram", "h", np.arange(100.0) + step)
+            if step == 4:
+                rec.add_value("image", "img", imgs)
+            rec.record(step)
+    r = Reader(tmp_path)
+    assert r.runs() == ["."]
+    s = r.scalars(".", "loss")
+    np.testing.assert_array_equal(s.step, np.arange(5))
+    np.testing.assert_array_equal(s.value, (1.0 / (np.arange(5) + 1)).astype(np.float32))
+    assert r.tags(".") == {"h": "histogram", "img": "image", "loss": "scalar", "w": "tensor"}
+    evs = [e for e in r.events(".") if e.tag == "w"]
+    np.testing.assert_array_equal(evs[-1].value, np.arange(6.0).reshape(2, 3) * 4)
+    assert evs[-1].value.dtype == np.float64
+    (img,) = [e for e in r.events(".") if e.tag == "img"]
+    assert (img.value["height"], img.value["width"]) == (4, 15)
+    h = [e for e in r.events(".") if e.tag == "h"][-1].value
+    assert h["num"] == 100 and len(h["buckets"]) == 11 and h["min"] == 4.0
+    assert all(rep.ok for rep in r.damage(".").values())
+
+
+# -- lineage ------------------------------------------------------------------------------
+
+def test_lineage_file_and_reader_rows(tmp_path):
+    for run, lr in (("a", 0.1), ("b", 0.01)):
+        with SummaryRecord(tmp_path / run) as rec:
+            rec.add_value("train_lineage", "x", {
+                "hyper_parameters": {"optimizer": "Momentum", "learning_rate": lr,
+                                     "loss_function": "SoftmaxCrossEntropyWithLogits",
+                                     "epoch": 3, "batch_size": 32, "device_num": 1},
+                "train_dataset": {"train_dataset_path": "/data/train", "train_dataset_size": 600},
+                "algorithm": {"network": "LeNet5", "loss": 0.25},
+                "model": {"path": json.dumps({"ckpt": "/ckpt/a.ckpt"}), "size": 1234}})
+            rec.add_value("eval_lineage", "x", {"metric": json.dumps({"accuracy": 0.9}),
+                                                "valid_dataset": {"valid_dataset_path": "/v",
+                                                                  "valid_dataset_size": 100}})
+            rec.add_value("custom_lineage_data", "x", {"team": "blue", "seed": 7, "wd": 0.5})
+            rec.add_value("dataset_graph", "x", {"operations": [{"size": [1]}]})
+            rec.record(0)
+    lin = _lineage_file(tmp_path / "a")
+    with RecordReader(lin) as rr:
+        evs = [ms.LineageEvent.FromString(p) for p in rr]
+    assert [e.WhichOneof("what") for e in evs] == ["train_lineage", "evaluation_lineage",
+                                                   "dataset_graph", "user_defined_info"]
+    assert all(not e.HasField("step") for e in evs)
+    assert [len(u.map_str) + len(u.map_int32) + len(u.map_double)
+            for u in evs[3].user_defined_info.user_info] == [1, 1, 1]  # one key per entry
+    rows = {r["run"]: r for r in Reader(tmp_path).lineage()}
+    assert set(rows) == {"a", "b"}
+    a = rows["a"]
+    assert (a["optimizer"], a["learning_rate"], a["epoch"], a["batch_size"]) == (
+        "Momentum", pytest.approx(0.1), 3, 32)
+    assert (a["network"], a["train_dataset_size"], a["model_size"]) == ("LeNet5", 600, 1234)
+    assert a["metric"] == {"accuracy": 0.9} and a["valid_dataset_size"] == 100
+    assert a["user_defined"] == {"team": "blue", "seed": 7, "wd": 0.5}
+    assert rows["b"]["learning_rate"] == pytest.approx(0.01)
+    assert Reader(tmp_path).runs() == ["a", "b"]
+
+
+# -- limits, export, errors, TensorBoard format ------------------------------------------------
+
+def test_max_file_size_rotate_and_stop(tmp_path):
+    with SummaryRecord(tmp_path / "rot", max_file_size=600) as rec:
+        for step in range(40):
+            rec.add_value("scalar", "loss", float(step))
+            rec.record(step)
+    files = sorted(n for n in os.listdir(tmp_path / "rot") if n.endswith("_MS"))
+    assert len(files) > 1
+    assert all(os.path.getsize(tmp_path / "rot" / n) <= 600 for n in files)
+    s = Reader(tmp_path / "rot").scalars(".", "loss")
+    np.testing.assert_array_equal(s.step, np.arange(40))  # rotation lost nothing
+    with pytest.warns(RuntimeWarning, match="max_file_size"):
+        with SummaryRecord(tmp_path / "stop", max_file_size=600, on_limit="stop") as rec:
+            for step in range(40):
+                rec.add_value("scalar", "loss", float(step))
+                rec.record(step)
+            rec.flush()
+    assert len(os.listdir(tmp_path / "stop")) == 1
+    n = len(Reader(tmp_path / "stop").scalars(".", "loss").step)
+    assert 0 < n < 40
+
+
+def test_export_tensors_as_npy(tmp_path):
+    with SummaryRecord(tmp_path, export_options={"tensor_format": "npy"}) as rec:
+        rec.add_value("tensor", "layer/w", np.arange(4, dtype=np.int32))
+        rec.record(3)
+    (export,) = [n for n in os.listdir(tmp_path) if n.startswith("export_")]
+    path = tmp_path / export / "tensor" / "layer%2Fw_3.npy"
+    np.testing.assert_array_equal(np.load(path), np.arange(4, dtype=np.int32))
+
+
+def test_io_error_stops_recording_or_raises(tmp_path):
+    target = tmp_path / "ro"
+    target.mkdir()
+    os.chmod(target, 0o500)
+    if os.access(target, os.W_OK):  # root ignores the mode: use a path under a file instead
+        os.chmod(target, 0o700)
+        (tmp_path / "file").write_text("x")
+        target = tmp_path / "file" / "sub"
+    with pytest.raises(OSError):
+        SummaryRecord(target, raise_exception=True)
+    good = SummaryRecord(tmp_path / "ok", raise_exception=False)
+    good.add_value("scalar", "a", 1.0)
+    assert good.record(0)
+    good.flush()
+    good._files.summary._h  # noqa: B018 - the file exists
+    from summarylog._native import lib
+
+    lib.slg_writer_inject_fault(good._files.summary._h, 28, 1000)  # ENOSPC from now on
+    for step in range(1, 20):
+        good.add_value("scalar", "a", float(step))
+        good.record(step)
+    good.flush()
+    assert good.record(99) is False  # stopped, the caller is not harmed
+    good.close()
+    s = Reader(tmp_path / "ok").scalars(".", "a")
+    assert s.step[0] == 0  # what was written before the fault stays readable
+
+
+def test_tensorboard_format(tmp_path):
+    with SummaryRecord(tmp_path, format="tensorboard") as rec:
+        rec.add_value("scalar", "loss", 0.5)
+        rec.add_value("image", "img", np.zeros((2, 3, 4, 4), np.float32))
+        rec.add_value("histogram", "h", np.arange(50.0))
+        rec.add_value("train_lineage", "t", {"hyper_parameters": {"optimizer": "Adam",
+                                                                  "learning_rate": 0.001}})
+        rec.add_value("eval_lineage", "e", {"metric": json.dumps({"acc": 0.75})})
+        rec.add_value("custom_lineage_data", "c", {"seed": 1})
+        rec.record(2)
+    names = os.listdir(tmp_path)
+    assert names and all("tfevents" in n for n in names)
+    r = Reader(tmp_path)
+    kinds = r.tags(".")
+    assert kinds["loss"] == "scalar" and kinds["img"] == "image" and kinds["h"] == "histogram"
+    hp = [e.value for e in r.events(".") if e.kind == "hparams"]
+    start = [v for v in hp if "session_start_info" in v][0]["session_start_info"]["hparams"]
+    assert start["optimizer"] == "Adam" and start["seed"] == 1
+    assert r.scalars(".", "eval/acc").value.tolist() == [0.75]
