@@ -40,7 +40,7 @@ import numpy as np
 
 from .dialects.mindspore import MindSporeEncoder, lineage_message
 from .records import RecordWriter
-from .values import to_numpy
+from .values import resolve_array, snapshot_array
 
 __all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
 
@@ -77,38 +77,48 @@ def _check_tag(name: Any) -> str:
     return name
 
 
-def _summary_array(plugin: str, value: Any) -> np.ndarray:
-    """The value of a summary plugin as a numpy copy, checked as MindSpore
-    checks it (ValueError for a wrong size or rank, TypeError for a wrong
-    type)."""
+def _summary_value(plugin: str, value: Any) -> Any:
+    """The value of a summary plugin, checked as MindSpore checks it
+    (ValueError for a wrong size or rank, TypeError for a wrong type): a
+    numpy copy, or a Deferred copy of a framework tensor (read later, on the
+    background thread, so the caller never waits for a device)."""
     if isinstance(value, (str, bytes, Mapping)) or value is None:
         raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number, "
                         f"got {type(value).__name__}")
     try:
-        arr = np.array(to_numpy(value, "value"), copy=True)
+        snap, shape = snapshot_array(value, "value")
     except TypeError:
         raise
     except Exception as exc:
         raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number: "
                         f"{exc}") from exc
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"the value of a {plugin!r} summary must be numeric, got dtype {arr.dtype}")
+    if isinstance(snap, np.ndarray) and snap.dtype.kind not in "biuf":
+        raise TypeError(f"the value of a {plugin!r} summary must be numeric, got dtype {snap.dtype}")
+    size = math.prod(shape)
     if plugin == "scalar":
-        if arr.size != 1:
-            raise ValueError(f"a scalar summary takes one value, got shape {arr.shape}")
-        return arr.reshape(())
-    if plugin == "image":
-        if arr.ndim != 4:
-            raise ValueError(f"an image summary takes a 4-D NCHW array, got shape {arr.shape}")
-        if arr.shape[1] not in (1, 3) or 0 in arr.shape:
+        if size != 1:
+            raise ValueError(f"a scalar summary takes one value, got shape {shape}")
+    elif plugin == "image":
+        if len(shape) != 4:
+            raise ValueError(f"an image summary takes a 4-D NCHW array, got shape {shape}")
+        if shape[1] not in (1, 3) or 0 in shape:
             raise ValueError(f"an image summary takes NCHW with 1 or 3 channels and no empty "
-                             f"dimension, got shape {arr.shape}")
-        return arr
-    if arr.ndim == 0:  # tensor, histogram
+                             f"dimension, got shape {shape}")
+    elif len(shape) == 0:  # tensor, histogram
         raise ValueError(f"a {plugin} summary takes an array with at least one dimension, "
                          f"got a 0-d value")
+    return snap
+
+
+def _resolve(plugin: str, snap: Any) -> np.ndarray:
+    """The numpy value of a checked summary value (background thread)."""
+    arr = resolve_array(snap)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"a {plugin} summary must be numeric, got dtype {arr.dtype}")
+    if plugin == "scalar":
+        return arr.reshape(())
     if plugin == "histogram" and arr.dtype.kind == "b":
-        arr = arr.astype(np.uint8)
+        return arr.astype(np.uint8)
     return arr
 
 
@@ -380,7 +390,7 @@ class SummaryRecord:
             raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(_ALL_PLUGINS)})")
         if plugin in SUMMARY_PLUGINS:
             _check_tag(name)
-            item: Any = _summary_array(plugin, value)
+            item: Any = _summary_value(plugin, value)
         elif plugin in LINEAGE_PLUGINS:
             item = lineage_message(plugin, value)
         elif plugin == "graph":
@@ -534,6 +544,17 @@ class SummaryRecord:
             self._files.close()
 
     def _write(self, step: int, wall: float, pool: Mapping[str, list[tuple[str, Any]]]) -> None:
+        resolved: dict[str, list[tuple[str, Any]]] = dict(pool)
+        for plugin in SUMMARY_PLUGINS:
+            out = []
+            for tag, snap in pool.get(plugin, []):
+                try:
+                    out.append((tag, _resolve(plugin, snap)))
+                except Exception as exc:  # a tensor that cannot be read: this value only
+                    log.warning("summarylog: dropped the %s %r of step %d: %s", plugin, tag,
+                                step, exc)
+            resolved[plugin] = out
+        pool = resolved
         if self.export_options and self.export_options.get("tensor_format") == "npy":
             self._export_tensors(step, pool.get("tensor", []))
         if self._tb is not None:

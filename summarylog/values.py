@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Deferred", "snapshot_scalar", "resolve_scalar", "to_numpy", "framework_of"]
+__all__ = ["Deferred", "snapshot_scalar", "resolve_scalar", "snapshot_array", "resolve_array",
+           "to_numpy", "framework_of"]
 
 
 def framework_of(x: Any) -> str | None:
@@ -89,6 +90,31 @@ def resolve_scalar(d: Deferred) -> float:
     if fw == "mindspore":
         return float(np.asarray(x.asnumpy()).reshape(()))
     return float(np.asarray(x).reshape(()))
+
+
+def snapshot_array(value: Any, name: str = "value") -> tuple[np.ndarray | Deferred, tuple[int, ...]]:
+    """``(snapshot, shape)``: a numpy copy now, or a :class:`Deferred` private
+    copy of a framework tensor (torch: a device-side clone, no sync; jax:
+    the immutable array itself; MindSpore: a copy) read later by
+    :func:`resolve_array`.  TypeError (naming ``name``) for non-arrays."""
+    fw = framework_of(value)
+    if fw is not None and hasattr(value, "shape"):
+        shape = tuple(int(d) for d in value.shape)
+        if fw == "torch":
+            return Deferred(_torch_snapshot(value), name), shape
+        if fw == "mindspore" and hasattr(value, "copy"):
+            return Deferred(value.copy(), name), shape
+        return Deferred(value, name), shape
+    arr = np.array(to_numpy(value, name), copy=True)
+    return arr, arr.shape
+
+
+def resolve_array(x: np.ndarray | Deferred) -> np.ndarray:
+    """The numpy array of a :func:`snapshot_array` result (on a background
+    thread; may wait for the device)."""
+    if isinstance(x, Deferred):
+        return to_numpy(x.ref, x.name)
+    return x
 
 
 def to_numpy(x: Any, name: str = "values") -> np.ndarray:

@@ -341,3 +341,27 @@ def test_tensorboard_format(tmp_path):
     start = [v for v in hp if "session_start_info" in v][0]["session_start_info"]["hparams"]
     assert start["optimizer"] == "Adam" and start["seed"] == 1
     assert r.scalars(".", "eval/acc").value.tolist() == [0.75]
+
+
+def test_framework_tensors_are_copied_not_read_on_the_caller(tmp_path):
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    from summarylog.values import Deferred
+
+    w = torch.ones(3, 4)
+    with SummaryRecord(tmp_path) as rec:
+        rec.add_value("scalar", "loss", torch.tensor(0.25))
+        rec.add_value("histogram", "w", w)
+        rec.add_value("tensor", "j", jnp.arange(3.0))
+        assert all(isinstance(v, Deferred) for p in ("scalar", "histogram", "tensor")
+                   for _, v in rec._pool[p])
+        w.mul_(10)  # a later in-place change must not reach the record
+        with pytest.raises(ValueError):
+            rec.add_value("scalar", "bad", torch.ones(2))
+        rec.record(0)
+    r = Reader(tmp_path)
+    assert r.scalars(".", "loss").value.tolist() == [0.25]
+    (h,) = [e.value for e in r.events(".") if e.tag == "w"]
+    assert h["max"] == 1.0 and h["num"] == 12
+    (j,) = [e.value for e in r.events(".") if e.tag == "j"]
+    np.testing.assert_array_equal(j, [0.0, 1.0, 2.0])
