@@ -1,0 +1,419 @@
+"""MindSpore's SummaryCollector policy, framework-neutral (no framework imports).
+
+:class:`CollectionPolicy` holds MindSpore's arguments, their validation and
+its rules (which steps collect what); :class:`CollectorCore` runs the
+timeline over a :class:`~summarylog.SummaryRecord` with values the framework
+adapters (``summarylog.adapters.*``) extract: loss, inputs, parameters,
+graph, lineage.  FORMAT.md §12 lists the semantics:
+
+- collection at the first step, then when ``step % collect_freq == 0``
+  (the unit is an epoch in MindSpore's dataset-sink mode);
+- tensors (summary-op TensorSummary data) at most 20 times, spread over the
+  run, unless ``collect_tensor_freq`` says otherwise;
+- ``loss/auto`` (the first output, averaged), ``input_data/auto`` (the first
+  image-like input, NCHW or NHWC, 1 or 3 channels), ``<param>/auto``
+  histograms of the parameters ``histogram_regular`` matches (``re.match``;
+  None: the first five), the graph ``train_network/auto``, the dataset graph,
+  train/eval lineage and custom lineage data.  In the TensorBoard dialect
+  lineage becomes the run's hparams.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+from typing import Any, Callable, Iterable, Mapping
+
+from .summary_record import SummaryRecord
+
+__all__ = ["CollectionPolicy", "CollectorCore", "DEFAULT_COLLECT", "LOSS_TAG", "INPUT_TAG",
+           "GRAPH_TAG"]
+
+log = logging.getLogger("summarylog")
+
+LOSS_TAG = "loss/auto"
+INPUT_TAG = "input_data/auto"
+GRAPH_TAG = "train_network/auto"
+MAX_TENSOR_COLLECTIONS = 20
+_HYPER_CONFIG_ENV = "MINDINSIGHT_HYPER_CONFIG"
+_HYPER_CONFIG_MAX = 100_000
+
+#: the items collected by default (MindSpore's defaults, without the loss
+#: landscape, which is not supported yet)
+DEFAULT_COLLECT: dict[str, Any] = {
+    "collect_metric": True,
+    "collect_graph": True,
+    "collect_train_lineage": True,
+    "collect_eval_lineage": True,
+    "collect_input_data": True,
+    "collect_dataset_graph": True,
+    "histogram_regular": None,
+}
+_KNOWN = (*DEFAULT_COLLECT, "collect_landscape")
+
+
+def _positive_int(name: str, v: Any, optional: bool = False) -> int | None:
+    if v is None and optional:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    if v <= 0:
+        raise ValueError(f"{name} must be a positive int, got {v}")
+    return v
+
+
+def check_custom_lineage_data(data: Any) -> dict[str, Any]:
+    """Custom lineage data: a dict of str keys and str/int/float values,
+    else TypeError."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise TypeError(f"custom_lineage_data must be a dict, got {type(data).__name__}")
+    for k, v in data.items():
+        if not isinstance(k, str):
+            raise TypeError(f"custom_lineage_data keys must be str, got {type(k).__name__}")
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise TypeError(f"custom_lineage_data[{k!r}] must be int, float or str, "
+                            f"got {type(v).__name__}")
+    return dict(data)
+
+
+def _env_custom_lineage() -> dict[str, Any]:
+    raw = os.environ.get(_HYPER_CONFIG_ENV)
+    if not raw or len(raw) > _HYPER_CONFIG_MAX:
+        return {}
+    try:
+        data = json.loads(raw).get("custom_lineage_data") or {}
+        return check_custom_lineage_data(data)
+    except (ValueError, TypeError, AttributeError) as exc:
+        log.warning("summarylog: ignoring %s: %s", _HYPER_CONFIG_ENV, exc)
+        return {}
+
+
+class CollectionPolicy:
+    """MindSpore's SummaryCollector arguments, validated as MindSpore does
+    (non-positive frequencies: ValueError; wrong types: TypeError; unknown
+    ``collect_specified_data`` keys: ValueError), and its collection rules."""
+
+    def __init__(self, summary_dir: str | os.PathLike[str], collect_freq: int = 10,
+                 collect_specified_data: Mapping[str, Any] | None = None,
+                 keep_default_action: bool = True,
+                 custom_lineage_data: Mapping[str, Any] | None = None,
+                 collect_tensor_freq: int | None = None, max_file_size: int | None = None,
+                 export_options: Mapping[str, Any] | None = None,
+                 format: str = "mindinsight") -> None:
+        if isinstance(summary_dir, os.PathLike):
+            summary_dir = os.fspath(summary_dir)
+        if not isinstance(summary_dir, str) or not summary_dir:
+            raise TypeError(f"summary_dir must be a non-empty str, got {summary_dir!r}")
+        self.summary_dir = summary_dir
+        self.collect_freq = _positive_int("collect_freq", collect_freq)
+        self.collect_tensor_freq = _positive_int("collect_tensor_freq", collect_tensor_freq,
+                                                 optional=True)
+        if not isinstance(keep_default_action, bool):
+            raise TypeError(f"keep_default_action must be a bool, "
+                            f"got {type(keep_default_action).__name__}")
+        self.keep_default_action = keep_default_action
+        self.items = self._resolve(collect_specified_data, keep_default_action)
+        regular = self.items.get("histogram_regular")
+        self._regex = re.compile(regular) if regular else None
+        self.custom_lineage_data = {**_env_custom_lineage(),
+                                    **check_custom_lineage_data(custom_lineage_data)}
+        self.max_file_size = _positive_int("max_file_size", max_file_size, optional=True)
+        self.export_options = SummaryRecord._check_export_options(export_options)
+        if format not in ("mindinsight", "tensorboard"):
+            raise ValueError(f"format must be 'mindinsight' or 'tensorboard', got {format!r}")
+        self.format = format
+
+    @staticmethod
+    def _resolve(spec: Any, keep_default: bool) -> dict[str, Any]:
+        if spec is None:
+            return dict(DEFAULT_COLLECT)
+        if not isinstance(spec, Mapping):
+            raise TypeError(f"collect_specified_data must be a dict, got {type(spec).__name__}")
+        for k, v in spec.items():
+            if not isinstance(k, str):
+                raise TypeError(f"collect_specified_data keys must be str, got {type(k).__name__}")
+            if k not in _KNOWN:
+                raise ValueError(f"collect_specified_data: unknown key {k!r} "
+                                 f"(known: {', '.join(_KNOWN)})")
+            if k == "collect_landscape":
+                if v:
+                    raise NotImplementedError(
+                        "collect_specified_data['collect_landscape'] (loss landscapes) is not "
+                        "supported by summarylog yet; leave it out or set it to None")
+                continue
+            if k == "histogram_regular":
+                if v is not None and not isinstance(v, str):
+                    raise TypeError(f"histogram_regular must be a str or None, "
+                                    f"got {type(v).__name__}")
+                if v is not None:
+                    try:
+                        re.compile(v)
+                    except re.error as exc:
+                        raise ValueError(f"histogram_regular {v!r} is not a regular expression: "
+                                         f"{exc}") from None
+            elif not isinstance(v, bool):
+                raise TypeError(f"collect_specified_data[{k!r}] must be a bool, "
+                                f"got {type(v).__name__}")
+        out = dict(DEFAULT_COLLECT) if keep_default else {k: False for k in DEFAULT_COLLECT}
+        if not keep_default:
+            out["histogram_regular"] = None
+            out["_histograms"] = "histogram_regular" in spec
+        out.update({k: v for k, v in spec.items() if k != "collect_landscape"})
+        return out
+
+    def enabled(self, item: str) -> bool:
+        return bool(self.items.get(item))
+
+    @property
+    def collect_histograms(self) -> bool:
+        return self.items.get("_histograms", True)
+
+    def histogram_names(self, names: Iterable[str]) -> list[str]:
+        """The parameter names to histogram: those ``histogram_regular``
+        matches (``re.match``), else the first five."""
+        if not self.collect_histograms:
+            return []
+        names = list(names)
+        if self._regex is None:
+            return names[:5]
+        return [n for n in names if self._regex.match(n)]
+
+    def tensor_steps(self, total: int | None) -> set[int]:
+        """Steps (or epochs) whose collections include tensors (MindSpore's
+        _get_tensor_collect_range): ``collect_tensor_freq`` multiples, else at
+        most 20 spread evenly over ``total`` (unknown total: the first 20
+        multiples of ``collect_freq``)."""
+        if total is None:
+            freq = self.collect_tensor_freq or self.collect_freq
+            return set(range(0, freq * MAX_TENSOR_COLLECTIONS, freq))
+        if self.collect_tensor_freq is not None:
+            return set(range(0, total + 1, self.collect_tensor_freq))
+        if len(range(0, total + 1, self.collect_freq)) > MAX_TENSOR_COLLECTIONS:
+            f = total // (MAX_TENSOR_COLLECTIONS - 1)
+            if f > 1:
+                return set(range(0, total + 1, f)[:MAX_TENSOR_COLLECTIONS])
+            return set(range(0, total + 1)[:MAX_TENSOR_COLLECTIONS + 1])
+        return set(range(0, total + 1, self.collect_freq))
+
+    def plugins_at(self, current: int, tensor_steps: set[int], first: bool) -> Callable[[str], bool] | None:
+        """The plugin filter of a collection at ``current``, or None when
+        nothing is collected: everything at the first step and at steps that
+        are both multiples and tensor steps; tensors only at tensor steps;
+        everything but tensors at other multiples of ``collect_freq``."""
+        at_freq = first or current % self.collect_freq == 0
+        at_tensor = first or current in tensor_steps
+        if at_freq and at_tensor:
+            return lambda plugin: True
+        if at_tensor:
+            return lambda plugin: plugin == "tensor"
+        if at_freq:
+            return lambda plugin: plugin != "tensor"
+        return None
+
+
+def image_nchw(x: Any) -> Any:
+    """``x`` if it looks like a batch of images (4-D, 1 or 3 channels, NCHW
+    or NHWC) as NCHW; else None.  Works on shapes only (no device read)."""
+    shape = tuple(getattr(x, "shape", ()))
+    if len(shape) != 4 or 0 in shape:
+        return None
+    if shape[1] in (1, 3):
+        return x
+    if shape[3] in (1, 3):
+        if hasattr(x, "permute"):  # torch
+            return x.permute(0, 3, 1, 2)
+        if hasattr(x, "transpose"):
+            return x.transpose(0, 3, 1, 2)
+    return None
+
+
+class CollectorCore:
+    """The collection timeline over one SummaryRecord; adapters feed it.
+
+    ``step(current, ...)`` is called after every train step (or epoch in
+    sink mode); values may be framework tensors (never read on the caller's
+    thread: the SummaryRecord copies them and reads them in the background).
+    """
+
+    def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
+                 rank: int | None = None) -> None:
+        self.policy = policy
+        self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
+                                    export_options=policy.export_options,
+                                    format=policy.format, rank=rank)
+        self.network_name = network_name
+        self.total: int | None = None
+        self._tensor_steps: set[int] = policy.tensor_steps(None)
+        self._first = True
+        self._input_ok = policy.enabled("collect_input_data")
+        self._loss_ok = policy.enabled("collect_metric")
+        self.last_loss: Any = None
+        self.collected_steps: list[int] = []
+        self._last_collected: int | None = None
+        self._closed = False
+
+    # -- timeline ---------------------------------------------------------------------
+    def begin(self, total: int | None, mode: str = "train") -> None:
+        """Start of training (``total`` steps or sink-mode epochs, if known)."""
+        self.record.set_mode(mode)
+        self.total = total
+        self._tensor_steps = self.policy.tensor_steps(total)
+
+    def first_step(self, current: int, *, graph: Any = None,
+                   dataset_graph: Mapping[str, Any] | None = None) -> None:
+        """What MindSpore records once, at the first train step: graph,
+        dataset graph, custom lineage data."""
+        rec = self.record
+        if graph is not None and self.policy.enabled("collect_graph"):
+            try:
+                rec.add_value("graph", GRAPH_TAG, graph)
+            except TypeError as exc:
+                log.warning("summarylog: graph not recorded: %s", exc)
+        if dataset_graph is not None and self.policy.enabled("collect_dataset_graph"):
+            rec.add_value("dataset_graph", "train_dataset", dataset_graph)
+        rec.record(current)
+        if self.policy.custom_lineage_data:
+            rec.add_value("custom_lineage_data", "custom_lineage_data",
+                          self.policy.custom_lineage_data)
+            rec.record(current)
+
+    def step(self, current: int, *, loss: Any = None, inputs: Any = None,
+             params: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
+             graph: Any = None, dataset_graph: Mapping[str, Any] | None = None,
+             force: bool = False) -> bool:
+        """After a train step: collect when the policy says so.  ``params``
+        may be a callable giving ``{name: tensor}`` (called only when a
+        collection happens).  Returns True when something was recorded."""
+        if loss is not None:
+            self.last_loss = loss
+        first = self._first
+        if first:
+            self._first = False
+            self.first_step(current, graph=graph, dataset_graph=dataset_graph)
+        plugins = self.policy.plugins_at(current, self._tensor_steps, first or force)
+        if plugins is None or current == self._last_collected:
+            return False
+        self._last_collected = current
+        rec = self.record
+        if plugins("image") and self._input_ok and inputs is not None:
+            img = image_nchw(inputs)
+            if img is None:
+                self._input_ok = False  # as MindSpore: the first non-image input stops it
+            else:
+                try:
+                    rec.add_value("image", INPUT_TAG, img)
+                except (TypeError, ValueError) as exc:
+                    self._input_ok = False
+                    log.warning("summarylog: input images not collected: %s", exc)
+        if plugins("scalar") and self._loss_ok and loss is not None:
+            value = _mean(loss)
+            if value is None:
+                self._loss_ok = False
+                log.warning("summarylog: the loss (%s) is not a number or tensor: not "
+                            "collected", type(loss).__name__)
+            else:
+                rec.add_value("scalar", LOSS_TAG, value)
+        if plugins("histogram") and params is not None:
+            named = params() if callable(params) else params
+            for name in self.policy.histogram_names(named):
+                try:
+                    rec.add_value("histogram", f"{name}/auto", named[name])
+                except (TypeError, ValueError) as exc:
+                    log.warning("summarylog: histogram of %s not collected: %s", name, exc)
+        rec.record(current, plugin_filter=plugins)
+        self.collected_steps.append(current)
+        if first:
+            rec.flush()
+        return True
+
+    def epoch_end(self) -> None:
+        self.record.flush()
+
+    def train_end(self, lineage: Mapping[str, Any]) -> None:
+        """Train lineage (TrainLineage fields as a dict of its sub-messages)."""
+        if self.policy.enabled("collect_train_lineage"):
+            lin = {k: v for k, v in lineage.items() if v}
+            if self.last_loss is not None and "algorithm" in lin:
+                loss = _mean(self.last_loss)
+                if loss is not None:
+                    from .values import resolve_scalar, snapshot_scalar, Deferred
+
+                    snap = snapshot_scalar(loss, "loss")
+                    value = resolve_scalar(snap) if isinstance(snap, Deferred) else snap
+                    if math.isfinite(value):
+                        lin["algorithm"] = {**lin["algorithm"], "loss": value}
+            self.record.add_value("train_lineage", "train_lineage", _clean(lin))
+            self.record.record(0)
+
+    def eval_end(self, metrics: Mapping[str, Any], valid_dataset_path: str | None = None,
+                 valid_dataset_size: int | None = None) -> None:
+        """Eval lineage: metrics as JSON, and the validation dataset."""
+        if not self.policy.enabled("collect_eval_lineage"):
+            return
+        clean = {}
+        for k, v in dict(metrics).items():
+            try:
+                clean[str(k)] = float(v) if not isinstance(v, (list, tuple)) else [float(x) for x in v]
+            except (TypeError, ValueError):
+                clean[str(k)] = str(v)
+        lin: dict[str, Any] = {"metric": json.dumps(clean)}
+        vd = {k: v for k, v in (("valid_dataset_path", valid_dataset_path),
+                                ("valid_dataset_size", valid_dataset_size)) if v is not None}
+        if vd:
+            lin["valid_dataset"] = vd
+        self.record.add_value("eval_lineage", "eval_lineage", lin)
+        self.record.record(0)
+
+    def flush(self) -> None:
+        self.record.flush()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.record.close()
+
+
+def _mean(loss: Any) -> Any:
+    """The mean of a loss (first item of a tuple or list): a framework
+    tensor op (no device read) or a float; None if it is no number."""
+    if isinstance(loss, (list, tuple)):
+        if not loss:
+            return None
+        loss = loss[0]
+    if isinstance(loss, bool):
+        return None
+    if isinstance(loss, (int, float)):
+        return float(loss)
+    shape = getattr(loss, "shape", None)
+    if shape is None:
+        return None
+    if tuple(shape) in ((), (1,)):
+        return loss
+    mean = getattr(loss, "mean", None)
+    if mean is None:
+        return None
+    try:
+        if type(loss).__module__.startswith("torch"):
+            return loss.detach().float().mean()
+        return mean()
+    except Exception:
+        return None
+
+
+def _clean(d: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop None values (recursively) so the dict parses as a lineage message."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            v = _clean(v)
+            if not v:
+                continue
+        if v is None:
+            continue
+        out[k] = v
+    return out

@@ -1,0 +1,147 @@
+"""The framework-neutral collection policy (summarylog.collector), with no
+framework: validation as MindSpore's SummaryCollector, the step rules, the
+tensor range, and the timeline over numpy values read back by the Reader."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from summarylog import Reader
+from summarylog.collector import (GRAPH_TAG, INPUT_TAG, LOSS_TAG, CollectionPolicy,
+                                  CollectorCore, image_nchw)
+
+
+def test_validation_errors(tmp_path):
+    P = lambda **kw: CollectionPolicy(tmp_path, **kw)  # noqa: E731
+    with pytest.raises(ValueError):
+        P(collect_freq=0)
+    with pytest.raises(ValueError):
+        P(collect_freq=-3)
+    with pytest.raises(TypeError):
+        P(collect_freq=1.5)
+    with pytest.raises(TypeError):
+        P(collect_freq=True)
+    with pytest.raises(ValueError):
+        P(collect_tensor_freq=0)
+    with pytest.raises(ValueError):
+        P(collect_specified_data={"collect_audio": True})
+    with pytest.raises(TypeError):
+        P(collect_specified_data={"collect_metric": 1})
+    with pytest.raises(TypeError):
+        P(collect_specified_data=["collect_metric"])
+    with pytest.raises(TypeError):
+        P(collect_specified_data={"histogram_regular": 3})
+    with pytest.raises(ValueError):
+        P(collect_specified_data={"histogram_regular": "(["})
+    with pytest.raises(NotImplementedError, match="collect_landscape"):
+        P(collect_specified_data={"collect_landscape": {"landscape_size": 40}})
+    with pytest.raises(TypeError):
+        P(keep_default_action="yes")
+    with pytest.raises(TypeError):
+        P(custom_lineage_data={"a": [1]})
+    with pytest.raises(TypeError):
+        P(custom_lineage_data={1: "a"})
+    with pytest.raises(TypeError):
+        P(custom_lineage_data=[("a", 1)])
+    with pytest.raises(ValueError):
+        P(max_file_size=0)
+    with pytest.raises(ValueError):
+        P(format="csv")
+    with pytest.raises(ValueError):
+        P(export_options={"tensor_format": "csv"})
+
+
+def test_keep_default_action_and_histogram_names(tmp_path):
+    p = CollectionPolicy(tmp_path, collect_specified_data={"collect_graph": False})
+    assert not p.enabled("collect_graph") and p.enabled("collect_metric")
+    only = CollectionPolicy(tmp_path, collect_specified_data={"collect_metric": True},
+                            keep_default_action=False)
+    assert only.enabled("collect_metric") and not only.enabled("collect_input_data")
+    assert only.histogram_names(["a", "b"]) == []
+    names = [f"layer{i}.weight" for i in range(8)] + ["fc.bias"]
+    assert CollectionPolicy(tmp_path).histogram_names(names) == names[:5]
+    rx = CollectionPolicy(tmp_path, collect_specified_data={"histogram_regular": r"^layer[12]"})
+    assert rx.histogram_names(names) == ["layer1.weight", "layer2.weight"]
+    assert rx.histogram_names(["x.layer1"]) == []  # re.match: anchored at the start
+
+
+def test_custom_lineage_merges_over_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINDINSIGHT_HYPER_CONFIG",
+                       json.dumps({"custom_lineage_data": {"a": 1, "b": "env"}}))
+    p = CollectionPolicy(tmp_path, custom_lineage_data={"b": "arg", "c": 0.5})
+    assert p.custom_lineage_data == {"a": 1, "b": "arg", "c": 0.5}
+
+
+@pytest.mark.parametrize("total, freq, tensor_freq, expected", [
+    (600, 10, None, set(range(0, 601, 31))),  # MindSpore's docstring example: 20 steps
+    (100, 10, None, set(range(0, 101, 10))),
+    (100, 10, 25, {0, 25, 50, 75, 100}),
+    (30, 1, None, set(range(0, 21))),  # f = 30 // 19 = 1: the first 21
+])
+def test_tensor_range(tmp_path, total, freq, tensor_freq, expected):
+    p = CollectionPolicy(tmp_path, collect_freq=freq, collect_tensor_freq=tensor_freq)
+    got = p.tensor_steps(total)
+    assert got == expected
+    assert len(got) <= 21
+
+
+def test_rule_per_step(tmp_path):
+    p = CollectionPolicy(tmp_path, collect_freq=10)
+    tensors = p.tensor_steps(600)
+    everything = [s for s in range(1, 601) if (f := p.plugins_at(s, tensors, False))
+                  and f("scalar")]
+    only_tensors = [s for s in range(1, 601) if (f := p.plugins_at(s, tensors, False))
+                    and f("tensor")]
+    assert everything == list(range(10, 601, 10))  # 60 (+ the first step: 61)
+    assert len(only_tensors) == 19 and len(tensors) == 20
+    assert p.plugins_at(7, tensors, True)("tensor")  # the first step takes everything
+
+
+def test_image_detection():
+    assert image_nchw(np.zeros((2, 3, 8, 8))).shape == (2, 3, 8, 8)
+    assert image_nchw(np.zeros((2, 8, 8, 1))).shape == (2, 1, 8, 8)  # NHWC
+    assert image_nchw(np.zeros((2, 8, 8, 5))) is None
+    assert image_nchw(np.zeros((2, 10))) is None
+
+
+@pytest.mark.parametrize("fmt", ["mindinsight", "tensorboard"])
+def test_timeline_over_numpy_values(tmp_path, fmt):
+    policy = CollectionPolicy(tmp_path, collect_freq=4, format=fmt,
+                              custom_lineage_data={"team": "a"},
+                              collect_specified_data={"histogram_regular": "w"})
+    core = CollectorCore(policy)
+    core.begin(total=12)
+    rng = np.random.default_rng(0)
+    params = {"w1": rng.normal(size=10), "b1": np.zeros(3), "w2": rng.normal(size=(2, 2))}
+    for step in range(1, 13):
+        core.step(step, loss=np.array([1.0 / step, 3.0 / step]),
+                  inputs=rng.random((2, 8, 8, 3)), params=lambda: params)
+    core.train_end({"hyper_parameters": {"optimizer": "SGD", "learning_rate": 0.1,
+                                         "epoch": 1, "batch_size": 2},
+                    "train_dataset": {"train_dataset_size": 24},
+                    "algorithm": {"network": "MLP"}})
+    core.eval_end({"acc": 0.5}, "/data/valid", 8)
+    core.close()
+    assert core.collected_steps == [1, 4, 8, 12]
+    r = Reader(tmp_path)
+    s = r.scalars(".", LOSS_TAG)
+    assert s.step.tolist() == [1, 4, 8, 12]
+    np.testing.assert_allclose(s.value, [2.0 / k for k in (1, 4, 8, 12)], rtol=1e-6)
+    tags = r.tags(".")
+    assert tags["w1/auto"] == "histogram" and tags["w2/auto"] == "histogram"
+    assert "b1/auto" not in tags and tags[INPUT_TAG] == "image"
+    if fmt == "mindinsight":
+        (row,) = r.lineage()
+        assert row["optimizer"] == "SGD" and row["batch_size"] == 2
+        assert row["loss"] == pytest.approx(2.0 / 12) and row["network"] == "MLP"
+        assert row["metric"] == {"acc": 0.5} and row["valid_dataset_size"] == 8
+        assert row["user_defined"] == {"team": "a"}
+    else:
+        hp = [e.value for e in r.events(".") if e.kind == "hparams"]
+        start = [v for v in hp if "session_start_info" in v][0]["session_start_info"]["hparams"]
+        assert start["optimizer"] == "SGD" and start["team"] == "a"
+        assert r.scalars(".", "eval/acc").value.tolist() == [0.5]
+    assert GRAPH_TAG not in tags  # no graph given
