@@ -18,6 +18,11 @@ numpy, from ours and from everyone else's writers, damaged or live.
   before it whose step is >= N, for all tags.  summarylog's
   ``Writer(purge_step=N)``, tensorboardX's and ``torch.utils.tensorboard``'s
   ``purge_step`` write that marker.  ``Reader(purge=False)`` keeps everything.
+* MindSpore files (``summary.<digits>`` names, MindSpore's dialect; their
+  ``_lineage`` files feed :meth:`Reader.lineage`) are read into the same
+  objects.  As MindInsight shows them, a tag holds one value per step (the
+  last one written; MindSpore records an epoch's last step twice), in step
+  order.
 """
 
 from __future__ import annotations
@@ -152,13 +157,26 @@ def _tag_names(tags: Any, cols: _RunColumns) -> None:
         cols.kinds.append(kind[0])
 
 
+def _last_per_step(cols: _RunColumns) -> None:
+    """MindInsight's rule for MindSpore runs: one value per step and tag (the
+    last one written), in step order."""
+    for tag, s in list(cols.series.items()):
+        steps = s.step
+        if len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()):
+            continue
+        _, first_from_end = np.unique(steps[::-1], return_index=True)
+        keep = len(steps) - 1 - first_from_end  # ascending steps, last occurrence each
+        cols.series[tag] = Scalars(steps[keep], s.wall_time[keep], s.value[keep])
+
+
 class Reader:
-    """Read runs of TensorBoard event files.
+    """Read runs of TensorBoard event files and MindSpore summary files.
 
     Args:
       path: an event file, a run directory, or a root of run directories.
-      purge: apply TensorBoard's resume rule (see the module docstring;
-        default True).
+      purge: apply TensorBoard's resume rule to TensorBoard files and
+        MindInsight's one-value-per-step rule to MindSpore files (see the
+        module docstring; default True).
       verify: check data CRCs (default True).
 
     Raises FileNotFoundError for a missing path.
@@ -265,6 +283,8 @@ class Reader:
             cols = self._load_small_file(files[0]) if len(files) == 1 else None
             if cols is None:
                 cols = self._load_files(files)
+            if self.purge and any(dialect_of(p) == "mindspore" for p in files):
+                _last_per_step(cols)
             self._columns[run] = cols
         return cols
 

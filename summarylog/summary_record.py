@@ -397,10 +397,14 @@ class SummaryRecord:
             if not (isinstance(value, (bytes, bytearray)) or hasattr(value, "SerializeToString")):
                 raise TypeError(f"a graph must be a GraphProto or its bytes, "
                                 f"got {type(value).__name__}")
-            from .dialects.mindspore import _message
-            from .pb import ms
+            if self._tb is not None:  # TensorBoard: a GraphDef, kept as bytes
+                item = (value.SerializeToString() if hasattr(value, "SerializeToString")
+                        else bytes(value))
+            else:
+                from .dialects.mindspore import _message
+                from .pb import ms
 
-            item = _message(ms.GraphProto, value, "graph")
+                item = _message(ms.GraphProto, value, "graph")
         else:
             _check_tag(name)
             from .dialects.mindspore import _message
@@ -607,8 +611,8 @@ class SummaryRecord:
                 t = getattr(message.landscape, axis)
                 if len(t.dims):
                     w.add_tensor(f"{tag}/landscape/{axis}", tensor_to_numpy(t), step, walltime=wall)
-        if pool.get("graph"):
-            log.info("summarylog: MindSpore graphs are not written in the TensorBoard format")
+        for _, graph_def in pool.get("graph", []):
+            w.add_graph(graph_def, walltime=wall)
         for plugin in LINEAGE_PLUGINS:
             for _, message in pool.get(plugin, []):
                 fields = json_format.MessageToDict(message, preserving_proto_field_name=True)

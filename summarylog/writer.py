@@ -505,6 +505,19 @@ class Writer:
         if metrics:
             self.log(metrics, step, walltime)
 
+    def add_graph(self, graph_def: Any, walltime: float | None = None) -> None:
+        """Log a model graph for TensorBoard's Graphs tab: a serialized
+        TensorFlow ``GraphDef`` (bytes), or a GraphDef message of any
+        protobuf package (e.g. what ``torch.utils.tensorboard`` builds)."""
+        self._check_open()
+        if hasattr(graph_def, "SerializeToString"):
+            graph_def = graph_def.SerializeToString()
+        if not isinstance(graph_def, (bytes, bytearray, memoryview)):
+            raise TypeError(f"graph_def must be GraphDef bytes or message, "
+                            f"got {type(graph_def).__name__}")
+        self._q.append(_Payload(self._enc.graph(_check_walltime(walltime), bytes(graph_def))))
+        self._ensure_thread()
+
     # -- background thread ------------------------------------------------------
     def _ensure_thread(self) -> None:
         if self._thread is None:

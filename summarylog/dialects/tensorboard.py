@@ -187,6 +187,10 @@ class TensorBoardEncoder:
         md = tb.SummaryMetadata(data_class=_TENSOR)
         return _event(wall_time, step, tag=tag, metadata=md, tensor=tensor_proto(array)).SerializeToString()
 
+    def graph(self, wall_time: float, graph_def: bytes) -> bytes:
+        """An Event holding a serialized GraphDef (TensorBoard's Graphs tab)."""
+        return tb.Event(wall_time=wall_time, graph_def=graph_def).SerializeToString()
+
     def hparams(self, wall_time: float, hparams: Mapping[str, Any],
                 metrics: Sequence[str]) -> list[bytes]:
         start = tb.SessionStartInfo(start_time_secs=wall_time)

@@ -1,0 +1,360 @@
+"""MindSpore's SummaryCollector for PyTorch loops (summarylog.collector policy).
+
+    with SummaryCollector("runs/a", model=model, optimizer=opt, loss_fn=loss_fn,
+                          train_loader=loader, epochs=3) as sc:
+        for epoch in range(3):
+            for x, y in loader:
+                out = model(x); loss = loss_fn(out, y)
+                ...
+                sc.step(loss=loss, inputs=x, outputs=out)
+            sc.epoch_end()
+        sc.evaluate_end({"accuracy": acc}, eval_loader=val_loader)
+
+Nothing is read from the device on the training thread: the loss, inputs
+and parameters are cloned on their device and read by summarylog's
+background thread.  ``summary(tag, tensor, kind)`` inside ``forward()``
+plays the role of MindSpore's summary operators.  Under torch.distributed,
+the rank goes into file names and only rank 0 writes by default.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any, Mapping
+
+import torch
+
+from ..collector import CollectionPolicy, CollectorCore
+
+__all__ = ["SummaryCollector", "summary"]
+
+log = logging.getLogger("summarylog")
+
+_KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
+_active: list["SummaryCollector"] = []
+_active_lock = threading.Lock()
+
+
+def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
+    """Record ``tensor`` under ``tag`` from inside ``forward()`` (kind
+    ``scalar``, ``image`` (NCHW), ``tensor`` or ``histogram``), like
+    MindSpore's summary operators: it lands in the active collector's next
+    collection (tensors only at its tensor steps).  Costs one check when no
+    collector is active; skipped while tracing."""
+    if not _active:
+        return
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    if not isinstance(tag, str) or not tag:
+        raise TypeError(f"tag must be a non-empty str, got {tag!r}")
+    if torch.jit.is_tracing() or torch.jit.is_scripting():
+        return
+    if hasattr(torch, "compiler") and torch.compiler.is_compiling():
+        return
+    collector = _active[-1]
+    collector._ops[f"{tag}[:{_KINDS[kind]}]"] = tensor.detach()
+
+
+def _world() -> tuple[int | None, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return None, 1
+
+
+def _lr(optimizer: Any, scheduler: Any = None) -> float | None:
+    if scheduler is not None and hasattr(scheduler, "get_last_lr"):
+        try:
+            return float(scheduler.get_last_lr()[0])
+        except Exception:  # pragma: no cover - custom schedulers
+            pass
+    if optimizer is not None and getattr(optimizer, "param_groups", None):
+        lr = optimizer.param_groups[0].get("lr")
+        if isinstance(lr, torch.Tensor):
+            lr = lr.item()
+        return float(lr) if lr is not None else None
+    return None
+
+
+def _dataset_path(ds: Any) -> str | None:
+    for attr in ("root", "path", "data_dir", "dataset_dir", "filename"):
+        v = getattr(ds, attr, None)
+        if isinstance(v, (str, os.PathLike)):
+            return os.path.realpath(os.fspath(v))
+    inner = getattr(ds, "dataset", None)  # Subset and friends
+    return _dataset_path(inner) if inner is not None and inner is not ds else None
+
+
+def _dataset_graph(loader: Any) -> dict[str, Any]:
+    """A DatasetGraph (dict form) of a DataLoader: loader, dataset, sampler,
+    transforms."""
+    ds = loader.dataset
+    node: dict[str, Any] = {"operations": [{"operationParam": {"mapStr": {
+        "op_type": type(loader).__name__}, "mapInt": {
+        "batch_size": int(loader.batch_size or 0), "num_workers": int(loader.num_workers)},
+        "mapBool": {"drop_last": bool(loader.drop_last),
+                    "pin_memory": bool(loader.pin_memory)}}}]}
+    sampler = getattr(loader, "sampler", None)
+    if sampler is not None:
+        node["sampler"] = {"operationParam": {"mapStr": {"sampler": type(sampler).__name__}}}
+    child: dict[str, Any] = {"parameter": {"mapStr": {"op_type": type(ds).__name__}}}
+    path = _dataset_path(ds)
+    if path:
+        child["parameter"]["mapStr"]["dataset_dir"] = path
+    try:
+        child["parameter"]["mapInt"] = {"num_samples": int(len(ds))}
+    except TypeError:
+        pass
+    transforms = [type(t).__name__ for t in _transforms(ds)]
+    if transforms:
+        child["parameter"]["mapStrList"] = {"transforms": {"strValue": transforms}}
+    node["children"] = [child]
+    return node
+
+
+def _transforms(ds: Any) -> list[Any]:
+    t = getattr(ds, "transform", None) or getattr(ds, "transforms", None)
+    if t is None:
+        return []
+    inner = getattr(t, "transforms", None)
+    return list(inner) if isinstance(inner, (list, tuple)) else [t]
+
+
+def _tb_graph(model: torch.nn.Module, example: Any) -> Any:
+    """A TensorBoard GraphDef of the traced model (torch's own builder)."""
+    from torch.utils.tensorboard._pytorch_graph import graph
+
+    graph_def, _ = graph(model, example if isinstance(example, tuple) else (example,))
+    return graph_def
+
+
+def _ms_graph(model: torch.nn.Module, example: Any) -> Any:
+    """A MindSpore GraphProto of the traced model: one node per traced
+    operation (op type, scope, inputs), parameters as graph inputs."""
+    from ..pb import ms
+
+    args = example if isinstance(example, tuple) else (example,)
+    with torch.no_grad():
+        traced = torch.jit.trace(model, args, check_trace=False)
+    g = traced.inlined_graph
+    out = ms.GraphProto(name=type(model).__name__)
+    names: dict[Any, str] = {}
+    for i, value in enumerate(g.inputs()):
+        if i == 0:  # self
+            continue
+        name = value.debugName()
+        names[value] = name
+        p = out.parameters.add(name=name)
+        p.type.data_type = ms.DataType.values_by_name["DT_TENSOR"].number
+    for k, node in enumerate(g.nodes()):
+        kind = node.kind()
+        if kind in ("prim::Constant", "prim::GetAttr", "prim::ListConstruct",
+                    "prim::TupleConstruct"):
+            for o in node.outputs():
+                names[o] = names.get(o) or o.debugName()
+            continue
+        n = out.node.add(name=str(k + 1), op_type=kind.split("::")[-1])
+        scope = node.scopeName() or "Default"
+        n.scope = scope.replace("__module.", "").replace(".", "/") or "Default"
+        n.full_name = f"{n.scope}/{n.op_type}-op{k + 1}"
+        for inp in node.inputs():
+            src = names.get(inp)
+            if src is not None:
+                n.input.add(name=src, type=0)
+        for o in node.outputs():
+            names[o] = n.name
+    for o in g.outputs():
+        if o in names:
+            out.outputs.add(name=names[o])
+    return out
+
+
+class SummaryCollector:
+    """Collect loss, input images, parameter histograms, the graph and lineage
+    from a PyTorch training loop, with MindSpore's SummaryCollector rules.
+
+    Args:
+      summary_dir: the run directory.
+      model, optimizer, loss_fn, train_loader: what lineage, histograms, the
+        graph and the dataset graph are taken from (all optional).
+      epochs: planned epochs (lineage; with ``train_loader``, the number of
+        steps that spreads tensor collections).
+      scheduler: an LR scheduler (the learning rate in lineage).
+      collect_freq, collect_specified_data, keep_default_action,
+      custom_lineage_data, collect_tensor_freq, max_file_size,
+      export_options: as MindSpore's SummaryCollector.
+      format: ``"tensorboard"`` (default) or ``"mindinsight"``.
+      collect_gradients: also histogram the gradients of the selected
+        parameters (``<name>.grad/auto``).
+      rank0_only: under torch.distributed, only rank 0 writes (default True).
+    """
+
+    def __init__(self, summary_dir: str | os.PathLike[str], *, model: torch.nn.Module | None = None,
+                 optimizer: Any = None, loss_fn: Any = None, train_loader: Any = None,
+                 epochs: int | None = None, scheduler: Any = None, collect_freq: int = 10,
+                 collect_specified_data: Mapping[str, Any] | None = None,
+                 keep_default_action: bool = True,
+                 custom_lineage_data: Mapping[str, Any] | None = None,
+                 collect_tensor_freq: int | None = None, max_file_size: int | None = None,
+                 export_options: Mapping[str, Any] | None = None, format: str = "tensorboard",
+                 collect_gradients: bool = False, rank0_only: bool = True) -> None:
+        if model is not None and not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int)
+                                   or epochs <= 0):
+            raise ValueError(f"epochs must be a positive int or None, got {epochs!r}")
+        self.policy = CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
+                                       keep_default_action, custom_lineage_data,
+                                       collect_tensor_freq, max_file_size, export_options, format)
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.train_loader, self.epochs, self.scheduler = train_loader, epochs, scheduler
+        self.collect_gradients = bool(collect_gradients)
+        self.rank, self.world_size = _world()
+        self.enabled = not (rank0_only and self.rank not in (None, 0))
+        self.global_step = 0
+        self.epoch = 0
+        self._ops: dict[str, torch.Tensor] = {}
+        self._param_names: list[str] | None = None
+        self._closed = False
+        self.core: CollectorCore | None = None
+        if self.enabled:
+            self.core = CollectorCore(self.policy, rank=self.rank if self.world_size > 1 else None)
+            self.core.record.summary_op_sources.append(self._take_ops)
+            total = None
+            if epochs is not None and train_loader is not None:
+                try:
+                    total = epochs * len(train_loader)
+                except TypeError:
+                    total = None
+            self.core.begin(total)
+            with _active_lock:
+                _active.append(self)
+
+    # -- the loop -----------------------------------------------------------------------
+    def _take_ops(self) -> dict[str, torch.Tensor]:
+        ops, self._ops = self._ops, {}
+        return ops
+
+    def _params(self) -> dict[str, torch.Tensor]:
+        if self.model is None:
+            return {}
+        named = dict(self.model.named_parameters())
+        if self._param_names is None:
+            self._param_names = self.policy.histogram_names(named)
+        out = {n: named[n].detach() for n in self._param_names if n in named}
+        if self.collect_gradients:
+            for n in self._param_names:
+                g = named[n].grad if n in named else None
+                if g is not None:
+                    out[f"{n}.grad"] = g.detach()
+        return out
+
+    def _graph(self, inputs: Any) -> Any:
+        if self.model is None or inputs is None or not self.policy.enabled("collect_graph"):
+            return None
+        try:
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                if self.policy.format == "tensorboard":
+                    return _tb_graph(self.model, inputs)
+                return _ms_graph(self.model, inputs)
+            finally:
+                self.model.train(was_training)
+        except Exception as exc:
+            log.warning("summarylog: the graph of %s could not be traced: %s",
+                        type(self.model).__name__, exc)
+            return None
+
+    def step(self, loss: Any = None, inputs: Any = None, outputs: Any = None,
+             step: int | None = None) -> None:
+        """After an optimizer step: collect when the policy says so.  ``loss``
+        (a tensor; or ``outputs`` when loss is None: its first element),
+        ``inputs`` (the batch's inputs), ``step`` (default: count calls)."""
+        if self._closed:
+            raise ValueError("step() on a closed SummaryCollector")
+        self.global_step = self.global_step + 1 if step is None else int(step)
+        if self.core is None:
+            self._ops.clear()
+            return
+        if loss is None and outputs is not None:
+            loss = outputs
+        first = not self.core.collected_steps and self.core._first
+        self.core.step(self.global_step, loss=loss, inputs=inputs, params=self._params,
+                       graph=self._graph(inputs) if first else None,
+                       dataset_graph=(_dataset_graph(self.train_loader)
+                                      if first and self.train_loader is not None else None))
+        self._ops.clear()
+
+    def epoch_end(self) -> None:
+        """At the end of an epoch: flush (what MindSpore does)."""
+        self.epoch += 1
+        if self.core is not None:
+            self.core.epoch_end()
+
+    def _train_lineage(self) -> dict[str, Any]:
+        loader = self.train_loader
+        size = None
+        if loader is not None:
+            try:
+                size = len(loader.dataset)
+            except TypeError:
+                size = None
+        return {
+            "hyper_parameters": {
+                "optimizer": type(self.optimizer).__name__ if self.optimizer is not None else None,
+                "learning_rate": _lr(self.optimizer, self.scheduler),
+                "loss_function": type(self.loss_fn).__name__ if self.loss_fn is not None else None,
+                "epoch": self.epochs or self.epoch or None,
+                "parallel_mode": "data_parallel" if self.world_size > 1 else "stand_alone",
+                "device_num": self.world_size,
+                "batch_size": getattr(loader, "batch_size", None),
+            },
+            "train_dataset": {"train_dataset_path": _dataset_path(loader.dataset) if loader else None,
+                              "train_dataset_size": size},
+            "algorithm": {"network": type(self.model).__name__ if self.model is not None else None},
+        }
+
+    def evaluate_end(self, metrics: Mapping[str, Any], eval_loader: Any = None) -> None:
+        """After evaluation: the eval lineage (metrics, validation dataset)."""
+        if self.core is None:
+            return
+        path = size = None
+        if eval_loader is not None:
+            path = _dataset_path(eval_loader.dataset)
+            try:
+                size = len(eval_loader.dataset)
+            except TypeError:
+                size = None
+        self.core.eval_end(metrics, path, size)
+
+    def flush(self) -> None:
+        if self.core is not None:
+            self.core.flush()
+
+    def close(self) -> None:
+        """Write the train lineage and close the files.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with _active_lock:
+            if self in _active:
+                _active.remove(self)
+        if self.core is not None:
+            try:
+                if self.global_step:
+                    self.core.train_end(self._train_lineage())
+            finally:
+                self.core.close()
+
+    @property
+    def files(self) -> list[str]:
+        return self.core.record.files if self.core is not None else []
+
+    def __enter__(self) -> "SummaryCollector":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
