@@ -249,7 +249,8 @@ class CollectorCore:
         self.network_name = network_name
         self.total: int | None = None
         self._tensor_steps: set[int] = policy.tensor_steps(None)
-        self._first = True
+        self._first = True  # the first collection takes everything
+        self._started = False  # first_step() done
         self._input_ok = policy.enabled("collect_input_data")
         self._loss_ok = policy.enabled("collect_metric")
         self.last_loss: Any = None
@@ -267,7 +268,10 @@ class CollectorCore:
     def first_step(self, current: int, *, graph: Any = None,
                    dataset_graph: Mapping[str, Any] | None = None) -> None:
         """What MindSpore records once, at the first train step: graph,
-        dataset graph, custom lineage data."""
+        dataset graph, custom lineage data (:meth:`step` calls it when no
+        one did; MindSpore's sink mode calls it at the first step and
+        collects at the first epoch end)."""
+        self._started = True
         rec = self.record
         if graph is not None and self.policy.enabled("collect_graph"):
             try:
@@ -291,10 +295,9 @@ class CollectorCore:
         collection happens).  Returns True when something was recorded."""
         if loss is not None:
             self.last_loss = loss
-        first = self._first
-        if first:
-            self._first = False
+        if not self._started:
             self.first_step(current, graph=graph, dataset_graph=dataset_graph)
+        first, self._first = self._first, False
         plugins = self.policy.plugins_at(current, self._tensor_steps, first or force)
         if plugins is None or current == self._last_collected:
             return False

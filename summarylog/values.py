@@ -20,10 +20,10 @@ __all__ = ["Deferred", "snapshot_scalar", "resolve_scalar", "snapshot_array", "r
 
 def framework_of(x: Any) -> str | None:
     """'torch', 'jax', 'mindspore', 'tensorflow' or None, from the type's module."""
-    mod = type(x).__module__ or ""
-    root = mod.split(".", 1)[0]
-    if root in ("torch", "jax", "jaxlib", "mindspore", "tensorflow"):
-        return "jax" if root == "jaxlib" else root
+    for cls in type(x).__mro__[:4]:  # MindSpore's Parameter is made in module "abc"
+        root = (cls.__module__ or "").split(".", 1)[0]
+        if root in ("torch", "jax", "jaxlib", "mindspore", "tensorflow"):
+            return "jax" if root == "jaxlib" else root
     return None
 
 

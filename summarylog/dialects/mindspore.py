@@ -60,7 +60,7 @@ def histogram_buckets(values: np.ndarray) -> Any:
     arr = np.asarray(values).reshape(-1)
     if arr.dtype.kind == "b":
         arr = arr.astype(np.uint8)
-    h = ms.Summary.Histogram()
+    h = ms.Histogram()
     h.count = int(arr.size)
     if arr.dtype.kind == "f":
         nan = np.isnan(arr)
@@ -259,7 +259,7 @@ def value_of_event(ev: Any) -> Any:
     histograms become buckets between consecutive limits (the first from
     ``min``), at most 90 as MindInsight requires (merged pairwise)."""
     k, tag = ev.kind, ev.tag
-    v = ms.Summary.Value(tag=tag)
+    v = ms.Value(tag=tag)
     if k == "scalar":
         v.scalar_value = float(ev.value)
     elif k == "image":

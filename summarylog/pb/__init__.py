@@ -61,3 +61,7 @@ ms = _messages("summarylog.ms", [
     "OperationParameter", "StrList", "UserDefinedInfo",
 ])
 ms.DataType = POOL.FindEnumTypeByName("summarylog.ms.DataType")
+# nested messages by name (the pure-Python protobuf runtime, which MindSpore
+# selects, does not attach nested classes to their parents)
+ms.Value = message_class("summarylog.ms.Summary.Value")
+ms.Histogram = message_class("summarylog.ms.Summary.Histogram")
