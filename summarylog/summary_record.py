@@ -123,21 +123,32 @@ def _resolve(plugin: str, snap: Any) -> np.ndarray:
 
 
 def _graph_of(network: Any) -> Any:
-    """A GraphProto (message or bytes) for ``network``, or None: MindSpore
-    Cells through MindSpore's graph executor; GraphProto messages or bytes as
-    they are."""
+    """A graph value for ``network``, or None: MindSpore Cells through their
+    graph proto (graph mode only); graph messages or bytes as they are."""
     if network is None:
         return None
     if isinstance(network, (bytes, bytearray)) or hasattr(network, "SerializeToString"):
         return network
-    if type(network).__module__.startswith("mindspore"):
+    if hasattr(network, "get_func_graph_proto"):  # a MindSpore Cell (graph mode)
         try:
-            from mindspore.common.api import _cell_graph_executor
-
-            return _cell_graph_executor.get_optimize_graph_proto(network)
+            return network.get_func_graph_proto()  # ModelProto bytes, or None
         except Exception as exc:  # pragma: no cover - depends on MindSpore's internals
             log.warning("summarylog: no graph from %s: %s", type(network).__name__, exc)
     return None
+
+
+def _graph_proto(value: Any) -> Any:
+    """An anf_ir GraphProto from a graph value: bytes are a serialized
+    ModelProto (what MindSpore's graph executor returns, and what MindSpore's
+    SummaryRecord takes); messages are a GraphProto or a ModelProto."""
+    from .dialects.mindspore import _message
+    from .pb import ms
+
+    if isinstance(value, (bytes, bytearray)):
+        return ms.ModelProto.FromString(bytes(value)).graph
+    if getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "ModelProto":
+        return _message(ms.ModelProto, value, "graph").graph
+    return _message(ms.GraphProto, value, "graph")
 
 
 class _Files:
@@ -248,8 +259,8 @@ class SummaryRecord:
       log_dir: the directory for the files (created if missing).
       file_prefix: file name prefix (default ``"events"``).
       file_suffix: summary file name suffix (default ``"_MS"``).
-      network: a MindSpore Cell, or a GraphProto (message or bytes): its
-        graph is recorded at the first :meth:`record`.
+      network: a MindSpore Cell, or a graph (a GraphProto, or a ModelProto as
+        message or bytes): its graph is recorded at the first :meth:`record`.
       max_file_size: bytes per file (None: no limit); see ``on_limit``.
       raise_exception: raise I/O errors (OSError naming the file) from
         ``record``/``flush``/``close`` (default False: log them once and stop
@@ -377,7 +388,8 @@ class SummaryRecord:
 
         Plugins: ``scalar`` (one number), ``image`` (NCHW, 1 or 3 channels),
         ``tensor``, ``histogram`` (arrays of rank >= 1) take numpy arrays,
-        Python numbers or torch/jax/MindSpore tensors; ``graph`` a GraphProto;
+        Python numbers or torch/jax/MindSpore tensors; ``graph`` a GraphProto
+        (or a ModelProto, as message or bytes, as MindSpore takes it);
         ``train_lineage``, ``eval_lineage``, ``dataset_graph``,
         ``custom_lineage_data`` their lineage message (MindSpore's or
         summarylog's, its bytes, or a dict; custom data also ``{key: str |
@@ -401,10 +413,7 @@ class SummaryRecord:
                 item = (value.SerializeToString() if hasattr(value, "SerializeToString")
                         else bytes(value))
             else:
-                from .dialects.mindspore import _message
-                from .pb import ms
-
-                item = _message(ms.GraphProto, value, "graph")
+                item = _graph_proto(value)
         else:
             _check_tag(name)
             from .dialects.mindspore import _message
@@ -638,7 +647,11 @@ class SummaryRecord:
                     pass
 
     def _tb_lineage_flush(self) -> None:
-        if self._tb is not None and (self._lineage_hparams or self._lineage_metrics):
-            hp = {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
-                  for k, v in self._lineage_hparams.items()}
+        if self._tb is None:
+            return
+        hp = {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
+              for k, v in self._lineage_hparams.items()}
+        if hp:
             self._tb.add_hparams(hp, self._lineage_metrics)
+        elif self._lineage_metrics:  # eval only: the metrics as the run's scalars
+            self._tb.log(self._lineage_metrics)

@@ -86,7 +86,8 @@ def histogram_buckets(values: np.ndarray) -> Any:
     edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
     counts, _ = np.histogram(finite, bins=edges)
     for i in range(bins):
-        h.buckets.add(left=float(edges[i]), width=float(edges[i + 1]) - float(edges[i]),
+        # the width in the values' dtype, as MindSpore computes it
+        h.buckets.add(left=float(edges[i]), width=float(edges[i + 1] - edges[i]),
                       count=int(counts[i]))
     return h
 
