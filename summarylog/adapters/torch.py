@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 from typing import Any, Mapping
 
 import torch
@@ -257,9 +258,13 @@ class SummaryCollector:
             was_training = self.model.training
             self.model.eval()
             try:
-                if self.policy.format == "tensorboard":
-                    return _tb_graph(self.model, inputs)
-                return _ms_graph(self.model, inputs)
+                with warnings.catch_warnings():  # torch 2.13 deprecates jit.trace (it works)
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    warnings.simplefilter("ignore", FutureWarning)
+                    warnings.simplefilter("ignore", UserWarning)
+                    if self.policy.format == "tensorboard":
+                        return _tb_graph(self.model, inputs)
+                    return _ms_graph(self.model, inputs)
             finally:
                 self.model.train(was_training)
         except Exception as exc:

@@ -1,0 +1,201 @@
+"""The PyTorch and Lightning SummaryCollectors in real training (torch 2.13
+CPU, pytorch-lightning), read back with summarylog.Reader and TensorBoard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+from summarylog import Reader
+
+torch = require_module("torch")
+from torch import nn  # noqa: E402
+
+from summarylog.adapters.torch import SummaryCollector, summary  # noqa: E402
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.fc = nn.Linear(4 * 6 * 6, 2)
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x))
+        summary("act_mean", h.mean(), "scalar")
+        summary("act", h, "histogram")
+        summary("logits", self.fc(h.flatten(1)), "tensor")
+        return self.fc(h.flatten(1))
+
+
+def _data(n=160, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 1, 8, 8, generator=g)
+    y = (x.mean((1, 2, 3)) > 0.5).long()
+    return torch.utils.data.TensorDataset(x, y)
+
+
+def _train(d, fmt="tensorboard", epochs=2, **kw):
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    loader = torch.utils.data.DataLoader(_data(), batch_size=16, shuffle=True)
+    losses = {}
+    with SummaryCollector(d, model=model, optimizer=opt, loss_fn=model.loss_fn,
+                          train_loader=loader, epochs=epochs, scheduler=sched, format=fmt,
+                          custom_lineage_data={"seed": 0, "note": "ci"}, **kw) as sc:
+        for _ in range(epochs):
+            for xb, yb in loader:
+                out = model(xb)
+                loss = model.loss_fn(out, yb)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sc.step(loss=loss, inputs=xb)
+                losses[sc.global_step] = float(loss.detach())
+            sched.step()
+            sc.epoch_end()
+        sc.evaluate_end({"accuracy": 0.75},
+                        eval_loader=torch.utils.data.DataLoader(_data(40, 1), batch_size=8))
+    return losses
+
+
+@pytest.mark.parametrize("fmt", ["tensorboard", "mindinsight"])
+def test_hand_written_loop(tmp_path, fmt):
+    losses = _train(tmp_path, fmt, collect_specified_data={"histogram_regular": r"^conv\."})
+    r = Reader(tmp_path)
+    loss = r.scalars(".", "loss/auto")
+    assert loss.step.tolist() == [1, 10, 20]  # 20 steps: the first, then every 10th
+    np.testing.assert_allclose(loss.value, [losses[s] for s in loss.step], rtol=1e-6)
+    tags = r.tags(".")
+    assert {t for t, k in tags.items() if t.endswith("/auto") and k == "histogram"} == {
+        "conv.weight/auto", "conv.bias/auto"}
+    assert tags["input_data/auto"] == "image" and tags["act"] == "histogram"
+    assert r.scalars(".", "act_mean").step.tolist() == [1, 10, 20]
+    tensor_steps = sorted({e.step for e in r.events(".") if e.tag == "logits"})
+    assert 0 < len(tensor_steps) <= 20
+    graphs = [e for e in r.events(".") if e.kind == "graph"]
+    assert len(graphs) == 1 and len(graphs[0].value) > 100
+    if fmt == "mindinsight":
+        (row,) = r.lineage()
+        assert (row["optimizer"], row["loss_function"], row["epoch"], row["batch_size"]) == (
+            "SGD", "CrossEntropyLoss", 2, 16)
+        assert row["learning_rate"] == pytest.approx(0.025)  # after two StepLR halvings
+        assert row["train_dataset_size"] == 160 and row["network"] == "Net"
+        assert row["metric"] == {"accuracy": 0.75} and row["valid_dataset_size"] == 40
+        assert row["user_defined"] == {"seed": 0, "note": "ci"}
+        assert row["dataset_graph"]["sampler"]["operationParam"]["mapStr"]["sampler"] == \
+            "RandomSampler"
+    else:
+        hp = [e.value for e in r.events(".") if e.kind == "hparams"]
+        start = [v for v in hp if "session_start_info" in v][0]["session_start_info"]["hparams"]
+        assert start["optimizer"] == "SGD" and start["seed"] == 0
+        # TensorBoard itself: scalars, histograms, images and the graph
+        from tensorboard.backend.event_processing import event_accumulator
+
+        acc = event_accumulator.EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
+        acc.Reload()
+        assert [e.step for e in acc.Scalars("loss/auto")] == [1, 10, 20]
+        assert acc.Graph() is not None and len(acc.Graph().node) > 3
+
+
+def test_loss_is_not_read_on_the_training_thread(tmp_path, monkeypatch):
+    """Tensor values are read by summarylog's background thread: .item(),
+    .numpy() or float() from summarylog on the caller's thread would sync a
+    GPU.  (Reads by other code, e.g. the DataLoader's seeding, don't count.)"""
+    import threading
+    import traceback
+
+    main = threading.current_thread()
+    reads = {"main": 0, "background": 0}
+
+    def spy(name):
+        orig = getattr(torch.Tensor, name)
+
+        def read(self, *a, **k):
+            if any("/summarylog/" in f.filename for f in traceback.extract_stack()):
+                reads["main" if threading.current_thread() is main else "background"] += 1
+            return orig(self, *a, **k)
+        return read
+
+    model = Net()
+    loader = torch.utils.data.DataLoader(_data(32), batch_size=16)
+    with SummaryCollector(tmp_path, model=model, train_loader=loader, epochs=1) as sc:
+        for name in ("item", "numpy", "__float__", "tolist"):
+            monkeypatch.setattr(torch.Tensor, name, spy(name))
+        for xb, yb in loader:
+            loss = model.loss_fn(model(xb), yb)
+            sc.step(loss=loss, inputs=xb)
+        sc.flush()
+        monkeypatch.undo()
+    assert reads["main"] == 0, reads
+    assert reads["background"] > 0  # they were read, there
+    assert Reader(tmp_path).scalars(".", "loss/auto").step.tolist() == [1]
+
+
+def test_validation_errors(tmp_path):
+    with pytest.raises(ValueError):
+        SummaryCollector(tmp_path, collect_freq=0)
+    with pytest.raises(TypeError):
+        SummaryCollector(tmp_path, model="net")
+    with pytest.raises(NotImplementedError):
+        SummaryCollector(tmp_path, collect_specified_data={"collect_landscape": {"unit": "step"}})
+    with pytest.raises(ValueError):
+        summary("x", torch.ones(1), "audio") if False else None
+        with SummaryCollector(tmp_path / "b"):
+            summary("x", torch.ones(1), "audio")
+
+
+# Lightning 2.6 on torch 2.13 warns about its own use of torch internals
+@pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning",
+                            "ignore::UserWarning")
+def test_lightning_trainer(tmp_path):
+    pl = require_module("pytorch_lightning")
+    from summarylog.adapters.lightning import SummaryCollectorCallback, SummarylogLogger
+
+    class Lit(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = Net()
+            self.save_hyperparameters({"lr": 0.1, "width": 4})
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = self.net.loss_fn(self.net(x), y)
+            self.log("train_loss", loss)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            acc = (self.net(x).argmax(1) == y).float().mean()
+            self.log("val_acc", acc)
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    train = torch.utils.data.DataLoader(_data(), batch_size=16)
+    val = torch.utils.data.DataLoader(_data(32, 1), batch_size=16)
+    trainer = pl.Trainer(max_epochs=2, accelerator="cpu", devices=1, log_every_n_steps=5,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         enable_checkpointing=False,
+                         callbacks=[SummaryCollectorCallback(tmp_path / "collector",
+                                                             collect_freq=5, format="mindinsight")],
+                         logger=SummarylogLogger(tmp_path / "logs"))
+    trainer.fit(Lit(), train, val)
+    r = Reader(tmp_path / "collector")
+    assert r.scalars(".", "loss/auto").step.tolist() == [1, 5, 10, 15, 20]
+    (row,) = r.lineage()
+    assert row["optimizer"] == "Adam" and row["epoch"] == 2 and row["batch_size"] == 16
+    assert "val_acc" in row["metric"] and row["network"] == "Lit"
+    logs = Reader(tmp_path / "logs")
+    (run,) = logs.runs()
+    s = logs.scalars(run, "train_loss")
+    assert s.step.tolist() == [4, 9, 14, 19]  # Lightning logs every 5 steps (0-based)
+    assert logs.scalars(run, "val_acc").value.size == 2
+    hp = [e.value for e in logs.events(run) if e.kind == "hparams"]
+    start = [v for v in hp if "session_start_info" in v][0]["session_start_info"]["hparams"]
+    assert start["lr"] == 0.1 and start["width"] == 4
