@@ -351,7 +351,7 @@ class CollectorCore:
                     if math.isfinite(value):
                         lin["algorithm"] = {**lin["algorithm"], "loss": value}
             self.record.add_value("train_lineage", "train_lineage", _clean(lin))
-            self.record.record(0)
+            self._record_lineage()
 
     def eval_end(self, metrics: Mapping[str, Any], valid_dataset_path: str | None = None,
                  valid_dataset_size: int | None = None) -> None:
@@ -370,7 +370,17 @@ class CollectorCore:
         if vd:
             lin["valid_dataset"] = vd
         self.record.add_value("eval_lineage", "eval_lineage", lin)
-        self.record.record(0)
+        self._record_lineage()
+
+    def _record_lineage(self) -> None:
+        """Write pending lineage, without summary-operator data (MindSpore
+        records it in eval mode, at step 0)."""
+        mode = self.record._mode
+        self.record.set_mode("eval")
+        try:
+            self.record.record(0)
+        finally:
+            self.record.set_mode(mode)
 
     def flush(self) -> None:
         self.record.flush()

@@ -335,6 +335,7 @@ class SummaryRecord:
         #: since the last call (framework adapters register them)
         self.summary_op_sources: list[Callable[[], Mapping[str, Any]]] = []
         self._tb: Any = None
+        self._last_step = 0  # the latest step with summary values (TensorBoard lineage metrics)
         self._files: _Files | None = None
         self._sec = 0
         if format == "tensorboard":
@@ -557,6 +558,8 @@ class SummaryRecord:
             self._files.close()
 
     def _write(self, step: int, wall: float, pool: Mapping[str, list[tuple[str, Any]]]) -> None:
+        if any(pool.get(p) for p in (*SUMMARY_PLUGINS, LANDSCAPE)):
+            self._last_step = max(self._last_step, step)
         resolved: dict[str, list[tuple[str, Any]]] = dict(pool)
         for plugin in SUMMARY_PLUGINS:
             out = []
@@ -652,6 +655,6 @@ class SummaryRecord:
         hp = {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
               for k, v in self._lineage_hparams.items()}
         if hp:
-            self._tb.add_hparams(hp, self._lineage_metrics)
+            self._tb.add_hparams(hp, self._lineage_metrics, step=self._last_step)
         elif self._lineage_metrics:  # eval only: the metrics as the run's scalars
-            self._tb.log(self._lineage_metrics)
+            self._tb.log(self._lineage_metrics, step=self._last_step)

@@ -43,8 +43,9 @@ def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
     ``scalar``, ``image`` (NCHW), ``tensor`` or ``histogram``), like
     MindSpore's summary operators: it lands in the active collector's next
     collection (tensors only at its tensor steps).  Costs one check when no
-    collector is active; skipped while tracing."""
-    if not _active:
+    collector is active; skipped while tracing and under ``torch.no_grad()``
+    (evaluation: MindSpore does not record summary operators in eval mode)."""
+    if not _active or not torch.is_grad_enabled():  # eval (no_grad): not recorded
         return
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
