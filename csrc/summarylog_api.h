@@ -218,6 +218,21 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
 int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
                       uint64_t n, uint64_t n_tags, uint64_t *counts);
 
+/* ---- Histograms (histogram.c) ------------------------------------------ */
+typedef struct {
+    uint64_t finite, nan_count, pos_inf_count, neg_inf_count;
+    double min, max;        /* over finite values (0 when there are none) */
+    double sum, sum_squares;
+} slg_value_stats_t;
+
+/* Statistics of n float32 (is_f64 = 0) or float64 values. */
+void slg_value_stats(const void *values, int is_f64, uint64_t n, slg_value_stats_t *out);
+/* Counts of the values in each of `bins` equal-width buckets between
+ * edges[0..bins] (as np.histogram(values, bins=edges)); -EINVAL unless
+ * bins > 0 and edges[bins] > edges[0]. */
+int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const double *edges,
+                         uint64_t bins, int64_t *counts);
+
 /* ---- Small event files in one call (file_scalars.c) -------------------- */
 #define SLG_LOAD_FALLBACK 1     /* not handled here: use RecordReader + decode */
 

@@ -25,7 +25,8 @@ import logging
 import math
 import os
 import re
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from .summary_record import SummaryRecord
 

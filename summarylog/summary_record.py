@@ -34,7 +34,8 @@ import urllib.parse
 import warnings
 import weakref
 from collections import defaultdict
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -612,8 +613,9 @@ class SummaryRecord:
         for tag, arr in pool.get("tensor", []):
             w.add_tensor(tag, arr, step, walltime=wall)
         for tag, arr in pool.get("histogram", []):
-            finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
-            n = finite.size
+            from .histograms import as_float_array, value_stats
+
+            n = value_stats(as_float_array(arr)).finite  # MindSpore's bucket count rule
             bins = 1 if n == 0 else 2 if n <= 5 else 3 if n <= 10 else min(n // 10 + 1, 90)
             w.add_histogram(tag, arr, step, bins=bins, walltime=wall)
         for tag, message in pool.get(LANDSCAPE, []):

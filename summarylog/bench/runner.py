@@ -44,7 +44,8 @@ class Result:
 
 
 def _load_workloads() -> None:
-    from . import workloads, writer_workloads, reader_workloads  # noqa: F401  (registers benches)
+    from . import (collector_workloads, reader_workloads, workloads,  # noqa: F401
+                   writer_workloads)  # (importing registers the benches)
 
 
 def run(only: list[str] | None = None, *, quick: bool = False, repeat: int = 3,

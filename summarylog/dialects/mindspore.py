@@ -57,34 +57,28 @@ def histogram_buckets(values: np.ndarray) -> Any:
     give 1 bucket (n = 0), 2 (n <= 5), 3 (n <= 10), n // 10 + 1 (n <= 880)
     or 90; equal widths over [min, max] (widened by 0.5 each side when
     min == max); non-finite values are counted apart, not bucketed."""
-    arr = np.asarray(values).reshape(-1)
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.uint8)
+    from ..histograms import as_float_array, equal_width_counts, value_stats
+
+    src = np.asarray(values)
+    arr = as_float_array(src)
+    st = value_stats(arr)
     h = ms.Histogram()
     h.count = int(arr.size)
-    if arr.dtype.kind == "f":
-        nan = np.isnan(arr)
-        pos = np.isposinf(arr)
-        neg = np.isneginf(arr)
-        h.nan_count, h.pos_inf_count, h.neg_inf_count = (int(nan.sum()), int(pos.sum()),
-                                                         int(neg.sum()))
-        finite = arr[~(nan | pos | neg)] if (h.nan_count or h.pos_inf_count
-                                             or h.neg_inf_count) else arr
-    else:
-        finite = arr
-    n = int(finite.size)
+    h.nan_count, h.pos_inf_count, h.neg_inf_count = (st.nan_count, st.pos_inf_count,
+                                                     st.neg_inf_count)
+    n = st.finite
     if n == 0:
         h.min = h.max = h.sum = 0.0
         return h
-    lo, hi = finite.min(), finite.max()
-    h.min, h.max = float(lo), float(hi)
-    h.sum = float(finite.sum(dtype=np.float64))
+    h.min, h.max, h.sum = st.min, st.max, st.sum
     bins = 2 if n <= 5 else 3 if n <= 10 else n // 10 + 1 if n <= 880 else MAX_BUCKETS
+    # edges in the values' dtype (float64 for integers), as MindSpore makes them
+    dtype = src.dtype if src.dtype.kind == "f" else np.dtype(np.float64)
+    lo, hi = dtype.type(st.min), dtype.type(st.max)
     if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    dtype = finite.dtype if finite.dtype.kind == "f" else np.float64
+        lo, hi = lo - dtype.type(0.5), hi + dtype.type(0.5)
     edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
-    counts, _ = np.histogram(finite, bins=edges)
+    counts = equal_width_counts(arr, edges)
     for i in range(bins):
         # the width in the values' dtype, as MindSpore computes it
         h.buckets.add(left=float(edges[i]), width=float(edges[i + 1] - edges[i]),

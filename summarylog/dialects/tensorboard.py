@@ -67,35 +67,37 @@ def _event(wall_time: float, step: int, **values: Any) -> Any:
 
 def histogram_proto(values: np.ndarray, bins: int) -> Any:
     """HistogramProto of ``values``: ``bins`` equal-width buckets over the
-    finite range; ±inf counted in the edge buckets; NaN only in ``num``."""
+    finite range; ±inf counted in the edge buckets; NaN only in ``num``.
+    Statistics and counts come from C without the GIL (histograms.py)."""
+    from ..histograms import as_float_array, equal_width_counts, value_stats
+
     flat = np.ravel(values)
     if flat.dtype.kind not in "fiub":
         raise TypeError(f"values must be numeric, got dtype {flat.dtype}")
     if flat.dtype.kind != "f":
         flat = flat.astype(np.float64)
-    finite_mask = np.isfinite(flat)
-    finite = flat if finite_mask.all() else flat[finite_mask]
-    n_pos_inf = int(np.count_nonzero(flat == np.inf))
-    n_neg_inf = int(np.count_nonzero(flat == -np.inf))
+    arr = as_float_array(flat)
+    st = value_stats(arr)
+    n_pos_inf, n_neg_inf = st.pos_inf_count, st.neg_inf_count
     h = tb.HistogramProto(num=float(flat.size))
-    if finite.size:
-        lo, hi = float(finite.min()), float(finite.max())
-        f64 = finite.astype(np.float64, copy=False)
+    if st.finite:
+        lo, hi = st.min, st.max
         h.min, h.max = lo, hi
-        h.sum = float(f64.sum())
-        h.sum_squares = float(np.dot(f64, f64))
+        h.sum = st.sum
+        h.sum_squares = st.sum_squares
         if lo == hi:
             # one distinct value: one zero-width bucket [lo, hi] holding it and any
             # ±inf (as TensorBoard's own summary does), never empty edge buckets
             # whose limits lie outside [min, max]
             h.bucket_limit.append(hi)
-            h.bucket.append(float(finite.size + n_neg_inf + n_pos_inf))
+            h.bucket.append(float(st.finite + n_neg_inf + n_pos_inf))
         else:
-            counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
-            counts = counts.astype(np.float64)
+            # edges as np.histogram(finite, bins, range=(lo, hi)) makes them
+            edges = np.linspace(lo, hi, bins + 1, dtype=flat.dtype)
+            counts = equal_width_counts(arr, edges).astype(np.float64)
             counts[0] += n_neg_inf
             counts[-1] += n_pos_inf
-            h.bucket_limit.extend(edges[1:].tolist())
+            h.bucket_limit.extend(edges[1:].astype(np.float64).tolist())
             h.bucket.extend(counts.tolist())
     elif n_pos_inf or n_neg_inf:
         h.min = -math.inf if n_neg_inf else math.inf

@@ -1,0 +1,159 @@
+"""Training-loop overhead of the SummaryCollectors, side by side.
+
+- ``torch_collector``: a small PyTorch MLP loop with summarylog's collector
+  at default settings against the same loop without it (goal: within 3 %),
+  and against the loop logging the same values with
+  ``torch.utils.tensorboard`` (informational);
+- ``mindspore_collector``: a MindSpore ``Model.train`` run (384 steps) with
+  MindSpore's own SummaryCollector and with summarylog's, against none;
+  needs a Python with MindSpore 2.x (``$SUMMARYLOG_MINDSPORE_PYTHON``, else
+  the test suite's ``.venvs/mindspore``).  Goal: ours adds at most 1/5 of
+  the wall time MindSpore's adds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+import time
+from typing import Any, Callable
+
+from .registry import Context, PeerMissing, Row, bench, need_peer
+
+__all__ = ["bench_torch_collector", "bench_mindspore_collector"]
+
+
+def _torch_loop(ctx: Context, steps: int) -> Callable[[str | None], float]:
+    torch = need_peer("torch")
+    from torch import nn
+
+    def run(mode: str | None) -> float:
+        torch.manual_seed(0)
+        torch.set_num_threads(1)
+        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                              nn.Linear(256, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        loss_fn = nn.CrossEntropyLoss()
+        x = torch.randn(64, 256)
+        y = torch.randint(0, 10, (64,))
+        d = tempfile.mkdtemp(prefix="slg-bench-coll-", dir=ctx.tmpdir)
+        try:
+            hook: Any = None
+            close: Any = None
+            if mode == "ours":
+                from ..adapters.torch import SummaryCollector
+
+                sc = SummaryCollector(d, model=model, optimizer=opt, loss_fn=loss_fn,
+                                      collect_specified_data={"collect_graph": False})
+                hook, close = (lambda i, loss: sc.step(loss=loss, inputs=x)), sc.close
+            elif mode == "torch_tb":
+                from torch.utils.tensorboard import SummaryWriter
+
+                tw = SummaryWriter(d)
+                names = [n for n, _ in model.named_parameters()][:5]
+
+                def hook(i: int, loss: Any) -> None:  # the collector's defaults, by hand
+                    if i == 1 or i % 10 == 0:
+                        tw.add_scalar("loss/auto", loss.item(), i)
+                        params = dict(model.named_parameters())
+                        for n in names:
+                            tw.add_histogram(f"{n}/auto", params[n].detach(), i)
+                close = tw.close
+            t0 = time.perf_counter()
+            for i in range(1, steps + 1):
+                loss = loss_fn(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if hook is not None:
+                    hook(i, loss)
+            if close is not None:
+                close()
+            return time.perf_counter() - t0
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    return run
+
+
+@bench("torch_collector", goal=0.97, unit="steps/s", peer="the same loop without logging",
+       description="PyTorch MLP loop with the SummaryCollector at default settings")
+def bench_torch_collector(ctx: Context) -> list[Row]:
+    """Steps/s of an MLP loop with summarylog's collector vs without it, and
+    vs torch.utils.tensorboard logging the same values."""
+    steps = ctx.pick(2000, 200)
+    loop = _torch_loop(ctx, steps)
+    loop(None)  # warm-up
+    candidates = {"none": lambda: loop(None), "ours": lambda: loop("ours")}
+    tb_status = "ok"
+    try:
+        need_peer("tensorboard")
+        candidates["torch_tb"] = lambda: loop("torch_tb")
+    except PeerMissing as exc:
+        tb_status = str(exc)
+    ctx.log(f"torch_collector: {steps} steps per loop, {ctx.repeat} rounds")
+    res = ctx.rounds(candidates)
+    per_s = lambda xs: [steps / x for x in xs]  # noqa: E731
+    rows = [Row("torch_collector", "MLP loop + SummaryCollector", "the loop without logging",
+                "steps/s", per_s(res["ours"]), per_s(res["none"]),
+                note="ratio = steps/s with / without the collector (default settings: loss, "
+                     "input, 5 histograms at step 1 and every 10th); >= 0.97 is within 3 %")]
+    rows.append(Row("torch_collector", "MLP loop + SummaryCollector",
+                    "the loop + torch.utils.tensorboard (same values)", "steps/s",
+                    per_s(res["ours"]), per_s(res["torch_tb"]) if "torch_tb" in res else None,
+                    peer_status=tb_status, primary=False))
+    return rows
+
+
+def _mindspore_python() -> str | None:
+    env = os.environ.get("SUMMARYLOG_MINDSPORE_PYTHON")
+    if env:
+        return env
+    here = pathlib.Path(__file__).resolve()
+    for base in (pathlib.Path.cwd(), *here.parents):
+        cand = base / ".venvs" / "mindspore" / "bin" / "python"
+        if cand.exists():
+            return str(cand)
+    return None
+
+
+@bench("mindspore_collector", goal=5.0, unit="1/s overhead",
+       peer="MindSpore's own SummaryCollector",
+       description="MindSpore Model.train, 384 steps: overhead of each SummaryCollector")
+def bench_mindspore_collector(ctx: Context) -> list[Row]:
+    """Added wall time of MindSpore's SummaryCollector vs summarylog's on the
+    same Model.train run (figures are 1/overhead: the ratio is how many times
+    less summarylog adds)."""
+    py = _mindspore_python()
+    if py is None:
+        raise PeerMissing("missing (a Python with MindSpore: set SUMMARYLOG_MINDSPORE_PYTHON "
+                          "or run the test suite once to make .venvs/mindspore)")
+    script = pathlib.Path(__file__).with_name("ms_overhead.py")
+    out = tempfile.mkdtemp(prefix="slg-bench-ms-", dir=ctx.tmpdir)
+    try:
+        repeat = ctx.pick(max(ctx.repeat, 3), 1)
+        r = subprocess.run([py, str(script), out, str(repeat), "1" if ctx.quick else "0"],
+                           capture_output=True, text=True, timeout=1800)
+        if r.returncode != 0:
+            raise RuntimeError(f"ms_overhead.py failed: {r.stderr[-2000:]}")
+        data = json.loads(r.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    base = data["none"]
+    over = lambda xs: [max(x - b, 1e-3) for x, b in zip(xs, base)]  # noqa: E731
+    ours, theirs = over(data["ours"]), over(data["mindspore"])
+    inv = lambda xs: [1.0 / x for x in xs]  # noqa: E731
+    import statistics as st
+
+    return [Row("mindspore_collector", "Model.train + summarylog SummaryCollector",
+                f"Model.train + MindSpore {data['version']} SummaryCollector", "1/s overhead",
+                inv(ours), inv(theirs),
+                note=f"{data['steps']} steps; median wall s: none {st.median(base):.2f}, "
+                     f"MindSpore's {st.median(data['mindspore']):.2f}, "
+                     f"summarylog's {st.median(data['ours']):.2f}; ratio = MindSpore's added "
+                     f"time / summarylog's",
+                extra=data)]

@@ -1,0 +1,63 @@
+"""Histogram arithmetic for both dialects, in C without the GIL
+(csrc/histogram.c): one pass of statistics, one pass of equal-width counts
+that match ``np.histogram(values, bins=edges)``."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._native import ffi, lib
+
+__all__ = ["ValueStats", "value_stats", "equal_width_counts", "as_float_array"]
+
+
+class ValueStats(NamedTuple):
+    finite: int
+    nan_count: int
+    pos_inf_count: int
+    neg_inf_count: int
+    min: float  #: over the finite values (0.0 when there are none)
+    max: float
+    sum: float  #: float64 sum of the finite values
+    sum_squares: float
+
+
+def as_float_array(values: np.ndarray) -> np.ndarray:
+    """A contiguous 1-D float32 or float64 view/copy of ``values`` (other
+    dtypes become float64; float16 becomes float32)."""
+    flat = np.ravel(values)
+    if flat.dtype == np.float32 or flat.dtype == np.float64:
+        return np.ascontiguousarray(flat)
+    if flat.dtype == np.float16:
+        return flat.astype(np.float32)
+    return flat.astype(np.float64)
+
+
+def _ptr(arr: np.ndarray) -> tuple[object, int]:
+    return ffi.from_buffer("char[]", arr), 1 if arr.dtype == np.float64 else 0
+
+
+def value_stats(arr: np.ndarray) -> ValueStats:
+    """Statistics of a float32/float64 array from :func:`as_float_array`."""
+    out = ffi.new("slg_value_stats_t *")
+    p, is_f64 = _ptr(arr)
+    lib.slg_value_stats(p, is_f64, arr.size, out)
+    return ValueStats(int(out.finite), int(out.nan_count), int(out.pos_inf_count),
+                      int(out.neg_inf_count), float(out.min), float(out.max), float(out.sum),
+                      float(out.sum_squares))
+
+
+def equal_width_counts(arr: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """int64 counts of ``arr`` in the buckets between equal-width ``edges``
+    (as ``np.histogram(arr, bins=edges)``; non-finite values not counted)."""
+    e = np.ascontiguousarray(edges, dtype=np.float64)
+    bins = len(e) - 1
+    counts = np.empty(bins, np.int64)
+    p, is_f64 = _ptr(arr)
+    rc = lib.slg_histogram_counts(p, is_f64, arr.size, ffi.from_buffer("double[]", e), bins,
+                                  ffi.from_buffer("int64_t[]", counts))
+    if rc < 0:
+        raise ValueError(f"edges must be increasing, got [{e[0]}, {e[-1]}] in {bins} buckets")
+    return counts
