@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .registry import Context, PeerMissing, Row, bench, need_peer
 
-__all__ = ["bench_torch_collector", "bench_mindspore_collector"]
+__all__ = ["bench_torch_collector", "bench_mindspore_collector", "bench_jax_collector"]
 
 
 def _torch_loop(ctx: Context, steps: int) -> Callable[[str | None], float]:
@@ -157,3 +157,97 @@ def bench_mindspore_collector(ctx: Context) -> list[Row]:
                      f"summarylog's {st.median(data['ours']):.2f}; ratio = MindSpore's added "
                      f"time / summarylog's",
                 extra=data)]
+
+
+@bench("jax_collector", goal=0.97, unit="steps/s", peer="the same jitted loop without logging",
+       description="jitted Flax MLP step loop with the JAX SummaryCollector at default settings")
+def bench_jax_collector(ctx: Context) -> list[Row]:
+    """Steps/s of a jitted Flax MLP loop with summarylog's JAX collector vs
+    without; counts device reads (syncs) made on the training thread."""
+    import threading
+    import traceback
+
+    jax = need_peer("jax")
+    nn = need_peer("flax.linen")
+    optax = need_peer("optax")
+    import numpy as np
+
+    from ..adapters.jax import SummaryCollector
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(10)(nn.relu(nn.Dense(256)(nn.relu(nn.Dense(256)(x)))))
+
+    steps = ctx.pick(2000, 200)
+    model = MLP()
+    x = np.random.default_rng(0).normal(size=(64, 256)).astype(np.float32)
+    y = np.random.default_rng(1).integers(0, 10, 64)
+    tx = optax.sgd(0.01)
+
+    def loss_fn(p):
+        return optax.softmax_cross_entropy_with_integer_labels(model.apply(p, x), y).mean()
+
+    @jax.jit
+    def train_step(p, s):
+        loss, grads = jax.value_and_grad(loss_fn)(p)
+        updates, s = tx.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, loss
+
+    main = threading.current_thread()
+    syncs = {"n": 0}
+    array_type = type(jax.numpy.zeros(1))
+    originals = {name: getattr(array_type, name) for name in
+                 ("__array__", "item", "block_until_ready", "tolist", "__float__")
+                 if hasattr(array_type, name)}
+
+    def spy(name: str, orig: Any) -> Any:
+        def read(self: Any, *a: Any, **k: Any) -> Any:
+            if threading.current_thread() is main and any(
+                    "/summarylog/" in f.filename and "/bench/" not in f.filename
+                    for f in traceback.extract_stack()):
+                syncs["n"] += 1
+            return orig(self, *a, **k)
+        return read
+
+    def run(use: bool) -> float:
+        params = model.init(jax.random.PRNGKey(0), x[:1])
+        state = tx.init(params)
+        params, state, loss = train_step(params, state)  # compiled before timing
+        jax.block_until_ready(loss)
+        d = tempfile.mkdtemp(prefix="slg-bench-jax-", dir=ctx.tmpdir)
+        sc = SummaryCollector(d) if use else None
+        try:
+            t0 = time.perf_counter()
+            for i in range(1, steps + 1):
+                params, state, loss = train_step(params, state)
+                if sc is not None:
+                    sc.step(i, loss=loss, params=params)
+            jax.block_until_ready(params)
+            if sc is not None:
+                sc.close()
+            return time.perf_counter() - t0
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    run(False)
+    for name, orig in originals.items():
+        try:
+            setattr(array_type, name, spy(name, orig))
+        except (TypeError, AttributeError):
+            pass
+    try:
+        ctx.log(f"jax_collector: {steps} steps per loop, {ctx.repeat} rounds")
+        res = ctx.rounds({"none": lambda: run(False), "ours": lambda: run(True)})
+    finally:
+        for name, orig in originals.items():
+            try:
+                setattr(array_type, name, orig)
+            except (TypeError, AttributeError):
+                pass
+    per_s = lambda xs: [steps / t for t in xs]  # noqa: E731
+    return [Row("jax_collector", "jitted MLP loop + SummaryCollector", "the loop without logging",
+                "steps/s", per_s(res["ours"]), per_s(res["none"]),
+                note=f"ratio = steps/s with / without (loss, 5 histograms at step 1 and every "
+                     f"10th); device reads by summarylog on the training thread: {syncs['n']} "
+                     f"(goal 0)", extra={"training_thread_syncs": syncs["n"]})]

@@ -1,0 +1,370 @@
+"""MindSpore's SummaryCollector for JAX step loops, ``summary()`` inside
+``jax.jit``, and a CLU ``MetricWriter`` (summarylog.collector policy).
+
+    with SummaryCollector("runs/a", optimizer_name="adam", batch_size=32) as sc:
+        for step in range(1, n + 1):
+            params, opt_state, loss = train_step(params, opt_state, batch)
+            sc.step(step, loss=loss, params=params, batch=batch["image"])
+
+Device arrays are never read on the training thread: the collector hands
+them to summarylog's background thread, which reads them (so JAX's async
+dispatch keeps running ahead).  Parameter names are pytree key paths joined
+with "/" (``params/Dense_0/kernel``), which ``histogram_regular`` matches.
+Under multi-host JAX, ``jax.process_index()`` goes into file names and only
+process 0 writes by default.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..collector import CollectionPolicy, CollectorCore
+
+__all__ = ["SummaryCollector", "summary", "MetricWriter", "path_name", "named_leaves"]
+
+log = logging.getLogger("summarylog")
+
+_KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
+_active: list["SummaryCollector"] = []
+_lock = threading.Lock()
+
+
+def path_name(path: tuple[Any, ...]) -> str:
+    """A pytree key path as a "/"-joined name: ``params/Dense_0/kernel``."""
+    parts = []
+    for k in path:
+        for attr in ("key", "name", "idx"):
+            if hasattr(k, attr):
+                parts.append(str(getattr(k, attr)))
+                break
+        else:
+            parts.append(str(k))
+    return "/".join(parts)
+
+
+def named_leaves(tree: Any) -> dict[str, Any]:
+    """``{path_name: leaf}`` of a pytree's array leaves, in flattening order."""
+    leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return {path_name(p): v for p, v in leaves if hasattr(v, "shape")}
+
+
+def _deliver(key: str, value: Any) -> None:
+    """Host side of :func:`summary`: queue into the active collector."""
+    with _lock:
+        if _active:
+            _active[-1]._ops[key] = np.asarray(value)
+
+
+def summary(tag: str, x: Any, kind: str = "scalar") -> None:
+    """Record ``x`` under ``tag`` from inside a (jitted) step function, like
+    MindSpore's summary operators: the value reaches the host through
+    ``jax.debug.callback`` and lands in the active collector's next
+    collection.  When no collector is active at trace time nothing is
+    emitted, so it costs nothing (a function traced then keeps no callback:
+    create the collector before the first call of the jitted step)."""
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    if not isinstance(tag, str) or not tag:
+        raise TypeError(f"tag must be a non-empty str, got {tag!r}")
+    if not _active:
+        return
+    key = f"{tag}[:{_KINDS[kind]}]"
+    jax.debug.callback(lambda v: _deliver(key, v), x)
+
+
+def _jaxpr_graph(fn: Callable[..., Any], args: tuple[Any, ...], fmt: str) -> Any:
+    """The jaxpr of ``fn(*args)`` as a graph: a TensorBoard GraphDef or a
+    MindSpore GraphProto, one node per equation (op = primitive)."""
+    closed = jax.make_jaxpr(fn)(*args)
+    jaxpr = closed.jaxpr
+    names: dict[Any, str] = {}
+    nodes: list[tuple[str, str, list[str]]] = []
+    inputs = []
+    for i, v in enumerate(jaxpr.invars):
+        names[v] = f"input_{i}"
+        inputs.append(names[v])
+    for k, eqn in enumerate(jaxpr.eqns):
+        name = f"{eqn.primitive.name}_{k}"
+        ins = [names[v] for v in eqn.invars if not hasattr(v, "val") and v in names]
+        nodes.append((name, eqn.primitive.name, ins))
+        for o in eqn.outvars:
+            names[o] = name
+    if fmt == "tensorboard":
+        from tensorboard.compat.proto import graph_pb2, node_def_pb2
+
+        g = graph_pb2.GraphDef()
+        for name in inputs:
+            g.node.append(node_def_pb2.NodeDef(name=name, op="Placeholder"))
+        for name, op, ins in nodes:
+            g.node.append(node_def_pb2.NodeDef(name=name, op=op, input=ins))
+        return g.SerializeToString()
+    from ..pb import ms
+
+    g = ms.GraphProto(name=getattr(fn, "__name__", "step"))
+    for name in inputs:
+        g.parameters.add(name=name)
+    for name, op, ins in nodes:
+        n = g.node.add(name=name, op_type=op, scope="Default", full_name=f"Default/{name}")
+        for src in ins:
+            n.input.add(name=src, type=0)
+    return g
+
+
+class SummaryCollector:
+    """Collect loss, input images, parameter (and gradient) histograms, the
+    step's graph and lineage from a JAX step loop, with MindSpore's rules.
+
+    Args:
+      summary_dir: the run directory.
+      collect_freq, collect_specified_data, keep_default_action,
+      custom_lineage_data, collect_tensor_freq, max_file_size,
+      export_options: as MindSpore's SummaryCollector.
+      format: ``"tensorboard"`` (default) or ``"mindinsight"``.
+      total_steps: planned steps (spreads the <= 20 tensor collections).
+      optimizer_name, loss_name, network_name, batch_size, epochs,
+      dataset_size: lineage facts JAX cannot know.
+      collect_gradients: also histogram ``grads`` (``<name>.grad/auto``).
+      process0_only: under multi-host JAX only process 0 writes (default).
+    """
+
+    def __init__(self, summary_dir: str | os.PathLike[str], *, collect_freq: int = 10,
+                 collect_specified_data: Mapping[str, Any] | None = None,
+                 keep_default_action: bool = True,
+                 custom_lineage_data: Mapping[str, Any] | None = None,
+                 collect_tensor_freq: int | None = None, max_file_size: int | None = None,
+                 export_options: Mapping[str, Any] | None = None, format: str = "tensorboard",
+                 total_steps: int | None = None, optimizer_name: str | None = None,
+                 loss_name: str | None = None, network_name: str | None = None,
+                 batch_size: int | None = None, epochs: int | None = None,
+                 dataset_size: int | None = None, collect_gradients: bool = False,
+                 process0_only: bool = True) -> None:
+        self.policy = CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
+                                       keep_default_action, custom_lineage_data,
+                                       collect_tensor_freq, max_file_size, export_options, format)
+        self.facts = {"optimizer": optimizer_name, "loss_function": loss_name,
+                      "network": network_name, "batch_size": batch_size, "epoch": epochs,
+                      "dataset_size": dataset_size}
+        self.collect_gradients = bool(collect_gradients)
+        self.process = jax.process_index()
+        self.enabled = not (process0_only and self.process != 0)
+        self._ops: dict[str, Any] = {}
+        self._names: list[str] | None = None
+        self._lr: Any = None
+        self._closed = False
+        self.last_step = 0
+        self.core: CollectorCore | None = None
+        if self.enabled:
+            rank = self.process if jax.process_count() > 1 else None
+            self.core = CollectorCore(self.policy, rank=rank)
+            self.core.record.summary_op_sources.append(self._take_ops)
+            self.core.begin(total_steps)
+        with _lock:
+            _active.append(self)
+
+    def _take_ops(self) -> dict[str, Any]:
+        with _lock:
+            ops, self._ops = self._ops, {}
+        return ops
+
+    def _histograms(self, params: Any, grads: Any) -> Callable[[], dict[str, Any]]:
+        def named() -> dict[str, Any]:
+            leaves = named_leaves(params) if params is not None else {}
+            if self._names is None:
+                self._names = self.policy.histogram_names(leaves)
+            out = {n: leaves[n] for n in self._names if n in leaves}
+            if self.collect_gradients and grads is not None:
+                g = named_leaves(grads)
+                out.update({f"{n}.grad": g[n] for n in self._names if n in g})
+            return out
+        return named
+
+    def step(self, step: int, *, loss: Any = None, params: Any = None, grads: Any = None,
+             batch: Any = None, learning_rate: Any = None, opt_state: Any = None,
+             graph: tuple[Callable[..., Any], tuple[Any, ...]] | None = None) -> bool:
+        """After train step ``step`` (1-based): collect when the policy says
+        so.  ``loss``, ``params``, ``grads``, ``batch`` (image-like inputs)
+        may be device arrays; ``learning_rate`` a number, array or optax
+        schedule (evaluated at ``step``); ``opt_state`` of
+        ``optax.inject_hyperparams`` gives it too; ``graph=(fn, args)`` the
+        step function and example args for the graph (first step only).
+        Returns True when the step was collected."""
+        if self._closed:
+            raise ValueError("step() on a closed SummaryCollector")
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+            raise TypeError(f"step must be an int, got {type(step).__name__}")
+        self.last_step = int(step)
+        lr = self._learning_rate(learning_rate, opt_state, step)
+        if lr is not None:
+            self._lr = lr
+        if self.core is None:
+            self._take_ops()
+            return False
+        g = None
+        if graph is not None and not self.core._started and self.policy.enabled("collect_graph"):
+            try:
+                fn, args = graph
+                g = _jaxpr_graph(fn, tuple(args), self.policy.format)
+            except Exception as exc:
+                log.warning("summarylog: the step's graph could not be traced: %s", exc)
+        return self.core.step(int(step), loss=loss, inputs=batch,
+                              params=self._histograms(params, grads), graph=g)
+
+    @staticmethod
+    def _learning_rate(lr: Any, opt_state: Any, step: int) -> Any:
+        if lr is None and opt_state is not None:
+            # the inject_hyperparams state itself, or one inside a chain's tuple
+            states = [opt_state, *(opt_state if isinstance(opt_state, (tuple, list)) else ())]
+            for st in states:
+                hp = getattr(st, "hyperparams", None)
+                if isinstance(hp, Mapping) and "learning_rate" in hp:
+                    return hp["learning_rate"]
+            return None
+        if callable(lr):  # an optax schedule
+            return lr(step)
+        return lr
+
+    def evaluate_end(self, metrics: Mapping[str, Any]) -> None:
+        """After evaluation: the eval lineage (metrics)."""
+        if self.core is not None:
+            self.core.eval_end({k: np.asarray(v).item() if hasattr(v, "shape") else v
+                                for k, v in metrics.items()})
+
+    def flush(self) -> None:
+        if self.core is not None:
+            self.core.flush()
+
+    def close(self) -> None:
+        """Write the train lineage and close the files.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with _lock:
+            if self in _active:
+                _active.remove(self)
+        if self.core is None:
+            return
+        try:
+            f = self.facts
+            lr = float(np.asarray(self._lr)) if self._lr is not None else None
+            size = f["dataset_size"]
+            self.core.train_end({
+                "hyper_parameters": {"optimizer": f["optimizer"], "learning_rate": lr,
+                                     "loss_function": f["loss_function"], "epoch": f["epoch"],
+                                     "batch_size": f["batch_size"],
+                                     "device_num": jax.device_count(),
+                                     "parallel_mode": ("data_parallel" if jax.device_count() > 1
+                                                       else "stand_alone")},
+                "train_dataset": {"train_dataset_size": size},
+                "algorithm": {"network": f["network"]},
+            })
+        finally:
+            self.core.close()
+
+    @property
+    def files(self) -> list[str]:
+        return self.core.record.files if self.core is not None else []
+
+    def __enter__(self) -> "SummaryCollector":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _clu_interface() -> Any:
+    """clu.metric_writers.interface without the package __init__ (which
+    imports TensorFlow)."""
+    spec = importlib.util.find_spec("clu")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "metric_writers",
+                        "interface.py")
+    if not os.path.exists(path):
+        return None
+    import sys
+
+    name = "clu.metric_writers.interface"
+    if name in sys.modules:
+        return sys.modules[name]
+    mod_spec = importlib.util.spec_from_file_location(name, path)
+    assert mod_spec is not None and mod_spec.loader is not None
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    sys.modules[name] = mod
+    return mod
+
+
+_iface = _clu_interface()
+_Base: Any = _iface.MetricWriter if _iface is not None else object
+
+
+class MetricWriter(_Base):  # type: ignore[misc, valid-type]
+    """``clu.metric_writers.MetricWriter`` over summarylog.Writer (TensorBoard
+    files): scalars, images (NHWC), texts, histograms and hparams; videos
+    and audio are not supported (logged once, skipped)."""
+
+    def __init__(self, logdir: str | os.PathLike[str], **writer_kwargs: Any) -> None:
+        from ..writer import Writer
+
+        self._writer = Writer(logdir, **writer_kwargs)
+        self._warned: set[str] = set()
+
+    def write_summaries(self, step: int, values: Mapping[str, Any],
+                        metadata: Mapping[str, Any] | None = None) -> None:
+        for key, value in values.items():
+            self._writer.add_tensor(key, np.asarray(value), int(step))
+
+    def write_scalars(self, step: int, scalars: Mapping[str, Any]) -> None:
+        self._writer.log(dict(scalars), step=int(step))
+
+    def write_images(self, step: int, images: Mapping[str, Any]) -> None:
+        for key, value in images.items():
+            arr = np.asarray(value)
+            if arr.ndim == 3:
+                arr = arr[None]
+            self._writer.add_images(key, arr, int(step), dataformats="NHWC")
+
+    def _unsupported(self, what: str) -> None:
+        if what not in self._warned:
+            self._warned.add(what)
+            log.warning("summarylog MetricWriter: %s are not supported; skipped", what)
+
+    def write_videos(self, step: int, videos: Mapping[str, Any]) -> None:
+        self._unsupported("videos")
+
+    def write_audios(self, step: int, audios: Mapping[str, Any], *, sample_rate: int) -> None:
+        self._unsupported("audios")
+
+    def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
+        for key, text in texts.items():
+            self._writer.add_text(key, str(text), int(step))
+
+    def write_histograms(self, step: int, arrays: Mapping[str, Any],
+                         num_buckets: Mapping[str, int] | None = None) -> None:
+        for key, value in arrays.items():
+            bins = (num_buckets or {}).get(key, 30)
+            self._writer.add_histogram(key, np.asarray(value), int(step), bins=int(bins))
+
+    def write_pointcloud(self, step: int, point_clouds: Mapping[str, Any], *,
+                         point_colors: Any = None, configs: Any = None) -> None:
+        self._unsupported("point clouds")
+
+    def write_hparams(self, hparams: Mapping[str, Any]) -> None:
+        clean = {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
+                 for k, v in hparams.items()}
+        if clean:
+            self._writer.add_hparams(clean, {})
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()

@@ -1,0 +1,156 @@
+"""The JAX SummaryCollector in real JAX + Flax + Optax training, summary()
+inside jax.jit, and the CLU MetricWriter through CLU's own interface; read
+back with summarylog.Reader."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+from summarylog import Reader
+
+jax = require_module("jax")
+jnp = require_module("jax.numpy")
+nn = require_module("flax.linen")
+optax = require_module("optax")
+
+from summarylog.adapters.jax import MetricWriter, SummaryCollector, named_leaves, summary  # noqa: E402
+
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        h = nn.relu(nn.Dense(16)(x))
+        summary("hidden_mean", h.mean(), "scalar")
+        summary("hidden", h, "histogram")
+        return nn.Dense(2)(h)
+
+
+def _data(n=256, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 8)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
+    return x, y
+
+
+def _train(d, fmt="tensorboard", steps=30, **kw):
+    x, y = _data()
+    model = MLP()
+    sc = SummaryCollector(d, collect_freq=5, format=fmt, total_steps=steps,
+                          optimizer_name="adam", loss_name="softmax_cross_entropy",
+                          network_name="MLP", batch_size=32, epochs=1, dataset_size=len(x),
+                          custom_lineage_data={"framework": "jax"}, **kw)
+    params = model.init(jax.random.PRNGKey(0), x[:1])
+    tx = optax.inject_hyperparams(optax.adam)(learning_rate=optax.linear_schedule(0.05, 0.01, steps))
+    opt_state = tx.init(params)
+
+    def loss_fn(p, xb, yb):
+        logits = model.apply(p, xb)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, yb).mean()
+
+    @jax.jit
+    def train_step(p, s, xb, yb):
+        loss, grads = jax.value_and_grad(loss_fn)(p, xb, yb)
+        updates, s = tx.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, loss, grads
+
+    losses = {}
+    with sc:
+        for step in range(1, steps + 1):
+            i = (step * 32) % len(x)
+            xb, yb = x[i:i + 32], y[i:i + 32]
+            params, opt_state, loss, grads = train_step(params, opt_state, xb, yb)
+            sc.step(step, loss=loss, params=params, grads=grads, opt_state=opt_state,
+                    graph=(loss_fn, (params, xb, yb)))
+            losses[step] = loss
+        sc.evaluate_end({"accuracy": 0.9})
+    return {k: float(v) for k, v in losses.items()}, params
+
+
+@pytest.mark.parametrize("fmt", ["tensorboard", "mindinsight"])
+def test_flax_optax_training(tmp_path, fmt):
+    losses, params = _train(tmp_path, fmt,
+                            collect_specified_data={"histogram_regular": r"params/Dense_0/"})
+    r = Reader(tmp_path)
+    s = r.scalars(".", "loss/auto")
+    assert s.step.tolist() == [1, 5, 10, 15, 20, 25, 30]
+    np.testing.assert_allclose(s.value, [losses[k] for k in s.step], rtol=1e-6)
+    tags = r.tags(".")
+    hist = {t for t, k in tags.items() if k == "histogram" and t.endswith("/auto")}
+    assert hist == {"params/Dense_0/kernel/auto", "params/Dense_0/bias/auto"}
+    assert set(named_leaves(params)) >= {"params/Dense_0/kernel", "params/Dense_1/kernel"}
+    # in-jit summaries, at the collected steps
+    assert r.scalars(".", "hidden_mean").step.tolist() == [1, 5, 10, 15, 20, 25, 30]
+    assert tags["hidden"] == "histogram"
+    graphs = [e for e in r.events(".") if e.kind == "graph"]
+    assert len(graphs) == 1 and len(graphs[0].value) > 50
+    if fmt == "mindinsight":
+        (row,) = r.lineage()
+        assert row["optimizer"] == "adam" and row["network"] == "MLP"
+        assert row["learning_rate"] == pytest.approx(0.01 + (0.05 - 0.01) / 30, rel=1e-3)
+        assert row["train_dataset_size"] == 256 and row["user_defined"] == {"framework": "jax"}
+        assert row["metric"] == {"accuracy": 0.9}
+        assert row["loss"] == pytest.approx(losses[30], rel=1e-6)
+    else:
+        hp = [e.value for e in r.events(".") if e.kind == "hparams"]
+        start = [v for v in hp if "session_start_info" in v][0]["session_start_info"]["hparams"]
+        assert start["optimizer"] == "adam" and start["framework"] == "jax"
+
+
+def test_no_device_read_on_the_training_thread(tmp_path):
+    from summarylog.values import Deferred
+
+    with SummaryCollector(tmp_path) as sc:
+        loss = jnp.float32(0.5) * 2
+        params = {"w": jnp.ones((3, 3))}
+        rec = sc.core.record
+        seen = []
+        orig = rec.record
+
+        def spy(step, train_network=None, plugin_filter=None):
+            seen.extend(v for p in ("scalar", "histogram") for _, v in rec._pool.get(p, []))
+            return orig(step, train_network, plugin_filter)
+
+        rec.record = spy
+        sc.step(1, loss=loss, params=params)
+    assert seen and all(isinstance(v, Deferred) for v in seen)
+    assert Reader(tmp_path).scalars(".", "loss/auto").value.tolist() == [1.0]
+
+
+def test_summary_costs_nothing_without_a_collector():
+    @jax.jit
+    def f(x):
+        summary("x", x.sum())
+        return x * 2
+
+    jaxpr = jax.make_jaxpr(f)(jnp.ones(3))
+    assert "callback" not in str(jaxpr)  # nothing emitted
+
+
+def test_clu_metric_writer(tmp_path):
+    require_module("clu")
+    from summarylog.adapters.jax import _clu_interface
+
+    iface = _clu_interface()
+    assert iface is not None and issubclass(MetricWriter, iface.MetricWriter)
+    w = MetricWriter(tmp_path)
+    w.write_scalars(1, {"loss": 0.5, "acc": jnp.float32(0.25)})
+    w.write_scalars(2, {"loss": 0.25, "acc": 0.5})
+    w.write_images(2, {"img": np.random.default_rng(0).random((2, 8, 8, 3))})
+    w.write_texts(2, {"note": "hello"})
+    w.write_histograms(2, {"w": np.arange(100.0)}, num_buckets={"w": 10})
+    w.write_hparams({"lr": 0.1, "arch": "mlp"})
+    w.write_videos(2, {"v": np.zeros((1, 2, 4, 4, 3))})
+    w.write_audios(2, {"a": np.zeros((1, 10, 1))}, sample_rate=8000)
+    w.write_summaries(3, {"t": np.arange(4)})
+    w.flush()
+    w.close()
+    r = Reader(tmp_path)
+    assert r.scalars(".", "loss").value.tolist() == [0.5, 0.25]
+    assert r.scalars(".", "acc").value.tolist() == [0.25, 0.5]
+    tags = r.tags(".")
+    assert (tags["img"], tags["note"], tags["w"], tags["t"]) == ("image", "text", "histogram",
+                                                                  "tensor")
+    (h,) = [e.value for e in r.events(".") if e.tag == "w"]
+    assert len(h["counts"]) == 10 and sum(h["counts"]) == 100
