@@ -1,0 +1,110 @@
+"""The MindSpore-dialect schema (proto/summarylog/ms) against FORMAT.md §5:
+field numbers, wire types and labels of every message the dialect writes,
+and a hand-encoded record byte for byte."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from google.protobuf import descriptor
+
+from summarylog.pb import POOL, ms
+
+F = descriptor.FieldDescriptor
+REQ, OPT, REP = F.LABEL_REQUIRED, F.LABEL_OPTIONAL, F.LABEL_REPEATED
+
+# (message, field, number, type, label) from FORMAT.md §5.1-5.5
+TABLE = [
+    ("Event", "wall_time", 1, F.TYPE_DOUBLE, REQ), ("Event", "step", 2, F.TYPE_INT64, OPT),
+    ("Event", "version", 3, F.TYPE_STRING, OPT), ("Event", "graph_def", 4, F.TYPE_MESSAGE, OPT),
+    ("Event", "summary", 5, F.TYPE_MESSAGE, OPT), ("Event", "explain", 6, F.TYPE_MESSAGE, OPT),
+    ("Summary", "value", 1, F.TYPE_MESSAGE, REP),
+    ("Summary.Value", "tag", 1, F.TYPE_STRING, REQ),
+    ("Summary.Value", "scalar_value", 3, F.TYPE_FLOAT, OPT),
+    ("Summary.Value", "image", 4, F.TYPE_MESSAGE, OPT),
+    ("Summary.Value", "tensor", 8, F.TYPE_MESSAGE, OPT),
+    ("Summary.Value", "histogram", 9, F.TYPE_MESSAGE, OPT),
+    ("Summary.Value", "loss_landscape", 10, F.TYPE_MESSAGE, OPT),
+    ("Summary.Image", "height", 1, F.TYPE_INT32, REQ), ("Summary.Image", "width", 2, F.TYPE_INT32, REQ),
+    ("Summary.Image", "colorspace", 3, F.TYPE_INT32, REQ),
+    ("Summary.Image", "encoded_image", 4, F.TYPE_BYTES, REQ),
+    ("Summary.Histogram", "buckets", 1, F.TYPE_MESSAGE, REP),
+    ("Summary.Histogram", "nan_count", 2, F.TYPE_INT64, OPT),
+    ("Summary.Histogram", "pos_inf_count", 3, F.TYPE_INT64, OPT),
+    ("Summary.Histogram", "neg_inf_count", 4, F.TYPE_INT64, OPT),
+    ("Summary.Histogram", "max", 5, F.TYPE_DOUBLE, OPT), ("Summary.Histogram", "min", 6, F.TYPE_DOUBLE, OPT),
+    ("Summary.Histogram", "sum", 7, F.TYPE_DOUBLE, OPT), ("Summary.Histogram", "count", 8, F.TYPE_INT64, OPT),
+    ("Summary.Histogram.bucket", "left", 1, F.TYPE_DOUBLE, REQ),
+    ("Summary.Histogram.bucket", "width", 2, F.TYPE_DOUBLE, REQ),
+    ("Summary.Histogram.bucket", "count", 3, F.TYPE_INT64, REQ),
+    ("TensorProto", "dims", 1, F.TYPE_INT64, REP), ("TensorProto", "data_type", 2, F.TYPE_ENUM, OPT),
+    ("TensorProto", "float_data", 3, F.TYPE_FLOAT, REP), ("TensorProto", "int32_data", 4, F.TYPE_INT32, REP),
+    ("TensorProto", "int64_data", 5, F.TYPE_INT64, REP), ("TensorProto", "double_data", 6, F.TYPE_DOUBLE, REP),
+    ("TensorProto", "uint64_data", 7, F.TYPE_UINT64, REP), ("TensorProto", "raw_data", 8, F.TYPE_BYTES, OPT),
+    ("LossLandscape", "landscape", 1, F.TYPE_MESSAGE, OPT), ("LossLandscape", "loss_path", 2, F.TYPE_MESSAGE, OPT),
+    ("LossLandscape", "metadata", 3, F.TYPE_MESSAGE, OPT),
+    ("LossLandscape", "convergence_point", 4, F.TYPE_MESSAGE, OPT),
+    ("LineageEvent", "wall_time", 1, F.TYPE_DOUBLE, REQ), ("LineageEvent", "step", 2, F.TYPE_INT64, OPT),
+    ("LineageEvent", "version", 3, F.TYPE_STRING, OPT),
+    ("LineageEvent", "train_lineage", 6, F.TYPE_MESSAGE, OPT),
+    ("LineageEvent", "evaluation_lineage", 7, F.TYPE_MESSAGE, OPT),
+    ("LineageEvent", "dataset_graph", 9, F.TYPE_MESSAGE, OPT),
+    ("LineageEvent", "user_defined_info", 10, F.TYPE_MESSAGE, OPT),
+    ("TrainLineage.HyperParameters", "optimizer", 1, F.TYPE_STRING, OPT),
+    ("TrainLineage.HyperParameters", "learning_rate", 2, F.TYPE_FLOAT, OPT),
+    ("TrainLineage.HyperParameters", "loss_function", 3, F.TYPE_STRING, OPT),
+    ("TrainLineage.HyperParameters", "epoch", 4, F.TYPE_INT32, OPT),
+    ("TrainLineage.HyperParameters", "parallel_mode", 5, F.TYPE_STRING, OPT),
+    ("TrainLineage.HyperParameters", "device_num", 6, F.TYPE_INT32, OPT),
+    ("TrainLineage.HyperParameters", "batch_size", 8, F.TYPE_INT32, OPT),
+    ("TrainLineage.TrainDataset", "train_dataset_path", 1, F.TYPE_STRING, OPT),
+    ("TrainLineage.TrainDataset", "train_dataset_size", 2, F.TYPE_INT32, OPT),
+    ("TrainLineage.Algorithm", "network", 1, F.TYPE_STRING, OPT),
+    ("TrainLineage.Algorithm", "loss", 2, F.TYPE_FLOAT, OPT),
+    ("TrainLineage.Model", "path", 3, F.TYPE_STRING, OPT), ("TrainLineage.Model", "size", 4, F.TYPE_INT64, OPT),
+    ("EvaluationLineage", "metric", 2, F.TYPE_STRING, OPT),
+    ("EvaluationLineage", "valid_dataset", 3, F.TYPE_MESSAGE, OPT),
+    ("UserDefinedInfo", "user_info", 1, F.TYPE_MESSAGE, REP),
+    ("UserDefinedInfo", "map_int32", 3, F.TYPE_MESSAGE, REP),
+    ("UserDefinedInfo", "map_str", 4, F.TYPE_MESSAGE, REP),
+    ("UserDefinedInfo", "map_double", 5, F.TYPE_MESSAGE, REP),
+    ("DatasetGraph", "children", 1, F.TYPE_MESSAGE, REP), ("DatasetGraph", "parameter", 2, F.TYPE_MESSAGE, OPT),
+    ("DatasetGraph", "operations", 3, F.TYPE_MESSAGE, REP), ("DatasetGraph", "sampler", 4, F.TYPE_MESSAGE, OPT),
+]
+
+
+@pytest.mark.parametrize("msg, field, number, ftype, label", TABLE)
+def test_field(msg, field, number, ftype, label):
+    d = POOL.FindMessageTypeByName(f"summarylog.ms.{msg}").fields_by_name[field]
+    assert (d.number, d.type, d.label) == (number, ftype, label)
+
+
+def test_packed_tensor_data_and_data_types():
+    t = POOL.FindMessageTypeByName("summarylog.ms.TensorProto")
+    assert all(t.fields_by_name[f].is_packed for f in ("float_data", "int64_data", "double_data"))
+    assert not t.fields_by_name["dims"].is_packed  # proto2 default: unpacked
+    dt = ms.DataType.values_by_name
+    assert (dt["DT_BOOL"].number, dt["DT_INT64"].number, dt["DT_FLOAT32"].number,
+            dt["DT_FLOAT64"].number, dt["DT_STRING"].number, dt["DT_REF"].number) == (
+                1, 5, 11, 12, 13, 42)
+
+
+def test_hand_encoded_event():
+    tag = b"a"
+    value = b"\x0a" + bytes([len(tag)]) + tag + b"\x1d" + struct.pack("<f", 2.0)
+    summary = b"\x0a" + bytes([len(value)]) + value
+    want = b"\x09" + struct.pack("<d", 1.5) + b"\x10\x03" + b"\x2a" + bytes([len(summary)]) + summary
+    ev = ms.Event(wall_time=1.5, step=3)
+    ev.summary.value.add(tag="a", scalar_value=2.0)
+    assert ev.SerializeToString() == want
+    back = ms.Event.FromString(want)
+    assert (back.wall_time, back.step, back.summary.value[0].scalar_value) == (1.5, 3, 2.0)
+
+
+def test_dialects_live_in_separate_packages():
+    assert POOL.FindMessageTypeByName("summarylog.ms.Event").file.package == "summarylog.ms"
+    assert POOL.FindMessageTypeByName("summarylog.tb.Event").file.package == "summarylog.tb"
+    for name in ("summary", "lineage", "anf_ir"):
+        f = POOL.FindFileByName(f"summarylog/ms/{name}.proto")
+        assert not [d.name for d in f.dependencies if "/tb/" in d.name]
