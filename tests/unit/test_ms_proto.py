@@ -12,7 +12,16 @@ from google.protobuf import descriptor
 from summarylog.pb import POOL, ms
 
 F = descriptor.FieldDescriptor
-REQ, OPT, REP = F.LABEL_REQUIRED, F.LABEL_OPTIONAL, F.LABEL_REPEATED
+REQ, OPT, REP = "required", "optional", "repeated"
+
+
+def _label(d) -> str:
+    """The field's label on any protobuf runtime (7.x dropped .label)."""
+    if hasattr(d, "label"):
+        return {F.LABEL_REQUIRED: REQ, F.LABEL_REPEATED: REP}.get(d.label, OPT)
+    if d.is_required:
+        return REQ
+    return REP if d.is_repeated else OPT
 
 # (message, field, number, type, label) from FORMAT.md §5.1-5.5
 TABLE = [
@@ -77,7 +86,7 @@ TABLE = [
 @pytest.mark.parametrize("msg, field, number, ftype, label", TABLE)
 def test_field(msg, field, number, ftype, label):
     d = POOL.FindMessageTypeByName(f"summarylog.ms.{msg}").fields_by_name[field]
-    assert (d.number, d.type, d.label) == (number, ftype, label)
+    assert (d.number, d.type, _label(d)) == (number, ftype, label)
 
 
 def test_packed_tensor_data_and_data_types():
