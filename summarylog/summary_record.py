@@ -617,7 +617,7 @@ class SummaryRecord:
 
             n = value_stats(as_float_array(arr)).finite  # MindSpore's bucket count rule
             bins = 1 if n == 0 else 2 if n <= 5 else 3 if n <= 10 else min(n // 10 + 1, 90)
-            w.add_histogram(tag, arr, step, bins=bins, walltime=wall)
+            w._add_histogram_owned(tag, arr, step, bins, wall)  # arr is ours alone
         for tag, message in pool.get(LANDSCAPE, []):
             from .dialects.mindspore import tensor_to_numpy
 

@@ -418,6 +418,14 @@ class Writer:
         arr = np.array(arr, copy=True)  # later in-place changes don't reach us
         self._submit(self._encode_histogram, walltime, step, tag, arr, bins)
 
+    def _add_histogram_owned(self, tag: str, arr: np.ndarray, step: int, bins: int,
+                             walltime: float) -> None:
+        """add_histogram for a checked numpy array the caller hands over and
+        never touches again (summarylog's SummaryRecord): no second copy."""
+        self._check_open()
+        self._submit(self._encode_histogram, _check_walltime(walltime), _check_step(step), tag,
+                     arr, bins)
+
     def _encode_histogram(self, walltime: float, step: int, tag: str, arr: np.ndarray,
                           bins: int) -> list[bytes]:
         return [self._enc.histogram(walltime, step, tag, arr, bins)]

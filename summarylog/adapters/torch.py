@@ -218,6 +218,7 @@ class SummaryCollector:
         self.epoch = 0
         self._ops: dict[str, torch.Tensor] = {}
         self._param_names: list[str] | None = None
+        self._selected: list[tuple[str, torch.Tensor]] = []
         self._closed = False
         self.core: CollectorCore | None = None
         if self.enabled:
@@ -241,15 +242,15 @@ class SummaryCollector:
     def _params(self) -> dict[str, torch.Tensor]:
         if self.model is None:
             return {}
-        named = dict(self.model.named_parameters())
-        if self._param_names is None:
+        if self._param_names is None:  # chosen once; the Parameter objects stay the same
+            named = dict(self.model.named_parameters())
             self._param_names = self.policy.histogram_names(named)
-        out = {n: named[n].detach() for n in self._param_names if n in named}
+            self._selected = [(n, named[n]) for n in self._param_names]
+        out = {n: p.detach() for n, p in self._selected}
         if self.collect_gradients:
-            for n in self._param_names:
-                g = named[n].grad if n in named else None
-                if g is not None:
-                    out[f"{n}.grad"] = g.detach()
+            for n, p in self._selected:
+                if p.grad is not None:
+                    out[f"{n}.grad"] = p.grad.detach()
         return out
 
     def _graph(self, inputs: Any) -> Any:
