@@ -136,9 +136,12 @@ def bench_mindspore_collector(ctx: Context) -> list[Row]:
     out = tempfile.mkdtemp(prefix="slg-bench-ms-", dir=ctx.tmpdir)
     try:
         repeat = ctx.pick(max(ctx.repeat, 3), 1)
+        # MindSpore's own environment: nothing of ours on its import path
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
         for attempt in range(2):  # MindSpore's dataset pipeline fails now and then under load
             r = subprocess.run([py, str(script), out, str(repeat), "1" if ctx.quick else "0"],
-                               capture_output=True, text=True, timeout=1800)
+                               capture_output=True, text=True, timeout=1800, env=env)
             if r.returncode == 0:
                 break
             ctx.log(f"mindspore_collector: attempt {attempt + 1} failed: "
