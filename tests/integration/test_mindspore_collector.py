@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from summarylog import Reader
-from venvs import require_venv, venv_python
+from venvs import require_venv, venv_env, venv_python
 
 SCRIPT = pathlib.Path(__file__).resolve().parent / "ms_scripts" / "ms_collector.py"
 
@@ -25,7 +25,8 @@ def ms_venv() -> pathlib.Path:
 
 def _train(venv, out, fmt, mode, sink, which):
     r = subprocess.run([str(venv_python(venv)), str(SCRIPT), str(out), fmt, mode, sink, which],
-                       capture_output=True, text=True, cwd=str(out), timeout=900)
+                       capture_output=True, text=True, cwd=str(out), timeout=900,
+                       env=venv_env())
     assert r.returncode == 0, r.stderr[-4000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 

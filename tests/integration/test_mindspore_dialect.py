@@ -18,7 +18,7 @@ import pytest
 from summarylog import Reader, SummaryRecord
 from summarylog.dialects.mindspore import histogram_buckets
 from summarylog.records import RecordReader
-from venvs import require_venv, venv_python
+from venvs import require_venv, venv_env, venv_python
 
 HERE = pathlib.Path(__file__).resolve().parent
 MS_RUN = HERE / "ms_scripts" / "ms_run.py"
@@ -26,7 +26,7 @@ MS_RUN = HERE / "ms_scripts" / "ms_run.py"
 
 def _ms(venv: pathlib.Path, *args: str, cwd: str) -> object:
     r = subprocess.run([str(venv_python(venv)), str(MS_RUN), *args], capture_output=True,
-                       text=True, cwd=cwd, timeout=600)
+                       text=True, cwd=cwd, timeout=600, env=venv_env())
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
