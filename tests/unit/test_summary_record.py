@@ -365,3 +365,25 @@ def test_framework_tensors_are_copied_not_read_on_the_caller(tmp_path):
     assert h["max"] == 1.0 and h["num"] == 12
     (j,) = [e.value for e in r.events(".") if e.tag == "j"]
     np.testing.assert_array_equal(j, [0.0, 1.0, 2.0])
+
+
+def test_raise_exception_true_raises_the_io_error_naming_the_file(tmp_path):
+    from summarylog._native import lib
+
+    rec = SummaryRecord(tmp_path, raise_exception=True)
+    rec.add_value("scalar", "a", 1.0)
+    rec.record(0)
+    rec.flush()
+    path = rec._files.summary.path
+    lib.slg_writer_inject_fault(rec._files.summary._h, 28, 1000)  # ENOSPC from now on
+    rec.add_value("scalar", "a", 2.0)
+    rec.record(1)
+    with pytest.raises(OSError) as info:
+        rec.flush()
+        rec.record(2)
+        rec.close()
+    assert path in str(info.value)
+    rec._error = None
+    lib.slg_writer_inject_fault(rec._files.summary._h, 0, 0)
+    rec.close()
+    assert Reader(tmp_path).scalars(".", "a").value.tolist()[:1] == [1.0]  # kept
