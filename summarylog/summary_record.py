@@ -21,7 +21,6 @@ and, beside it, the same name ending ``_lineage`` for lineage records.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import math
 import os
@@ -32,13 +31,13 @@ import threading
 import time
 import urllib.parse
 import warnings
-import weakref
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from . import shutdown
 from .dialects.mindspore import MindSporeEncoder, lineage_message
 from .records import RecordWriter
 from .values import resolve_array, snapshot_array
@@ -52,24 +51,11 @@ LINEAGE_PLUGINS = ("train_lineage", "eval_lineage", "dataset_graph", "custom_lin
 LANDSCAPE = "LANDSCAPE"
 _ALL_PLUGINS = (*SUMMARY_PLUGINS, *LINEAGE_PLUGINS, "graph", LANDSCAPE)
 _SUMMARY_OP_NAME = re.compile(r"(.+)\[:(.+)\]")
-_open_records: "weakref.WeakSet[SummaryRecord]" = weakref.WeakSet()
 
 
 class TagNameError(TypeError, ValueError):
     """A tag name that is not a non-empty str.  MindSpore documents TypeError
     and raises ValueError: this is both."""
-
-
-def _close_all_at_exit() -> None:
-    for rec in list(_open_records):
-        try:
-            rec.close()
-        except Exception as exc:  # pragma: no cover - reported, never raised at exit
-            log.warning("summarylog: closing SummaryRecord %s at exit failed: %s",
-                        rec._dir, exc)
-
-
-atexit.register(_close_all_at_exit)
 
 
 def _check_tag(name: Any) -> str:
@@ -354,7 +340,7 @@ class SummaryRecord:
         self._thread = threading.Thread(target=self._run, name="summarylog-summary-record",
                                         daemon=True)
         self._thread.start()
-        _open_records.add(self)
+        shutdown.register(self)
 
     @staticmethod
     def _check_export_options(opts: Any) -> dict[str, Any] | None:
@@ -485,13 +471,15 @@ class SummaryRecord:
 
     def close(self) -> None:
         """Write what is pending and close the files.  Idempotent."""
-        if self._closed:
+        if not self._closed:
+            self._closed = True
+            self._q.put(("close",))
+        elif not self._thread.is_alive():
             return
-        self._closed = True
-        self._q.put(("close",))
+        # a close() cut short (a signal during the join) is finished by the next one
         if self._thread is not threading.current_thread():
             self._thread.join()
-        _open_records.discard(self)
+        shutdown.unregister(self)
         self._raise_pending()
 
     def __enter__(self) -> "SummaryRecord":

@@ -15,7 +15,6 @@ processes never collide; ``max_file_size`` rotates to the next ``<seq>``.
 
 from __future__ import annotations
 
-import atexit
 import collections
 import itertools
 import logging
@@ -32,6 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import shutdown
 from ._native import ffi, lib
 from ._speedups import pack_log as _pack_log
 from .dialects.tensorboard import TensorBoardEncoder
@@ -51,18 +51,15 @@ _MAX_QUEUE = 1 << 20  # queued items past which callers drain themselves (backpr
 # tracked by Python's garbage collector, so a hot loop triggers no collections
 # (which cost microseconds each in a process holding a large heap, e.g. torch)
 _PACK = struct.Struct("<Idqd").pack
+_UNPACK = struct.Struct("<Idqd").unpack
+_UNPACK_LOG_HEAD = struct.Struct("<IIqd").unpack_from  # + one "<d" per tag of the key set
+
+
+def _unpack_doubles(item: bytes, k: int) -> tuple[float, ...]:
+    return struct.unpack_from(f"<{k}d", item, 24)
+
+
 _PACKED = np.dtype([("tid", "<u4"), ("value", "<f8"), ("step", "<i8"), ("wall", "<f8")])
-
-
-def _close_all_at_exit() -> None:
-    for w in list(_open_writers):
-        try:
-            w.close()
-        except Exception as exc:  # pragma: no cover - reported, never raised at exit
-            log.warning("summarylog: closing %s at exit failed: %s", w.logdir, exc)
-
-
-atexit.register(_close_all_at_exit)
 
 
 def _after_fork_in_child() -> None:
@@ -248,6 +245,7 @@ class Writer:
         self._files: list[str] = []
         self._init_state()
         _open_writers.add(self)
+        shutdown.register(self)
 
     def _init_state(self) -> None:
         self._lock = threading.Lock()  # tags, files, closing
@@ -257,6 +255,7 @@ class Writer:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._finished = False
         self._error: BaseException | None = None
         self._io_errors_logged = False
         self._pid = os.getpid()
@@ -266,6 +265,7 @@ class Writer:
         # the child gets its own file (its pid is in the name) on its next event
         if self._rw is not None:
             self._rw._closed = True  # the parent's; the child must not flush it
+        self._files = []  # the parent's files are not the child's
         self._init_state()
 
     # -- tags and validation -----------------------------------------------
@@ -602,8 +602,7 @@ class Writer:
             for item in items:
                 t = type(item)
                 if t is bytes or t is tuple:
-                    if run and (type(run[0]) is not t or
-                                (t is bytes and len(run[0]) != len(item))):
+                    if run and type(run[0]) is not t:
                         self._emit_run(run)
                         run = []
                     run.append(item)
@@ -629,9 +628,14 @@ class Writer:
                 self._emit_run(run)
 
     def _emit_run(self, run: list[Any]) -> None:
+        if type(run[0]) is bytes:
+            if len(set(map(len, run))) > 1:  # records of several sizes
+                self._emit_mixed(run)
+                return
+            data = b"".join(run)
         if type(run[0]) is bytes and len(run[0]) != _PACKED.itemsize:  # packed log() records
             k = (len(run[0]) - 24) // 8
-            rec = np.frombuffer(b"".join(run), np.dtype(
+            rec = np.frombuffer(data, np.dtype(
                 [("key", "<u4"), ("pad", "<u4"), ("step", "<i8"), ("wall", "<f8"),
                  ("vals", "<f8", (k,))]))
             n = len(rec)
@@ -644,7 +648,7 @@ class Writer:
                                  np.ascontiguousarray(rec["step"]), np.full(n, k, np.uint32),
                                  ids, np.ascontiguousarray(rec["vals"]).reshape(-1))
         elif type(run[0]) is bytes:  # packed add_scalar records: columns straight from numpy
-            rec = np.frombuffer(b"".join(run), _PACKED)
+            rec = np.frombuffer(data, _PACKED)
             n = len(rec)
             self._encode_columns(n, np.ascontiguousarray(rec["wall"]),
                                  np.ascontiguousarray(rec["step"]), np.ones(n, np.uint32),
@@ -652,6 +656,30 @@ class Writer:
                                  np.ascontiguousarray(rec["value"]))
         else:
             self._emit_scalars(run)
+
+    def _emit_mixed(self, run: list[bytes]) -> None:
+        """Packed add_scalar and log() records interleaved (several threads, or
+        both calls in one loop): columns item by item, in the order logged."""
+        walls, steps, counts, ids, vals = array("d"), array("q"), array("I"), array("I"), array("d")
+        size = _PACKED.itemsize
+        key_ids: dict[int, list[int]] = {}
+        for item in run:
+            if len(item) == size:
+                tid, v, step, wall = _UNPACK(item)
+                ids.append(tid)
+                vals.append(v)
+                counts.append(1)
+            else:
+                key, _, step, wall = _UNPACK_LOG_HEAD(item)
+                kt = key_ids.get(key)
+                if kt is None:
+                    kt = key_ids[key] = self._key_tids[key].tolist()
+                ids.extend(kt)
+                vals.extend(_unpack_doubles(item, len(kt)))
+                counts.append(len(kt))
+            steps.append(step)
+            walls.append(wall)
+        self._encode_columns(len(run), walls, steps, counts, ids, vals)
 
     def _write_payload(self, payload: bytes) -> None:
         self._writer().write(payload)
@@ -754,9 +782,9 @@ class Writer:
     def close(self) -> None:
         """Flush everything and close the file.  Idempotent."""
         with self._lock:
-            if self._closed:
+            if self._finished:
                 return
-            self._closed = True
+            self._closed = True  # a close() cut short (a signal) is finished by the next one
             thread = self._thread
         self._wake.set()
         if thread is not None and thread is not threading.current_thread():
@@ -768,7 +796,9 @@ class Writer:
             rw = self._rw
             if rw is not None:
                 rw.close()
+            self._finished = True
             _open_writers.discard(self)
+            shutdown.unregister(self)
         if self._error is not None:
             err, self._error = self._error, None
             raise err

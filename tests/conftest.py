@@ -53,3 +53,8 @@ def rng(request: pytest.FixtureRequest) -> random.Random:
     seed = int(os.environ.get("SLG_SEED", random.randrange(1 << 30)))
     print(f"[{request.node.name}] SLG_SEED={seed}")
     return random.Random(seed)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", default=False,
+                     help="run the long fuzz, crash and soak versions (opt-in; minutes to hours)")

@@ -151,6 +151,25 @@ class TestScalars:
                  e.summary.value[0].tag == "loss"]
         assert walls == [1000.0 + i for i in range(100)]
 
+    def test_add_scalar_and_log_of_several_sizes_interleaved(self, tmp_path) -> None:
+        # packed records of 28 (add_scalar), 32, 40 and 48 bytes (log() of 1-3 tags)
+        # in one drain; [40, 32, 48] sums to 3 x 40, which once fooled a size check
+        with summarylog.Writer(tmp_path) as w:
+            for i in range(3000):
+                if i % 4 == 0:
+                    w.log({"a": float(i), "b": float(i)}, step=i)
+                elif i % 4 == 1:
+                    w.log({"a": float(i)}, step=i)
+                elif i % 4 == 2:
+                    w.log({"a": float(i), "b": float(i), "c": float(i)}, step=i)
+                else:
+                    w.add_scalar("a", float(i), i)
+        got = scalars_of(str(tmp_path))
+        assert got["a"] == [(i, float(i)) for i in range(3000)]
+        assert got["b"] == [(i, float(i)) for i in range(3000) if i % 4 in (0, 2)]
+        assert got["c"] == [(i, float(i)) for i in range(3000) if i % 4 == 2]
+        assert w.stats["events"] == 3000
+
     def test_step_none_is_zero_and_nan_kept(self, tmp_path) -> None:
         with summarylog.Writer(tmp_path) as w:
             w.add_scalar("a", float("nan"))

@@ -1,0 +1,107 @@
+"""Drain and close every open writer when the process ends.
+
+One registry for all of summarylog's writers (``Writer``, ``SummaryRecord``,
+anything with ``close()``), closed newest first, at:
+
+* normal interpreter exit (``atexit``), including ``sys.exit`` and an
+  uncaught exception;
+* SIGINT: Python's default handler raises KeyboardInterrupt, the stack
+  unwinds and exit runs the above;
+* SIGTERM and SIGHUP whose disposition is still the default (which would
+  kill the process without running ``atexit``): summarylog installs a
+  handler that raises ``SystemExit(128 + signum)`` in the main thread, so the
+  stack unwinds (releasing locks held there), ``finally`` blocks run and
+  exit drains the writers.  A second such signal while exiting kills the
+  process the default way.
+
+A handler the user installed (before or after summarylog) is never replaced
+or wrapped: it decides what the signal does.  Handlers are installed only
+from the main thread, once, when the first writer opens.  ``SIGKILL`` and
+``os._exit`` can not be caught: there the loss window of the chosen
+``durability`` applies (see :mod:`summarylog.records.writer`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import threading
+import weakref
+from typing import Any
+
+__all__ = ["register", "unregister", "close_all", "install_signal_handlers"]
+
+log = logging.getLogger("summarylog")
+
+_lock = threading.Lock()
+_open: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_order = 0
+_installed = False
+_exiting = False
+_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+def register(obj: Any) -> None:
+    """Close ``obj`` (anything with ``close()``) at exit unless closed before;
+    held weakly."""
+    global _order
+    with _lock:
+        _order += 1
+        _open[_order] = obj
+    if not _installed:
+        install_signal_handlers()
+
+
+def unregister(obj: Any) -> None:
+    """Forget ``obj`` (after its own ``close()``)."""
+    with _lock:
+        for key, value in list(_open.items()):
+            if value is obj:
+                del _open[key]
+
+
+def close_all() -> None:
+    """Close every registered writer, newest first (a SummaryRecord before
+    the Writer it owns); errors are logged, never raised."""
+    while True:
+        with _lock:
+            if not _open:
+                return
+            key = max(_open.keys())
+            obj = _open.pop(key, None)
+        if obj is None:
+            continue
+        try:
+            obj.close()
+        except Exception as exc:  # reported, never raised at exit
+            log.warning("summarylog: closing %r at exit failed: %s", obj, exc)
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    global _exiting
+    if _exiting:  # the second one: die the default way
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    _exiting = True
+    raise SystemExit(128 + signum)
+
+
+def install_signal_handlers() -> None:
+    """Install the SIGTERM/SIGHUP handler where the disposition is the
+    default; a no-op off the main thread or when already done."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    _installed = True
+    for sig in _SIGNALS:
+        try:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # not the main interpreter, or not allowed here
+            pass
+
+
+atexit.register(close_all)

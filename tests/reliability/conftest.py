@@ -1,0 +1,60 @@
+"""Reliability tests: each prints its figure (``figure(...)``), and the
+figures are repeated in a "reliability figures" section at the end of the
+run.  ``pytest --long`` runs the long versions (more crash trials, more
+fuzz inputs, bigger soaks)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Callable
+
+import pytest
+
+SCRIPTS = pathlib.Path(__file__).with_name("scripts")
+_FIGURES: list[str] = []
+
+
+@pytest.fixture
+def figure(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """figure(text): print one measured figure of this test."""
+
+    def report(text: str) -> None:
+        line = f"{request.node.name}: {text}"
+        _FIGURES.append(line)
+        print(line)
+
+    return report
+
+
+@pytest.fixture
+def long_run(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--long"))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if _FIGURES:
+        terminalreporter.section("reliability figures")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child Python: the installed summarylog, not
+    the source tree (whose package has no compiled core)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def run_script(name: str, *args: str, timeout: float = 300, check: bool = True,
+               **kw) -> subprocess.CompletedProcess[str]:
+    """Run tests/reliability/scripts/<name> in a child Python (cwd /)."""
+    r = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], cwd="/",
+                       env=child_env(), capture_output=True, text=True, timeout=timeout, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{name} {args} exited {r.returncode}:\n{r.stdout[-3000:]}\n"
+                             f"{r.stderr[-3000:]}")
+    return r
