@@ -58,3 +58,32 @@ def rng(request: pytest.FixtureRequest) -> random.Random:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", default=False,
                      help="run the long fuzz, crash and soak versions (opt-in; minutes to hours)")
+
+
+_FIGURES: list[str] = []
+
+
+@pytest.fixture
+def figure(request: pytest.FixtureRequest):
+    """figure(text): print one measured figure of this test; all figures are
+    repeated in a "figures" section at the end of the run."""
+
+    def report(text: str) -> None:
+        line = f"{request.node.name}: {text}"
+        _FIGURES.append(line)
+        print(line)
+
+    return report
+
+
+@pytest.fixture
+def long_run(request: pytest.FixtureRequest) -> bool:
+    """True under ``pytest --long``."""
+    return bool(request.config.getoption("--long"))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if _FIGURES:
+        terminalreporter.section("figures")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)

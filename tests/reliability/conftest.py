@@ -1,7 +1,7 @@
-"""Reliability tests: each prints its figure (``figure(...)``), and the
-figures are repeated in a "reliability figures" section at the end of the
-run.  ``pytest --long`` runs the long versions (more crash trials, more
-fuzz inputs, bigger soaks)."""
+"""Reliability tests: each prints its figure with the ``figure`` fixture
+(tests/conftest.py; repeated in a "figures" section at the end of the run).
+``pytest --long`` runs the long versions (more crash trials, more fuzz
+inputs, bigger soaks)."""
 
 from __future__ import annotations
 
@@ -9,36 +9,8 @@ import os
 import pathlib
 import subprocess
 import sys
-from typing import Callable
-
-import pytest
 
 SCRIPTS = pathlib.Path(__file__).with_name("scripts")
-_FIGURES: list[str] = []
-
-
-@pytest.fixture
-def figure(request: pytest.FixtureRequest) -> Callable[[str], None]:
-    """figure(text): print one measured figure of this test."""
-
-    def report(text: str) -> None:
-        line = f"{request.node.name}: {text}"
-        _FIGURES.append(line)
-        print(line)
-
-    return report
-
-
-@pytest.fixture
-def long_run(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--long"))
-
-
-def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
-    if _FIGURES:
-        terminalreporter.section("reliability figures")
-        for line in _FIGURES:
-            terminalreporter.write_line(line)
 
 
 def child_env() -> dict[str, str]:
