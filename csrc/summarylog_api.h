@@ -52,6 +52,10 @@ uint64_t slg_frame_many(char *out, const char *concat, const uint64_t *lens, uin
 #define SLG_ON_FULL_BLOCK 0
 #define SLG_ON_FULL_DROP 1
 #define SLG_DROPPED 1          /* write() status: record dropped, buffer full */
+/* The largest payload one record may carry: 2 GiB - 1, protobuf's message
+ * limit (no reader could decode a larger event).  The write calls refuse a
+ * larger one with -EMSGSIZE before writing anything. */
+#define SLG_MAX_PAYLOAD 0x7FFFFFFF
 
 typedef struct slg_writer slg_writer;
 /* After fork(), a child's copy of a writer refuses every call with -ECHILD
@@ -81,12 +85,14 @@ typedef struct {
 int slg_writer_open(const char *path, uint32_t mode, double flush_secs,
                     uint64_t flush_bytes, uint64_t max_buffer, int durability,
                     int on_full, slg_writer **out);
-/* Frame and buffer one payload.  0, SLG_DROPPED, or -errno of an I/O error
- * not yet reported (each error is reported once, then cleared). */
+/* Frame and buffer one payload.  0, SLG_DROPPED, -EMSGSIZE (payload over
+ * SLG_MAX_PAYLOAD: nothing written), or -errno of an I/O error not yet
+ * reported (each error is reported once, then cleared). */
 int slg_writer_write(slg_writer *w, const char *payload, uint64_t len);
 /* Frame and buffer n payloads given back to back, in order.  Other threads'
  * records may land between 1 MiB chunks of a larger batch (never inside a
- * record).  *accepted receives how many were buffered. */
+ * record).  *accepted receives how many were buffered.  One payload over
+ * SLG_MAX_PAYLOAD refuses the whole batch (-EMSGSIZE, nothing written). */
 int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *lens,
                           uint64_t n, uint64_t *accepted);
 /* Buffer bytes as they are (already framed, or a compressed block). */

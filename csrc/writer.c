@@ -336,6 +336,7 @@ static int write_direct(slg_writer *w, const char *header, const char *payload, 
 
 int slg_writer_write(slg_writer *w, const char *payload, uint64_t len) {
     char header[12], footer[4];
+    if (len > SLG_MAX_PAYLOAD) return -EMSGSIZE;
     slg_put_le64(header, len);
     slg_put_le32(header + 8, slg_masked_crc32c(header, 8));
     slg_put_le32(footer, slg_masked_crc32c(payload, (size_t)len));
@@ -379,6 +380,8 @@ int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *len
     int rc = 0;
     *accepted = 0;
     if (FORKED(w)) return -ECHILD;
+    for (uint64_t k = 0; k < n; k++)
+        if (lens[k] > SLG_MAX_PAYLOAD) return -EMSGSIZE;
     pthread_mutex_lock(&w->mu);
     while (i < n) {
         if (w->closing || w->closed) {

@@ -21,6 +21,7 @@ and, beside it, the same name ending ``_lineage`` for lineage records.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
@@ -39,7 +40,7 @@ import numpy as np
 
 from . import shutdown
 from .dialects.mindspore import MindSporeEncoder, lineage_message
-from .records import RecordWriter
+from .records import MAX_PAYLOAD, RecordWriter
 from .values import resolve_array, snapshot_array
 
 __all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
@@ -61,7 +62,24 @@ class TagNameError(TypeError, ValueError):
 def _check_tag(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise TagNameError(f"{name!r} is not a valid tag name: name must be a non-empty str")
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TagNameError(f"{name!r} is not a valid tag name: it holds a lone surrogate "
+                               f"(not valid Unicode text)") from None
     return name
+
+
+def _export_name(tag: str, step: int) -> str:
+    """The .npy file name of a tag's tensor at a step: the tag percent-quoted
+    (no '/', NUL or other byte can reach the path), long tags cut and made
+    unique with a hash, so the name fits any file system (<= 255 bytes)."""
+    name = urllib.parse.quote(tag, safe="")
+    if len(name) > 180:
+        digest = hashlib.sha256(tag.encode("utf-8")).hexdigest()[:16]
+        name = f"{name[:160]}~{digest}"
+    return f"{name}_{step}.npy"
 
 
 def _summary_value(plugin: str, value: Any) -> Any:
@@ -72,6 +90,8 @@ def _summary_value(plugin: str, value: Any) -> Any:
     if isinstance(value, (str, bytes, Mapping)) or value is None:
         raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number, "
                         f"got {type(value).__name__}")
+    if plugin == "tensor":  # before any copy
+        _check_tensor_size(math.prod(getattr(value, "shape", ()) or (1,)))
     try:
         snap, shape = snapshot_array(value, "value")
     except TypeError:
@@ -94,7 +114,15 @@ def _summary_value(plugin: str, value: Any) -> Any:
     elif len(shape) == 0:  # tensor, histogram
         raise ValueError(f"a {plugin} summary takes an array with at least one dimension, "
                          f"got a 0-d value")
+    elif plugin == "tensor":
+        _check_tensor_size(size)
     return snap
+
+
+def _check_tensor_size(size: int) -> None:
+    if size * 4 > MAX_PAYLOAD - 4096:  # float32 values for MindInsight
+        raise ValueError(f"a tensor summary of {size} values would be over 2 GiB - 1 encoded "
+                         f"(protobuf's message limit); nothing was recorded")
 
 
 def _resolve(plugin: str, snap: Any) -> np.ndarray:
@@ -583,7 +611,7 @@ class SummaryRecord:
         d = os.path.join(self._dir, f"export_{self._sec}", "tensor")
         os.makedirs(d, exist_ok=True)
         for tag, arr in tensors:
-            path = os.path.join(d, f"{urllib.parse.quote(tag, safe='')}_{step}.npy")
+            path = os.path.join(d, _export_name(tag, step))
             np.save(path, arr)
             os.chmod(path, 0o400)
 

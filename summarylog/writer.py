@@ -35,7 +35,7 @@ from . import shutdown
 from ._native import ffi, lib
 from ._speedups import pack_log as _pack_log
 from .dialects.tensorboard import TensorBoardEncoder
-from .records import RecordWriter
+from .records import MAX_PAYLOAD, RecordWriter
 from .values import Deferred, resolve_scalar, snapshot_scalar, to_numpy
 
 __all__ = ["Writer"]
@@ -46,6 +46,7 @@ _seq = itertools.count()
 _open_writers: "weakref.WeakSet[Writer]" = weakref.WeakSet()
 _time = time.time
 _BATCH = 4096  # queued items that wake the background thread early (a power of 2)
+_MAX_VALUE_BYTES = MAX_PAYLOAD - 4096  # room for the tag and the event's other fields
 _MAX_QUEUE = 1 << 20  # queued items past which callers drain themselves (backpressure)
 # add_scalar queues a plain float as one packed bytes record: bytes are not
 # tracked by Python's garbage collector, so a hot loop triggers no collections
@@ -84,7 +85,21 @@ def _check_tag(tag: Any, name: str = "tag") -> str:
         raise TypeError(f"{name} must be a str, got {type(tag).__name__}")
     if not tag:
         raise ValueError(f"{name} must not be empty")
+    if not tag.isascii():
+        try:
+            tag.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{name} must be valid Unicode text (it holds a lone surrogate, "
+                             f"e.g. from undecodable bytes), got {tag!r}") from None
     return tag
+
+
+def _check_size(nbytes: int, name: str) -> None:
+    """Refuse a value no event could carry (over 2 GiB - 1 encoded)."""
+    if nbytes > _MAX_VALUE_BYTES:
+        raise ValueError(f"{name} is {nbytes} bytes: an event may carry at most "
+                         f"{MAX_PAYLOAD} bytes (2 GiB - 1, protobuf's message limit); "
+                         f"nothing was logged")
 
 
 def _check_step(step: Any) -> int:
@@ -439,6 +454,7 @@ class Writer:
         if not isinstance(dataformats, str) or "N" in dataformats.upper():
             raise ValueError(f"dataformats must be a permutation of CHW or HW, got {dataformats!r}")
         arr, axes = _check_image(img, dataformats, "img")
+        _check_size(arr.nbytes, "img")
         step = _check_step(step)
         walltime = _check_walltime(walltime)
         self._submit(self._encode_images, walltime, step, tag, arr, [0] + [a + 1 for a in axes],
@@ -453,6 +469,7 @@ class Writer:
         if not isinstance(dataformats, str) or "N" not in dataformats.upper():
             raise ValueError(f"dataformats must be a permutation of NCHW, got {dataformats!r}")
         arr, axes = _check_image(imgs, dataformats, "imgs")
+        _check_size(arr.nbytes, "imgs")
         step = _check_step(step)
         walltime = _check_walltime(walltime)
         self._submit(self._encode_images, walltime, step, tag, arr, axes, False)
@@ -473,6 +490,8 @@ class Writer:
         _check_tag(tag)
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if len(text) > _MAX_VALUE_BYTES // 4:
+            _check_size(len(text.encode("utf-8", "surrogatepass")), "text")
         self._q.append(_Payload(self._enc.text(_check_walltime(walltime), _check_step(step), tag,
                                                text)))
         self._ensure_thread()
@@ -485,6 +504,7 @@ class Writer:
         arr = to_numpy(tensor, "tensor")
         if arr.dtype.kind not in "fiubcUS":
             raise TypeError(f"tensor has unsupported dtype {arr.dtype}")
+        _check_size(arr.nbytes, "tensor")
         self._q.append(_Payload(self._enc.tensor(_check_walltime(walltime), _check_step(step), tag,
                                                  arr)))
         self._ensure_thread()
@@ -523,6 +543,7 @@ class Writer:
         if not isinstance(graph_def, (bytes, bytearray, memoryview)):
             raise TypeError(f"graph_def must be GraphDef bytes or message, "
                             f"got {type(graph_def).__name__}")
+        _check_size(memoryview(graph_def).nbytes, "graph_def")
         self._q.append(_Payload(self._enc.graph(_check_walltime(walltime), bytes(graph_def))))
         self._ensure_thread()
 
@@ -682,6 +703,11 @@ class Writer:
         self._encode_columns(len(run), walls, steps, counts, ids, vals)
 
     def _write_payload(self, payload: bytes) -> None:
+        if len(payload) > MAX_PAYLOAD:  # an encoded value grew past the limit: drop it alone
+            self._counts["dropped_values"] += 1
+            log.warning("summarylog: dropped an event of %d bytes for %s (over 2 GiB - 1)",
+                        len(payload), self.logdir)
+            return
         self._writer().write(payload)
         self._counts["events"] += 1
 

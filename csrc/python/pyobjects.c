@@ -65,11 +65,17 @@ int slg_writer_write_pylist(slg_writer *w, void *list_addr, uint64_t *accepted) 
         return -EINVAL;
     }
     Py_ssize_t n = PyList_GET_SIZE(list);
-    for (Py_ssize_t i = 0; i < n; i++) /* all or nothing: the caller falls back otherwise */
-        if (!PyBytes_CheckExact(PyList_GET_ITEM(list, i))) {
+    for (Py_ssize_t i = 0; i < n; i++) { /* all or nothing: the caller falls back otherwise */
+        PyObject *b = PyList_GET_ITEM(list, i);
+        if (!PyBytes_CheckExact(b)) {
             PyGILState_Release(g);
             return -EINVAL;
         }
+        if ((uint64_t)PyBytes_GET_SIZE(b) > SLG_MAX_PAYLOAD) {
+            PyGILState_Release(g);
+            return -EMSGSIZE;
+        }
+    }
     Py_ssize_t i = 0;
     while (i < n && rc == 0) {
         Py_ssize_t k = 0;

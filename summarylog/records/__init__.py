@@ -3,7 +3,7 @@ writer and the damage-classifying scanner.  No knowledge of protobuf."""
 
 from .crc import crc32c, crc32c_impl, crc32c_impls, mask, masked_crc32c, unmask, use_crc32c_impl
 from .reader import Damage, RecordReader, Tail
-from .writer import RecordWriter, WriterStats
+from .writer import MAX_PAYLOAD, RecordWriter, WriterStats
 
 __all__ = [
     "crc32c",
@@ -15,6 +15,7 @@ __all__ = [
     "use_crc32c_impl",
     "RecordWriter",
     "WriterStats",
+    "MAX_PAYLOAD",
     "RecordReader",
     "Damage",
     "Tail",

@@ -34,7 +34,7 @@ from typing import Any, Iterable, NamedTuple
 
 from .._native import as_buffer, ffi, lib, raise_errno
 
-__all__ = ["RecordWriter", "WriterStats", "DURABILITY", "ON_FULL"]
+__all__ = ["RecordWriter", "WriterStats", "DURABILITY", "ON_FULL", "MAX_PAYLOAD"]
 
 log = logging.getLogger("summarylog")
 
@@ -44,6 +44,8 @@ DURABILITY = {
     "fsync": lib.SLG_DURABILITY_FSYNC,
 }
 ON_FULL = {"block": lib.SLG_ON_FULL_BLOCK, "drop": lib.SLG_ON_FULL_DROP}
+#: the largest payload one record may carry (bytes): 2 GiB - 1
+MAX_PAYLOAD: int = lib.SLG_MAX_PAYLOAD
 _MANY_SLICE = 4096  # payloads per native call in write_many
 # id() is the object's address only in CPython: the list fast path needs it
 _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
@@ -172,6 +174,7 @@ class RecordWriter:
         if not isinstance(payloads, (list, tuple)):
             payloads = list(payloads)
         if self._zstd is not None:
+            self._check_sizes(payloads)
             return sum(self._zstd.write(p) for p in payloads)
         accepted = ffi.new("uint64_t *")
         if type(payloads) is list and _HAS_ID_ADDRESSES:
@@ -181,6 +184,7 @@ class RecordWriter:
                 if rc:
                     self._status(rc)
                 return int(accepted[0])
+        self._check_sizes(payloads)
         total = 0
         # slices of a few thousand: joins stay in cache, no 100 MB temporaries
         for i in range(0, len(payloads), _MANY_SLICE):
@@ -272,9 +276,18 @@ class RecordWriter:
         return f"<RecordWriter {self.path!r} {state} durability={self.durability!r}>"
 
     # -- errors ------------------------------------------------------------
+    def _check_sizes(self, payloads: Any) -> None:
+        """All or nothing: one payload over MAX_PAYLOAD refuses the batch."""
+        if any(memoryview(p).nbytes > MAX_PAYLOAD for p in payloads):
+            self._status(-errno.EMSGSIZE)
+
     def _status(self, rc: int) -> bool:
         if rc == lib.SLG_DROPPED:
             return False
+        if rc == -errno.EMSGSIZE:
+            raise ValueError(f"payload: a record may carry at most {MAX_PAYLOAD} bytes "
+                             f"(2 GiB - 1, protobuf's message limit); nothing was written "
+                             f"to {self.path}")
         if rc == -errno.EBADF and self._closed:
             raise ValueError(f"RecordWriter is closed ({self.path})")
         if rc == -errno.ECHILD:  # a forked child's copy
@@ -318,6 +331,8 @@ class _ZstdBlocks:
             self._owner._status(rc)
         buf = as_buffer(payload, "payload")
         n = len(buf)
+        if n > MAX_PAYLOAD:
+            self._owner._status(-errno.EMSGSIZE)
         framed = bytearray(n + 16)
         lib.slg_frame(ffi.from_buffer(framed), buf, n)
         with self._lock:

@@ -330,6 +330,28 @@ static void test_after_close(void) {
     free(e.b);
 }
 
+/* A payload over SLG_MAX_PAYLOAD (2 GiB - 1) is refused before anything is
+ * read or written; the lengths are checked, the bytes never touched. */
+static void test_oversized_payload_refused(void) {
+    char path[4200];
+    tmp_path(path, sizeof path, "oversized.tfevents");
+    slg_writer *w = open_ok(path, 1.0, 1 << 16, 1 << 20, SLG_DURABILITY_NONE, SLG_ON_FULL_BLOCK);
+    CHECK_EQ(slg_writer_write(w, "a", 1), 0);
+    CHECK_EQ(slg_writer_write(w, "tiny", (uint64_t)SLG_MAX_PAYLOAD + 1), -EMSGSIZE);
+    CHECK_EQ(slg_writer_write(w, "tiny", UINT64_MAX), -EMSGSIZE);
+    uint64_t lens[3] = {1, (uint64_t)SLG_MAX_PAYLOAD + 1, 1}, acc = 9;
+    CHECK_EQ(slg_writer_write_many(w, "bcd", lens, 3, &acc), -EMSGSIZE);
+    CHECK_EQ(acc, 0); /* all or nothing */
+    CHECK_EQ(slg_writer_write(w, "e", 1), 0);
+    CHECK_EQ(slg_writer_close(w), 0);
+    slg_writer_free(w);
+    bytes e = {0};
+    b_frame(&e, "a", 1);
+    b_frame(&e, "e", 1);
+    file_equals(path, &e);
+    free(e.b);
+}
+
 static void test_durability_modes(void) {
     for (int dur = SLG_DURABILITY_NONE; dur <= SLG_DURABILITY_FSYNC; dur++) {
         char path[4200];
@@ -994,6 +1016,7 @@ int main(void) {
     RUN(test_open_exclusive);
     RUN(test_write_flush_close);
     RUN(test_after_close);
+    RUN(test_oversized_payload_refused);
     RUN(test_durability_modes);
     RUN(test_timer_and_threshold_flush);
     RUN(test_on_full_drop);
