@@ -111,6 +111,10 @@ int slg_writer_take_error(slg_writer *w);
 /* Test hook: make the next `count` write(2) calls fail with errno `err`
  * (0 clears).  Only meant for tests. */
 void slg_writer_inject_fault(slg_writer *w, int err, int count);
+/* Test hook: a stalled disk.  While `stalled`, nothing is written (the
+ * flusher and big direct writes wait), so the buffer fills and the on_full
+ * policy applies; 0 releases it, and close() releases it too. */
+void slg_writer_inject_stall(slg_writer *w, int stalled);
 
 /* ---- Record scanner (scanner.c) --------------------------------------- */
 #define SLG_SCAN_SPANS_FULL 1   /* span array full: call again */

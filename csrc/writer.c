@@ -52,6 +52,7 @@ struct slg_writer {
     int pending_err;
     uint64_t file_off;
     int fault_err, fault_count;
+    int stalled; /* test hook: the disk accepts nothing until released */
     unsigned fork_gen; /* fork generation at open: a forked child sees a mismatch */
     int unsynced;      /* direct writes since the last fdatasync */
     slg_writer_stats st;
@@ -114,6 +115,11 @@ static int write_batch(int fd, uint64_t off, const char *data, uint64_t len, int
     return 0;
 }
 
+/* The test hook's stalled disk: wait (lock held) until released or closing. */
+static void wait_unstalled(slg_writer *w) {
+    while (w->stalled && !w->closing && !w->closed) pthread_cond_wait(&w->done, &w->mu);
+}
+
 static void *flusher_main(void *arg) {
     slg_writer *w = arg;
     pthread_mutex_lock(&w->mu);
@@ -133,6 +139,7 @@ static void *flusher_main(void *arg) {
                w->cur.len < w->flush_bytes) {
             if (pthread_cond_timedwait(&w->wake, &w->mu, &deadline) == ETIMEDOUT) break;
         }
+        wait_unstalled(w);
         uint64_t req = w->flush_req;
         int closing = w->closing;
         w->urgent = 0;
@@ -286,6 +293,8 @@ static int write_direct(slg_writer *w, const char *header, const char *payload, 
         while (w->flush_done < my && !w->closed) pthread_cond_wait(&w->done, &w->mu);
         if (w->closed) return -EBADF;
     }
+    wait_unstalled(w);
+    if (w->closed) return -EBADF;
     uint64_t off = w->file_off, need = len + SLG_FRAME_OVERHEAD, done = 0;
     int err = 0;
     if (w->fault_count > 0) {
@@ -533,6 +542,15 @@ int slg_writer_take_error(slg_writer *w) {
     int rc = take_error(w);
     pthread_mutex_unlock(&w->mu);
     return rc;
+}
+
+void slg_writer_inject_stall(slg_writer *w, int stalled) {
+    if (FORKED(w)) return;
+    pthread_mutex_lock(&w->mu);
+    w->stalled = stalled;
+    pthread_cond_broadcast(&w->done);
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->mu);
 }
 
 void slg_writer_inject_fault(slg_writer *w, int err, int count) {

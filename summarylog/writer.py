@@ -47,7 +47,7 @@ _open_writers: "weakref.WeakSet[Writer]" = weakref.WeakSet()
 _time = time.time
 _BATCH = 4096  # queued items that wake the background thread early (a power of 2)
 _MAX_VALUE_BYTES = MAX_PAYLOAD - 4096  # room for the tag and the event's other fields
-_MAX_QUEUE = 1 << 20  # queued items past which callers drain themselves (backpressure)
+_ITEM_BYTES = 80  # memory of one queued scalar item (a small bytes object and its slot)
 # add_scalar queues a plain float as one packed bytes record: bytes are not
 # tracked by Python's garbage collector, so a hot loop triggers no collections
 # (which cost microseconds each in a process holding a large heap, e.g. torch)
@@ -127,18 +127,20 @@ def _check_walltime(walltime: Any) -> float:
 class _Payload:
     """An event already encoded (on the caller's thread: text, tensors)."""
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "nbytes")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self.nbytes = len(data)
 
 
 class _Job:
     """Heavy work done on the background thread: returns event payloads."""
 
-    __slots__ = ("fn", "args")
+    __slots__ = ("fn", "args", "nbytes")
 
     def __init__(self, fn: Any, *args: Any) -> None:
+        self.nbytes = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
         self.fn = fn
         self.args = args
 
@@ -196,6 +198,13 @@ class Writer:
         (default True; the caller pays for a copy only).
       strict: raise I/O errors (OSError) from the next call (default False:
         count them in :attr:`stats`, log once, keep training).
+      max_buffer: cap on the memory holding values not yet on disk (bytes;
+        default 128 MiB): half for queued values, a quarter for each of the
+        file's two record buffers (one filling while the other is written).
+      on_full: when that memory is full (the disk is slow or stalled):
+        ``"block"`` (default) makes logging calls wait for the disk,
+        ``"drop"`` drops the new values and counts them in :attr:`stats`
+        (``dropped_values``, and ``records_dropped`` of the file).
       rank: distributed rank for file names (default: from ``RANK`` and
         friends in the environment, else none).
       purge_step: resuming at this step: TensorBoard (and summarylog's
@@ -219,6 +228,8 @@ class Writer:
         strict: bool = False,
         rank: int | None = None,
         purge_step: int | None = None,
+        max_buffer: int = 128 << 20,
+        on_full: str = "block",
     ) -> None:
         logdir = os.fspath(logdir)
         if not isinstance(logdir, str) or not logdir:
@@ -238,6 +249,12 @@ class Writer:
                 raise ValueError(f"max_file_size must be > 0, got {max_file_size}")
         if not isinstance(filename_suffix, str) or "/" in filename_suffix:
             raise ValueError(f"filename_suffix must be a str without '/', got {filename_suffix!r}")
+        if isinstance(max_buffer, bool) or not isinstance(max_buffer, int):
+            raise TypeError(f"max_buffer must be an int, got {type(max_buffer).__name__}")
+        if max_buffer < (1 << 20):
+            raise ValueError(f"max_buffer must be >= 1 MiB, got {max_buffer}")
+        if on_full not in ("block", "drop"):
+            raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
             raise ValueError(f"rank must be a non-negative int or None, got {rank!r}")
         self.logdir = logdir
@@ -248,6 +265,10 @@ class Writer:
         self.filename_suffix = filename_suffix
         self.async_heavy = bool(async_heavy)
         self.strict = bool(strict)
+        self.max_buffer = max_buffer
+        self.on_full = on_full
+        self._queue_cap = max_buffer - max_buffer // 2  # bytes of queued values
+        self._max_items = max(2 * _BATCH, self._queue_cap // _ITEM_BYTES)
         self.rank = rank if rank is not None else _detect_rank()
         self._purge_step = None if purge_step is None else _check_step(purge_step)
         self._enc = TensorBoardEncoder()
@@ -266,6 +287,7 @@ class Writer:
         self._lock = threading.Lock()  # tags, files, closing
         self._drain_lock = threading.Lock()  # one drain at a time, in order
         self._q: collections.deque[Any] = collections.deque()
+        self._heavy_bytes = 0  # bytes of queued heavy items (arrays, encoded events)
         self._rw: RecordWriter | None = None
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -398,19 +420,60 @@ class Writer:
         self._ensure_thread()
         if len(q) >= _BATCH:  # a full batch: wake the writer's thread (once per batch)
             self._wake.set()
-            while len(q) >= _MAX_QUEUE and not self._closed:
-                time.sleep(0.001)  # backpressure: the writer's thread is behind
+            if len(q) >= self._max_items - self._heavy_bytes // _ITEM_BYTES:
+                self._full(q)
+
+    def _full(self, q: collections.deque[Any]) -> None:
+        """The queue holds max_buffer/2: the disk is behind (or stalled)."""
+        cap = lambda: self._max_items - self._heavy_bytes // _ITEM_BYTES  # noqa: E731
+        if self.on_full == "block":
+            while len(q) >= cap() and not self._closed:
+                time.sleep(0.001)  # backpressure: wait for the writer's thread
                 self._wake.set()
+            return
+        # drop the newest scalars over the cap (this thread's, mostly); never a
+        # flush() waiter or a heavy value, which go back where they were
+        dropped = 0
+        for _ in range(len(q) - cap()):
+            try:
+                item = q.pop()
+            except IndexError:
+                break
+            if type(item) is not bytes and type(item) is not tuple:
+                q.append(item)
+                break
+            dropped += 1
+        self._counts["dropped_values"] += dropped
 
     # -- heavy values ----------------------------------------------------------
     def _submit(self, fn: Any, *args: Any) -> None:
         if self.async_heavy:
-            self._q.append(_Job(fn, *args))
-            self._ensure_thread()
+            self._put(_Job(fn, *args))
         else:
             for payload in fn(*args):
-                self._q.append(_Payload(payload))
-            self._ensure_thread()
+                self._put(_Payload(payload))
+
+    def _put(self, item: Any) -> None:
+        """Queue a heavy item within the memory cap (waits, or drops it, when
+        full; one item is always let in, however big)."""
+        n = item.nbytes
+        while True:
+            with self._lock:
+                used = self._heavy_bytes + len(self._q) * _ITEM_BYTES
+                if self._heavy_bytes == 0 or used + n <= self._queue_cap:
+                    self._heavy_bytes += n
+                    self._q.append(item)
+                    break
+            if self.on_full == "drop" or self._closed:
+                self._counts["dropped_values"] += 1
+                return
+            self._wake.set()
+            time.sleep(0.001)
+        self._ensure_thread()
+
+    def _release(self, item: Any) -> None:
+        with self._lock:
+            self._heavy_bytes -= item.nbytes
 
     def add_histogram(self, tag: str, values: Any, step: int | None = None,
                       bins: int = 64, walltime: float | None = None) -> None:
@@ -492,9 +555,8 @@ class Writer:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         if len(text) > _MAX_VALUE_BYTES // 4:
             _check_size(len(text.encode("utf-8", "surrogatepass")), "text")
-        self._q.append(_Payload(self._enc.text(_check_walltime(walltime), _check_step(step), tag,
-                                               text)))
-        self._ensure_thread()
+        self._put(_Payload(self._enc.text(_check_walltime(walltime), _check_step(step), tag,
+                                          text)))
 
     def add_tensor(self, tag: str, tensor: Any, step: int | None = None,
                    walltime: float | None = None) -> None:
@@ -505,9 +567,8 @@ class Writer:
         if arr.dtype.kind not in "fiubcUS":
             raise TypeError(f"tensor has unsupported dtype {arr.dtype}")
         _check_size(arr.nbytes, "tensor")
-        self._q.append(_Payload(self._enc.tensor(_check_walltime(walltime), _check_step(step), tag,
-                                                 arr)))
-        self._ensure_thread()
+        self._put(_Payload(self._enc.tensor(_check_walltime(walltime), _check_step(step), tag,
+                                            arr)))
 
     def add_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, Any],
                     step: int | None = None, walltime: float | None = None) -> None:
@@ -528,8 +589,7 @@ class Writer:
         walltime = _check_walltime(walltime)
         events = self._enc.hparams(walltime, hparams, list(metrics))  # validates values
         for payload in events:
-            self._q.append(_Payload(payload))
-        self._ensure_thread()
+            self._put(_Payload(payload))
         if metrics:
             self.log(metrics, step, walltime)
 
@@ -544,8 +604,7 @@ class Writer:
             raise TypeError(f"graph_def must be GraphDef bytes or message, "
                             f"got {type(graph_def).__name__}")
         _check_size(memoryview(graph_def).nbytes, "graph_def")
-        self._q.append(_Payload(self._enc.graph(_check_walltime(walltime), bytes(graph_def))))
-        self._ensure_thread()
+        self._put(_Payload(self._enc.graph(_check_walltime(walltime), bytes(graph_def))))
 
     # -- background thread ------------------------------------------------------
     def _ensure_thread(self) -> None:
@@ -587,7 +646,8 @@ class Writer:
             path = os.path.join(self.logdir, self._file_name())
             try:
                 rw = RecordWriter(path, flush_secs=self.flush_secs, durability=self.durability,
-                                  compression=self.compression, strict=self.strict)
+                                  compression=self.compression, strict=self.strict,
+                                  max_buffer=self.max_buffer // 4, on_full=self.on_full)
                 break
             except FileExistsError:  # someone took the name: take the next seq
                 continue
@@ -632,6 +692,7 @@ class Writer:
                     self._emit_run(run)
                     run = []
                 if t is _Payload:
+                    self._release(item)
                     self._write_payload(item.data)
                 elif t is threading.Event:  # a flush() waiting for us
                     item.set()
@@ -643,6 +704,8 @@ class Writer:
                         log.warning("summarylog: could not encode a value for %s: %s",
                                     self.logdir, exc)
                         continue
+                    finally:
+                        self._release(item)
                     for payload in payloads:
                         self._write_payload(payload)
             if run:
@@ -708,8 +771,10 @@ class Writer:
             log.warning("summarylog: dropped an event of %d bytes for %s (over 2 GiB - 1)",
                         len(payload), self.logdir)
             return
-        self._writer().write(payload)
-        self._counts["events"] += 1
+        if self._writer().write(payload):
+            self._counts["events"] += 1
+        else:  # the file's buffer is full and on_full="drop"
+            self._counts["dropped_values"] += 1
 
     def _emit_scalars(self, run: list[tuple[Any, ...]]) -> None:
         ids, vals, steps, walls = zip(*run)
@@ -836,9 +901,12 @@ class Writer:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Counters: events written, values dropped (unreadable tensors or
-        failed encodes), queued items, and the current file's record stats."""
-        out: dict[str, Any] = dict(self._counts, queued=len(self._q), files=len(self._files))
+        """Counters: events written, values dropped (unreadable tensors,
+        failed encodes, or a full buffer with ``on_full="drop"``), queued
+        items and their memory (bytes, estimated), and the current file's
+        record stats."""
+        out: dict[str, Any] = dict(self._counts, queued=len(self._q), files=len(self._files),
+                                   queued_bytes=self._heavy_bytes + len(self._q) * _ITEM_BYTES)
         if self._rw is not None:
             out["file"] = self._rw.stats._asdict()
         return out

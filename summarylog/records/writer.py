@@ -92,7 +92,8 @@ class RecordWriter:
       compression: ``None`` (default) or ``"zstd"``.
       flush_bytes: buffered bytes that wake the flusher early (default 1 MiB).
       max_buffer: cap on buffered bytes (default 64 MiB).  A single record
-        larger than this is still accepted, alone.
+        larger than this is still accepted, alone.  Memory: up to twice this
+        (one buffer fills while the other is written).
       on_full: when the buffer is full, ``"block"`` (default) waits for the
         disk, ``"drop"`` drops the record and counts it.
       strict: True (default): an I/O error raises OSError (with the path) from
