@@ -41,7 +41,7 @@ import numpy as np
 from . import shutdown
 from .dialects.mindspore import MindSporeEncoder, lineage_message
 from .records import MAX_PAYLOAD, RecordWriter
-from .values import resolve_array, snapshot_array
+from .values import Deferred, resolve_array, snapshot_array
 
 __all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
 
@@ -69,6 +69,18 @@ def _check_tag(name: Any) -> str:
             raise TagNameError(f"{name!r} is not a valid tag name: it holds a lone surrogate "
                                f"(not valid Unicode text)") from None
     return name
+
+
+def _pool_bytes(pool: Mapping[str, list[tuple[str, Any]]]) -> int:
+    """Memory of a recorded step's values (arrays by size; others ~nothing)."""
+    total = 0
+    for entries in pool.values():
+        for _, v in entries:
+            if isinstance(v, Deferred):  # a framework tensor's private copy
+                v = v.ref
+            n = getattr(v, "nbytes", 64)
+            total += n if isinstance(n, int) else 64
+    return total
 
 
 def _export_name(tag: str, step: int) -> str:
@@ -200,7 +212,7 @@ class _Files:
             path = os.path.join(o._dir, self._name(sec, suffix))
             try:
                 rw = RecordWriter(path, flush_secs=o.flush_secs, durability=o.durability,
-                                  strict=o.raise_exception)
+                                  strict=o.raise_exception, max_buffer=o.max_buffer // 8)
                 break
             except FileExistsError:  # someone took it: a later second
                 sec = self.o._sec = self.pick_sec()
@@ -291,6 +303,10 @@ class SummaryRecord:
       durability: ``"none"``, ``"flush"`` (default) or ``"fsync"``.
       rank: distributed rank in the file names (default: ``RANK`` and
         friends from the environment when more than one process runs).
+      max_buffer: cap on the memory holding values not yet on disk (bytes;
+        default 128 MiB): recorded steps wait in a queue of at most half of
+        it (``record`` waits for the disk when it is full; one step is always
+        let in), the summary and lineage files' buffers share the rest.
     """
 
     def __init__(self, log_dir: str | os.PathLike[str], file_prefix: str = "events",
@@ -299,7 +315,7 @@ class SummaryRecord:
                  export_options: Mapping[str, Any] | None = None,
                  format: str = "mindinsight", *, on_limit: str = "rotate",
                  flush_secs: float = 1.0, durability: str = "flush",
-                 rank: int | None = None) -> None:
+                 rank: int | None = None, max_buffer: int = 128 << 20) -> None:
         log_dir = os.fspath(log_dir) if isinstance(log_dir, os.PathLike) else log_dir
         if not isinstance(log_dir, str) or not log_dir:
             raise TypeError(f"log_dir must be a non-empty str, got {log_dir!r}")
@@ -314,6 +330,11 @@ class SummaryRecord:
                                 f"got {type(max_file_size).__name__}")
             if max_file_size <= 0:
                 raise ValueError(f"max_file_size must be > 0, got {max_file_size}")
+        if isinstance(max_buffer, bool) or not isinstance(max_buffer, int):
+            raise TypeError(f"max_buffer must be an int, got {type(max_buffer).__name__}")
+        if max_buffer < (1 << 20):
+            raise ValueError(f"max_buffer must be >= 1 MiB, got {max_buffer}")
+        self.max_buffer = max_buffer
         if not isinstance(raise_exception, bool):
             raise TypeError(f"raise_exception must be a bool, got {type(raise_exception).__name__}")
         if format not in ("mindinsight", "tensorboard"):
@@ -357,7 +378,8 @@ class SummaryRecord:
             from .writer import Writer
 
             self._tb = Writer(self._dir, flush_secs=self.flush_secs, durability=durability,
-                              max_file_size=max_file_size, strict=raise_exception, rank=rank)
+                              max_file_size=max_file_size, strict=raise_exception, rank=rank,
+                              max_buffer=max(max_buffer // 2, 1 << 20))
             self._lineage_hparams: dict[str, Any] = {}
             self._lineage_metrics: dict[str, float] = {}
         else:
@@ -365,6 +387,8 @@ class SummaryRecord:
             self._files = _Files(self)
             self._sec = self._files.pick_sec()
         self._q: queue.Queue[Any] = queue.Queue()
+        self._queued_bytes = 0  # of the recorded steps waiting in _q
+        self._room = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="summarylog-summary-record",
                                         daemon=True)
         self._thread.start()
@@ -483,7 +507,13 @@ class SummaryRecord:
         if plugin_filter is not None:
             pool = defaultdict(list, {p: v for p, v in pool.items() if plugin_filter(p)})
         if any(pool.values()):
-            self._q.put(("record", step, time.time(), pool))
+            n = _pool_bytes(pool)
+            with self._room:  # the disk is behind: wait for room (one step always fits)
+                while (self._queued_bytes and self._queued_bytes + n > self.max_buffer // 2
+                       and self._thread.is_alive()):
+                    self._room.wait(0.5)
+                self._queued_bytes += n
+            self._q.put(("record", step, time.time(), pool, n))
         return True
 
     def flush(self) -> None:
@@ -545,8 +575,14 @@ class SummaryRecord:
             item = self._q.get()
             kind = item[0]
             try:
-                if kind == "record" and not self._stopped:
-                    self._write(item[1], item[2], item[3])
+                if kind == "record":
+                    try:
+                        if not self._stopped:
+                            self._write(item[1], item[2], item[3])
+                    finally:
+                        with self._room:
+                            self._queued_bytes -= item[4]
+                            self._room.notify_all()
                 elif kind == "flush":
                     if not self._stopped:
                         self._flush_files()

@@ -1,6 +1,7 @@
 """A Writer whose disk stalls stays under its memory cap and applies its
 full-buffer policy: "block" holds the logging thread (and loses nothing),
-"drop" keeps it running and counts what it dropped."""
+"drop" keeps it running and counts what it dropped.  A SummaryRecord's queue
+of recorded steps is capped too (record() waits)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ SECONDS = 3.0
 RSS_BOUND = CAP * 3 // 2 + (8 << 20)
 
 
-@pytest.mark.parametrize("on_full", ["block", "drop"])
+@pytest.mark.parametrize("on_full", ["block", "drop", "summary_record"])
 def test_stalled_disk_stays_under_the_cap(tmp_path, on_full, figure):
     res = json.loads(run_script("stall_child.py", tmp_path, on_full, CAP, SECONDS,
                                 timeout=120).stdout.splitlines()[-1])
     grew = res["peak"] - res["base"]
-    offered = res["scalars"] * 28 + res["hists"] * 2_000_000  # what an uncapped queue holds
+    # what an uncapped queue would hold: 2 MB histograms / 1 MB tensors, 28 B scalars
+    offered = res["scalars"] * 28 + res["hists"] * (
+        1_000_000 if on_full == "summary_record" else 2_000_000)
     assert grew < RSS_BOUND, res
     held = res["stats_while_stalled"]  # summarylog's own accounting, while stalled
     assert held["queued_bytes"] <= CAP // 2 + 2_000_000, held  # + the one item always let in
@@ -35,8 +38,9 @@ def test_stalled_disk_stays_under_the_cap(tmp_path, on_full, figure):
     r = Reader(res["file"])
     (run,) = r.runs()
     s = r.scalars(run, "x")
-    hists = sum(1 for e in r.events(run) if e.kind == "histogram" and e.tag == "h")
-    if on_full == "block":
+    hists = sum(1 for e in r.events(run) if e.kind in ("histogram", "tensor")
+                and e.tag in ("h", "t"))
+    if on_full in ("block", "summary_record"):
         # the logging thread was held while the disk stalled, and nothing was lost
         assert res["progress_in_second_half"] == 0, res
         assert st["dropped_values"] == 0 and st["file"]["records_dropped"] == 0, st
