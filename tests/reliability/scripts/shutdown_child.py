@@ -17,6 +17,9 @@ import sys
 import time
 
 logdir, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# as started from a terminal: a job a non-interactive shell puts in the
+# background (CI, `cmd &`) inherits SIGINT ignored, and Python keeps that
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def user_handler(signum, frame):
