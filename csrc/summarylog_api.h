@@ -243,6 +243,25 @@ void slg_value_stats(const void *values, int is_f64, uint64_t n, slg_value_stats
 int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const double *edges,
                          uint64_t bins, int64_t *counts);
 
+/* ---- A TensorBoard histogram event in one call (histogram_event.c) ------ */
+#define SLG_HIST_FALLBACK 1     /* no finite value: use the Python encoder */
+#define SLG_MS_MAX_BINS 90      /* MindSpore's bucket rule: at most 90 buckets */
+
+/* MindSpore's bucket count for `finite` finite values: 1 (none), 2 (<= 5),
+ * 3 (<= 10), finite / 10 + 1 (<= 880), else 90. */
+int64_t slg_ms_bins(uint64_t finite);
+/* Bytes slg_tb_encode_histogram_event may need (bins <= 0: MindSpore's rule). */
+uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins);
+/* The protobuf bytes of a TensorBoard histogram Event of n float32/float64
+ * values into out (cap bytes, at least the bound): `bins` equal-width
+ * buckets over the finite range (bins <= 0: MindSpore's rule), edges as
+ * np.linspace in the values' dtype, ±inf in the edge buckets, NaN only in
+ * num.  Returns the length, SLG_HIST_FALLBACK (no finite value, or edges
+ * collapsed), or -errno. */
+int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n, int64_t bins,
+                                      double wall_time, int64_t step, const char *tag,
+                                      uint64_t tag_len, char *out, uint64_t cap);
+
 /* ---- Small event files in one call (file_scalars.c) -------------------- */
 #define SLG_LOAD_FALLBACK 1     /* not handled here: use RecordReader + decode */
 

@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .._native import lib
 from ..pb import ms
 
 __all__ = [
@@ -71,7 +72,7 @@ def histogram_buckets(values: np.ndarray) -> Any:
         h.min = h.max = h.sum = 0.0
         return h
     h.min, h.max, h.sum = st.min, st.max, st.sum
-    bins = 2 if n <= 5 else 3 if n <= 10 else n // 10 + 1 if n <= 880 else MAX_BUCKETS
+    bins = lib.slg_ms_bins(n)  # 2 (<= 5), 3 (<= 10), n // 10 + 1 (<= 880), else 90
     # edges in the values' dtype (float64 for integers), as MindSpore makes them
     dtype = src.dtype if src.dtype.kind == "f" else np.dtype(np.float64)
     lo, hi = dtype.type(st.min), dtype.type(st.max)

@@ -305,6 +305,50 @@ static void test_histogram(void) {
     }
 }
 
+/* The one-call histogram event: writes within its bound (checked by ASan on
+ * a buffer of exactly that size), walks the whole event, and refuses a small
+ * buffer.  Its bytes are checked against protobuf in tests/unit/test_histograms.py. */
+static void test_histogram_event(void) {
+    t_rng r;
+    rng_seed(&r, 9);
+    CHECK_EQ(slg_ms_bins(0), 1);
+    CHECK_EQ(slg_ms_bins(5), 2);
+    CHECK_EQ(slg_ms_bins(10), 3);
+    CHECK_EQ(slg_ms_bins(880), 89);
+    CHECK_EQ(slg_ms_bins(881), 90);
+    CHECK_EQ(slg_ms_bins(1u << 30), 90);
+    for (int round = 0; round < 300; round++) {
+        uint64_t n = rng_below(&r, 400);
+        int64_t bins = (int64_t)rng_below(&r, 120) - 10; /* <= 0: MindSpore's rule */
+        double *d = malloc((n + 1) * 8);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t pick = rng_below(&r, 30);
+            d[i] = pick == 0 ? NAN : pick == 1 ? INFINITY : pick == 2 ? -INFINITY
+                 : pick == 3 ? 7.0 : ((double)rng_below(&r, 2001) - 1000.0) / 8.0;
+        }
+        uint64_t tag_len = rng_below(&r, 300);
+        char *tag = malloc(tag_len + 1);
+        memset(tag, 'g', tag_len);
+        uint64_t cap = slg_tb_histogram_event_bound(tag_len, bins);
+        char *out = malloc(cap);
+        int64_t got = slg_tb_encode_histogram_event(d, 1, n, bins, 1.5, (int64_t)round - 5, tag,
+                                                    tag_len, out, cap);
+        slg_value_stats_t st;
+        slg_value_stats(d, 1, n, &st);
+        if (st.finite == 0) {
+            CHECK_EQ(got, SLG_HIST_FALLBACK);
+        } else {
+            CHECK(got > 0 && (uint64_t)got <= cap);
+            if (cap > 1)
+                CHECK_EQ(slg_tb_encode_histogram_event(d, 1, n, bins, 1.5, 0, tag, tag_len, out,
+                                                       cap - 1 > 8 ? 8 : cap - 1), -28);
+        }
+        free(out);
+        free(tag);
+        free(d);
+    }
+}
+
 static void test_fuzz_mutated_files(void) {
     uint64_t iters = env_u64("SLG_FUZZ_ITERS", 20000) / 20;
     t_rng r;
@@ -362,6 +406,7 @@ int main(void) {
     RUN(test_load_file_fallbacks_and_errors);
     RUN(test_columns_group);
     RUN(test_histogram);
+    RUN(test_histogram_event);
     RUN(test_fuzz_mutated_files);
     return TEST_SUMMARY();
 }

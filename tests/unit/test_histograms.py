@@ -54,3 +54,67 @@ def test_matches_numpy(arr, bins):
 def test_edges_must_increase():
     with pytest.raises(ValueError):
         equal_width_counts(np.ones(3), np.array([1.0, 1.0]))
+
+
+class TestHistogramEventInC:
+    """TensorBoardEncoder.histogram encodes float32/float64 values in one C
+    call (csrc/histogram_event.c): byte-equal to protobuf serializing
+    histogram_proto, over sizes, dtypes, bucket counts (0 = MindSpore's
+    rule), wall times (-0.0), steps (negative, huge), tags and hard values."""
+
+    @staticmethod
+    def _reference(wall: float, step: int, tag: str, v: np.ndarray, bins: int) -> bytes:
+        from summarylog._native import lib
+        from summarylog.dialects.tensorboard import _event, histogram_proto
+
+        if bins <= 0:
+            bins = lib.slg_ms_bins(value_stats(as_float_array(np.ravel(v))).finite)
+        return _event(wall, step, tag=tag, histo=histogram_proto(v, bins)).SerializeToString()
+
+    def test_byte_equal_to_protobuf(self) -> None:
+        from summarylog.dialects.tensorboard import TensorBoardEncoder
+
+        enc = TensorBoardEncoder()
+        rng = np.random.default_rng(1)
+        for it in range(3000):
+            n = int(rng.integers(1, 2000))
+            kind = it % 8
+            if kind == 0:
+                v = rng.normal(size=n)
+            elif kind == 1:
+                v = rng.normal(size=n) * 1e-300
+            elif kind == 2:
+                v = np.full(n, rng.normal())
+            elif kind == 3:
+                v = rng.integers(-5, 5, n).astype(float)
+            elif kind == 4:
+                v = rng.normal(size=n)
+                v[rng.integers(0, n, 3)] = [np.nan, np.inf, -np.inf]
+            elif kind == 5:
+                v = np.array([0.0, -0.0] * (n // 2 + 1))
+            elif kind == 6:
+                v = rng.normal(size=n) * 1e30 + 1e35
+            else:
+                v = np.concatenate([rng.normal(size=n), [1e-40, -1e-40]])
+            v = v.astype(np.float32 if it % 2 else np.float64)
+            bins = int(rng.choice([0, 1, 2, 30, 64, 255]))
+            wall = float(rng.choice([0.0, 1.7e9, -0.0]))
+            step = int(rng.choice([0, 1, -5, 2**40]))
+            tag = str(rng.choice(["", "a", "w/" * 100, "λ"]))
+            assert enc.histogram(wall, step, tag, v, bins) == \
+                self._reference(wall, step, tag, v, bins), (it, kind, v.dtype, n, bins)
+
+    @pytest.mark.parametrize("values", [[np.nan, np.nan], [np.inf, -np.inf], [np.inf], []])
+    def test_no_finite_value_takes_the_python_rules(self, values) -> None:
+        from summarylog.dialects.tensorboard import TensorBoardEncoder
+
+        v = np.array(values, np.float64)
+        got = TensorBoardEncoder().histogram(1.0, 2, "t", v, 0)
+        assert got == self._reference(1.0, 2, "t", v, 0)
+
+    def test_ms_bins_rule(self) -> None:
+        from summarylog._native import lib
+
+        for n, want in [(0, 1), (1, 2), (5, 2), (6, 3), (10, 3), (11, 2), (879, 88),
+                        (880, 89), (881, 90), (10**9, 90)]:
+            assert lib.slg_ms_bins(n) == want, n

@@ -1,0 +1,167 @@
+/* histogram_event.c - a whole TensorBoard histogram event in one call, no
+ * GIL held (cffi releases it): statistics, numpy-exact equal-width edges,
+ * counts, and the protobuf bytes of
+ *   Event{wall_time=1, step=2, summary=5{value=1{tag=1, histo=5{min=1,
+ *     max=2, num=3, sum=4, sum_squares=5, bucket_limit=6, bucket=7}}}}
+ * exactly as protobuf serializes them (proto3: zero scalars and empty
+ * repeated fields omitted; packed doubles).  The rules are those of
+ * summarylog/dialects/tensorboard.py:histogram_proto, which stays the
+ * reference (and takes the cases this file returns SLG_HIST_FALLBACK for). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "summarylog_api.h"
+
+static uint64_t vlen(uint64_t v) {
+    uint64_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static char *put_varint(char *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (char)v;
+    return p;
+}
+
+static uint64_t bits_of(double d) {
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    return b;
+}
+
+/* a proto3 double field: omitted when its bits are zero (so -0.0 is kept) */
+static uint64_t dbl_len(double d) { return bits_of(d) ? 9 : 0; }
+
+static char *put_dbl(char *p, unsigned key, double d) {
+    uint64_t b = bits_of(d);
+    if (!b) return p;
+    *p++ = (char)key;
+    slg_put_le64(p, b);
+    return p + 8;
+}
+
+uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins) {
+    uint64_t k = bins > 0 ? (uint64_t)bins : SLG_MS_MAX_BINS;
+    return 64 + 3 * 11 + 11 + tag_len + 5 * 9 + 2 * (1 + 10 + 8 * k);
+}
+
+int64_t slg_ms_bins(uint64_t finite) {
+    if (finite == 0) return 1;
+    if (finite <= 5) return 2;
+    if (finite <= 10) return 3;
+    return finite <= 880 ? (int64_t)(finite / 10 + 1) : SLG_MS_MAX_BINS;
+}
+
+/* np.linspace(lo, hi, bins + 1) in float64, then cast to the values' dtype:
+ * y[i] = i * step + lo (two roundings, never fused), y[bins] = hi; a step
+ * that underflows to 0 takes numpy's other branch, y[i] = i / bins * delta + lo. */
+static void linspace_edges(double lo, double hi, uint64_t bins, int is_f64, double *edges) {
+    volatile double delta = hi - lo;
+    volatile double step = delta / (double)bins;
+    for (uint64_t i = 0; i < bins; i++) {
+        volatile double y;
+        if (step == 0) {
+            volatile double q = (double)i / (double)bins;
+            y = q * delta;
+        } else {
+            y = (double)i * step;
+        }
+        y = y + lo;
+        edges[i] = is_f64 ? y : (double)(float)y;
+    }
+    edges[bins] = is_f64 ? hi : (double)(float)hi;
+}
+
+int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n, int64_t bins,
+                                      double wall_time, int64_t step, const char *tag,
+                                      uint64_t tag_len, char *out, uint64_t cap) {
+    slg_value_stats_t st;
+    slg_value_stats(values, is_f64, n, &st);
+    if (st.finite == 0) return SLG_HIST_FALLBACK; /* only NaN/±inf (or nothing): Python's rules */
+    if (bins <= 0) bins = slg_ms_bins(st.finite);
+    if ((uint64_t)bins > (1u << 20)) return -22; /* -EINVAL */
+    if (cap < slg_tb_histogram_event_bound(tag_len, bins)) return -28; /* -ENOSPC */
+
+    uint64_t k; /* buckets written */
+    double *limits = NULL;
+    int64_t *counts = NULL;
+    double one_limit;
+    int64_t one_count;
+    if (st.min == st.max) { /* one distinct value: one zero-width bucket holding all */
+        k = 1;
+        one_limit = st.max;
+        one_count = (int64_t)(st.finite + st.neg_inf_count + st.pos_inf_count);
+        limits = &one_limit;
+        counts = &one_count;
+    } else {
+        k = (uint64_t)bins;
+        limits = malloc((k + 1) * sizeof *limits);
+        counts = malloc(k * sizeof *counts);
+        if (!limits || !counts) {
+            free(limits);
+            free(counts);
+            return -12; /* -ENOMEM */
+        }
+        linspace_edges(st.min, st.max, k, is_f64, limits);
+        if (slg_histogram_counts(values, is_f64, n, limits, k, counts) != 0) {
+            free(limits);
+            free(counts);
+            return SLG_HIST_FALLBACK; /* edges collapsed in float32: Python's rules */
+        }
+        counts[0] += (int64_t)st.neg_inf_count;
+        counts[k - 1] += (int64_t)st.pos_inf_count;
+        limits++; /* bucket_limit holds the right edges */
+    }
+
+    uint64_t packed = 8 * k;
+    uint64_t histo = dbl_len(st.min) + dbl_len(st.max) + dbl_len((double)n) + dbl_len(st.sum) +
+                     dbl_len(st.sum_squares) + 2 * (1 + vlen(packed) + packed);
+    uint64_t value = (tag_len ? 1 + vlen(tag_len) + tag_len : 0) + 1 + vlen(histo) + histo;
+    uint64_t summary = 1 + vlen(value) + value;
+    uint64_t event = dbl_len(wall_time) + (step ? 1 + vlen((uint64_t)step) : 0) + 1 +
+                     vlen(summary) + summary;
+
+    char *p = out;
+    p = put_dbl(p, 0x09, wall_time);
+    if (step) {
+        *p++ = 0x10;
+        p = put_varint(p, (uint64_t)step);
+    }
+    *p++ = 0x2A;
+    p = put_varint(p, summary);
+    *p++ = 0x0A;
+    p = put_varint(p, value);
+    if (tag_len) {
+        *p++ = 0x0A;
+        p = put_varint(p, tag_len);
+        memcpy(p, tag, tag_len);
+        p += tag_len;
+    }
+    *p++ = 0x2A;
+    p = put_varint(p, histo);
+    p = put_dbl(p, 0x09, st.min);
+    p = put_dbl(p, 0x11, st.max);
+    p = put_dbl(p, 0x19, (double)n);
+    p = put_dbl(p, 0x21, st.sum);
+    p = put_dbl(p, 0x29, st.sum_squares);
+    *p++ = 0x32;
+    p = put_varint(p, packed);
+    for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of(limits[i]));
+    *p++ = 0x3A;
+    p = put_varint(p, packed);
+    for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of((double)counts[i]));
+    if (counts != &one_count) {
+        free(limits - 1);
+        free(counts);
+    }
+    return (int64_t)event == p - out ? (int64_t)event : -5; /* -EIO: a size mismatch (a bug) */
+}
