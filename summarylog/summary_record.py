@@ -50,6 +50,7 @@ log = logging.getLogger("summarylog")
 SUMMARY_PLUGINS = ("scalar", "image", "tensor", "histogram")
 LINEAGE_PLUGINS = ("train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data")
 LANDSCAPE = "LANDSCAPE"
+_LATER = "_later"  # pool key of add_later() builders (not a plugin)
 _ALL_PLUGINS = (*SUMMARY_PLUGINS, *LINEAGE_PLUGINS, "graph", LANDSCAPE)
 _SUMMARY_OP_NAME = re.compile(r"(.+)\[:(.+)\]")
 
@@ -74,7 +75,10 @@ def _check_tag(name: Any) -> str:
 def _pool_bytes(pool: Mapping[str, list[tuple[str, Any]]]) -> int:
     """Memory of a recorded step's values (arrays by size; others ~nothing)."""
     total = 0
-    for entries in pool.values():
+    for plugin, entries in pool.items():
+        if plugin == _LATER:
+            total += sum(e[1] for e in entries)
+            continue
         for _, v in entries:
             if isinstance(v, Deferred):  # a framework tensor's private copy
                 v = v.ref
@@ -471,6 +475,53 @@ class SummaryRecord:
                         break
             entries.append((name if isinstance(name, str) else "", item))
 
+    def add_later(self, build: Callable[[], list[tuple[str, str, Any]]], *, nbytes: int = 0,
+                  on_error: Callable[[str, str, Exception], None] | None = None) -> None:
+        """Add summary values for the next :meth:`record` that are made on
+        the background thread: ``build()`` returns ``(plugin, tag, value)``
+        triples (summary plugins only), each checked there as
+        :meth:`add_value` checks it; one that fails is dropped and reported
+        to ``on_error(plugin, tag, exc)`` (default: a warning).  For values
+        that never change (JAX arrays): naming, checking and reading them
+        then costs the caller nothing.  ``nbytes``: their memory, for the
+        cap on queued steps (default 0)."""
+        if not callable(build):
+            raise TypeError(f"build must be callable, got {type(build).__name__}")
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+            raise TypeError(f"nbytes must be an int >= 0, got {nbytes!r}")
+        with self._pool_lock:
+            self._pool[_LATER].append((build, nbytes, on_error))
+
+    def _build_later(self, step: int, pool: dict[str, list[tuple[str, Any]]],
+                     plugin_filter: Callable[[str], bool] | None) -> None:
+        """Run the step's add_later() builders into ``pool`` (background thread)."""
+        for build, _, on_error in pool.pop(_LATER, []):
+            report = on_error or (lambda p, t, e: log.warning(
+                "summarylog: dropped the %s %r of step %d: %s", p, t, step, e))
+            try:
+                values = list(build())
+            except Exception as exc:
+                report("", "", exc)
+                continue
+            for plugin, tag, value in values:
+                if plugin_filter is not None and not plugin_filter(plugin):
+                    continue
+                try:
+                    if plugin not in SUMMARY_PLUGINS:
+                        raise ValueError(f"add_later() takes summary plugins only "
+                                         f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
+                    _check_tag(tag)
+                    item = _summary_value(plugin, value)
+                except Exception as exc:
+                    report(plugin, tag, exc)
+                    continue
+                entries = pool.setdefault(plugin, [])
+                if any(t == tag for t, _ in entries):  # added later by add_value(): it wins
+                    log.warning("summarylog: %r has duplicate values. Only the newest one "
+                                "will be recorded.", f"{tag}/{plugin}")
+                    continue
+                entries.append((tag, item))
+
     def record(self, step: int, train_network: Any = None,
                plugin_filter: Callable[[str], bool] | None = None) -> bool:
         """Write everything added since the last call as step ``step`` (one
@@ -505,7 +556,8 @@ class SummaryRecord:
         with self._pool_lock:
             pool, self._pool = self._pool, defaultdict(list)
         if plugin_filter is not None:
-            pool = defaultdict(list, {p: v for p, v in pool.items() if plugin_filter(p)})
+            pool = defaultdict(list, {p: v for p, v in pool.items()
+                                      if p == _LATER or plugin_filter(p)})
         if any(pool.values()):
             n = _pool_bytes(pool)
             with self._room:  # the disk is behind: wait for room (one step always fits)
@@ -513,7 +565,7 @@ class SummaryRecord:
                        and self._thread.is_alive()):
                     self._room.wait(0.5)
                 self._queued_bytes += n
-            self._q.put(("record", step, time.time(), pool, n))
+            self._q.put(("record", step, time.time(), pool, n, plugin_filter))
         return True
 
     def flush(self) -> None:
@@ -526,6 +578,12 @@ class SummaryRecord:
         self._q.put(("flush", done))
         done.wait()
         self._raise_pending()
+
+    def flush_soon(self) -> None:
+        """Have everything recorded so far reach the OS, without waiting (the
+        background thread flushes once it has written it)."""
+        if not self._closed:
+            self._q.put(("flush", threading.Event()))
 
     def close(self) -> None:
         """Write what is pending and close the files.  Idempotent."""
@@ -578,7 +636,7 @@ class SummaryRecord:
                 if kind == "record":
                     try:
                         if not self._stopped:
-                            self._write(item[1], item[2], item[3])
+                            self._write(item[1], item[2], item[3], item[5])
                     finally:
                         with self._room:
                             self._queued_bytes -= item[4]
@@ -610,7 +668,10 @@ class SummaryRecord:
         elif self._files is not None:
             self._files.close()
 
-    def _write(self, step: int, wall: float, pool: Mapping[str, list[tuple[str, Any]]]) -> None:
+    def _write(self, step: int, wall: float, pool: dict[str, list[tuple[str, Any]]],
+               plugin_filter: Callable[[str], bool] | None = None) -> None:
+        if _LATER in pool:
+            self._build_later(step, pool, plugin_filter)
         if any(pool.get(p) for p in (*SUMMARY_PLUGINS, LANDSCAPE)):
             self._last_step = max(self._last_step, step)
         resolved: dict[str, list[tuple[str, Any]]] = dict(pool)

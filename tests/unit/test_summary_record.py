@@ -152,6 +152,43 @@ def test_plugin_filter_and_eval_mode(tmp_path):
     assert [sorted(v.tag for v in e.summary.value) for e in evs] == [["a", "img", "kept"], ["user"]]
 
 
+def test_add_later_builds_checks_and_filters_on_the_background_thread(tmp_path, caplog):
+    import threading
+
+    built_on, errors = [], []
+
+    def build():
+        built_on.append(threading.current_thread())
+        return [("scalar", "loss", np.float32(0.25)), ("histogram", "w", np.arange(6.0)),
+                ("tensor", "t", np.ones(3)),  # filtered out below
+                ("scalar", "bad", np.ones(3)),  # ValueError: not one value
+                ("image", "img", "not an image"),  # TypeError
+                ("graph", "g", b"x")]  # not a summary plugin
+
+    with SummaryRecord(tmp_path) as rec, caplog.at_level(logging.WARNING, "summarylog"):
+        rec.add_later(build, nbytes=48, on_error=lambda p, t, e: errors.append((p, t, type(e))))
+        rec.add_value("scalar", "eager", 1.0)
+        rec.record(3, plugin_filter=lambda p: p != "tensor")
+        rec.add_later(lambda: 1 / 0)  # a failing builder: a warning, nothing else lost
+        rec.add_value("scalar", "loss", 5.0)  # beats the later value of the same tag
+        rec.add_later(lambda: [("scalar", "loss", 9.0)])
+        rec.record(4)
+        with pytest.raises(TypeError, match="build"):
+            rec.add_later("not callable")
+        with pytest.raises(TypeError, match="nbytes"):
+            rec.add_later(build, nbytes=-1)
+    assert built_on and threading.current_thread() not in built_on
+    assert errors == [("scalar", "bad", ValueError), ("image", "img", TypeError),
+                      ("graph", "g", ValueError)]
+    assert "ZeroDivisionError" in caplog.text or "division by zero" in caplog.text
+    assert "Only the newest one will be recorded" in caplog.text
+    e3, e4 = _events(_summary_file(tmp_path))[1:]
+    assert sorted(v.tag for v in e3.summary.value) == ["eager", "loss", "w"]
+    assert {v.tag: v.scalar_value for v in e3.summary.value if v.tag != "w"} == {
+        "eager": 1.0, "loss": 0.25}
+    assert [(v.tag, v.scalar_value) for v in e4.summary.value] == [("loss", 5.0)]
+
+
 # -- packaging rules ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("n, bins", [(0, 0), (1, 2), (5, 2), (6, 3), (10, 3), (11, 2), (880, 89),
