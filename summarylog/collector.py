@@ -242,8 +242,13 @@ class CollectorCore:
     """
 
     def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
-                 rank: int | None = None) -> None:
+                 rank: int | None = None, lazy_values: bool = False) -> None:
         self.policy = policy
+        #: values never change after the step (JAX): collections are built on
+        #: the background thread (SummaryRecord.add_later), not the caller's
+        self.lazy_values = lazy_values
+        self._freq = policy.collect_freq
+        self._later_bytes = 0  # memory of the last lazy collection
         self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
                                     export_options=policy.export_options,
                                     format=policy.format, rank=rank)
@@ -296,6 +301,9 @@ class CollectorCore:
         collection happens).  Returns True when something was recorded."""
         if loss is not None:
             self.last_loss = loss
+        if (current % self._freq and not self._first and not force  # the common case
+                and current not in self._tensor_steps):
+            return False
         if not self._started:
             self.first_step(current, graph=graph, dataset_graph=dataset_graph)
         first, self._first = self._first, False
@@ -304,16 +312,31 @@ class CollectorCore:
             return False
         self._last_collected = current
         rec = self.record
+        if self.lazy_values:  # immutable values: named, checked and read in the background
+            rec.add_later(lambda: self._values(plugins, loss, inputs, params),
+                          nbytes=self._later_bytes, on_error=self._dropped)
+        else:
+            for plugin, tag, value in self._values(plugins, loss, inputs, params):
+                try:
+                    rec.add_value(plugin, tag, value)
+                except (TypeError, ValueError) as exc:
+                    self._dropped(plugin, tag, exc)
+        rec.record(current, plugin_filter=plugins)
+        self.collected_steps.append(current)
+        if first:  # the run's files show up at once; the caller never waits for a device
+            rec.flush_soon()
+        return True
+
+    def _values(self, plugins: Callable[[str], bool], loss: Any, inputs: Any,
+                params: Any) -> list[tuple[str, str, Any]]:
+        """The ``(plugin, tag, value)`` summary values of one collection."""
+        out: list[tuple[str, str, Any]] = []
         if plugins("image") and self._input_ok and inputs is not None:
             img = image_nchw(inputs)
             if img is None:
                 self._input_ok = False  # as MindSpore: the first non-image input stops it
             else:
-                try:
-                    rec.add_value("image", INPUT_TAG, img)
-                except (TypeError, ValueError) as exc:
-                    self._input_ok = False
-                    log.warning("summarylog: input images not collected: %s", exc)
+                out.append(("image", INPUT_TAG, img))
         if plugins("scalar") and self._loss_ok and loss is not None:
             value = _mean(loss)
             if value is None:
@@ -321,19 +344,29 @@ class CollectorCore:
                 log.warning("summarylog: the loss (%s) is not a number or tensor: not "
                             "collected", type(loss).__name__)
             else:
-                rec.add_value("scalar", LOSS_TAG, value)
+                out.append(("scalar", LOSS_TAG, value))
         if plugins("histogram") and params is not None:
             named = params() if callable(params) else params
             for name in self.policy.histogram_names(named):
-                try:
-                    rec.add_value("histogram", f"{name}/auto", named[name])
-                except (TypeError, ValueError) as exc:
-                    log.warning("summarylog: histogram of %s not collected: %s", name, exc)
-        rec.record(current, plugin_filter=plugins)
-        self.collected_steps.append(current)
-        if first:
-            rec.flush()
-        return True
+                out.append(("histogram", f"{name}/auto", named[name]))
+        if self.lazy_values:
+            self._later_bytes = sum(getattr(v, "nbytes", 64) for _, _, v in out)
+        return out
+
+    def _dropped(self, plugin: str, tag: str, exc: Exception) -> None:
+        """A collected value that could not be recorded: logged; a bad input
+        image stops input collection."""
+        if plugin == "image":
+            self._input_ok = False
+            log.warning("summarylog: input images not collected: %s", exc)
+        elif plugin == "scalar":
+            self._loss_ok = False
+            log.warning("summarylog: the loss not collected: %s", exc)
+        elif plugin == "histogram":
+            log.warning("summarylog: histogram of %s not collected: %s",
+                        tag[:-len("/auto")] if tag.endswith("/auto") else tag, exc)
+        else:
+            log.warning("summarylog: %s %r not collected: %s", plugin or "a value", tag, exc)
 
     def epoch_end(self) -> None:
         self.record.flush()

@@ -163,7 +163,7 @@ class SummaryCollector:
         self.core: CollectorCore | None = None
         if self.enabled:
             rank = self.process if jax.process_count() > 1 else None
-            self.core = CollectorCore(self.policy, rank=rank)
+            self.core = CollectorCore(self.policy, rank=rank, lazy_values=True)
             self.core.record.summary_op_sources.append(self._take_ops)
             self.core.begin(total_steps)
         with _lock:
@@ -198,24 +198,30 @@ class SummaryCollector:
         Returns True when the step was collected."""
         if self._closed:
             raise ValueError("step() on a closed SummaryCollector")
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-            raise TypeError(f"step must be an int, got {type(step).__name__}")
-        self.last_step = int(step)
-        lr = self._learning_rate(learning_rate, opt_state, step)
-        if lr is not None:
-            self._lr = lr
-        if self.core is None:
+        if type(step) is not int:
+            if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+                raise TypeError(f"step must be an int, got {type(step).__name__}")
+            step = int(step)
+        self.last_step = step
+        if learning_rate is not None or opt_state is not None:
+            lr = self._learning_rate(learning_rate, opt_state, step)
+            if lr is not None:
+                self._lr = lr
+        core = self.core
+        if core is None:
             self._take_ops()
             return False
+        if graph is None and grads is None and batch is None:  # the common case, in few steps
+            return core.step(step, loss=loss, params=self._histograms(params, None))
         g = None
-        if graph is not None and not self.core._started and self.policy.enabled("collect_graph"):
+        if graph is not None and not core._started and self.policy.enabled("collect_graph"):
             try:
                 fn, args = graph
                 g = _jaxpr_graph(fn, tuple(args), self.policy.format)
             except Exception as exc:
                 log.warning("summarylog: the step's graph could not be traced: %s", exc)
-        return self.core.step(int(step), loss=loss, inputs=batch,
-                              params=self._histograms(params, grads), graph=g)
+        return core.step(step, loss=loss, inputs=batch, params=self._histograms(params, grads),
+                         graph=g)
 
     @staticmethod
     def _learning_rate(lr: Any, opt_state: Any, step: int) -> Any:
@@ -227,8 +233,8 @@ class SummaryCollector:
                 if isinstance(hp, Mapping) and "learning_rate" in hp:
                     return hp["learning_rate"]
             return None
-        if callable(lr):  # an optax schedule
-            return lr(step)
+        if callable(lr):  # an optax schedule: evaluated at close (no op per step)
+            return (lr, step)
         return lr
 
     def evaluate_end(self, metrics: Mapping[str, Any]) -> None:
@@ -253,7 +259,10 @@ class SummaryCollector:
             return
         try:
             f = self.facts
-            lr = float(np.asarray(self._lr)) if self._lr is not None else None
+            lr = self._lr
+            if isinstance(lr, tuple):  # (schedule, step)
+                lr = lr[0](lr[1])
+            lr = float(np.asarray(lr)) if lr is not None else None
             size = f["dataset_size"]
             self.core.train_end({
                 "hyper_parameters": {"optimizer": f["optimizer"], "learning_rate": lr,

@@ -99,23 +99,27 @@ def test_flax_optax_training(tmp_path, fmt):
 
 
 def test_no_device_read_on_the_training_thread(tmp_path):
-    from summarylog.values import Deferred
+    """A collected step whose loss and parameters are still being computed
+    (JAX's async dispatch) leaves them so: step() read nothing, the values
+    are read later on summarylog's thread."""
 
+    @jax.jit
+    def slow_step(w):  # ~0.1-1 s of work, dispatched asynchronously
+        w = jax.lax.fori_loop(0, 300, lambda i, a: jnp.tanh(a @ a * 1e-3), w)
+        return {"w": w, "b": w[0]}, jnp.float32(0.5) * 2 + 0 * w.sum()
+
+    w0 = jnp.ones((384, 384))
+    jax.block_until_ready(slow_step(w0))  # compiled
     with SummaryCollector(tmp_path) as sc:
-        loss = jnp.float32(0.5) * 2
-        params = {"w": jnp.ones((3, 3))}
-        rec = sc.core.record
-        seen = []
-        orig = rec.record
-
-        def spy(step, train_network=None, plugin_filter=None):
-            seen.extend(v for p in ("scalar", "histogram") for _, v in rec._pool.get(p, []))
-            return orig(step, train_network, plugin_filter)
-
-        rec.record = spy
+        params, loss = slow_step(w0)
+        assert not loss.is_ready()  # still computing: a read would wait for it
         sc.step(1, loss=loss, params=params)
-    assert seen and all(isinstance(v, Deferred) for v in seen)
-    assert Reader(tmp_path).scalars(".", "loss/auto").value.tolist() == [1.0]
+        assert not loss.is_ready() and not params["w"].is_ready()
+        pending = sc.core.record._pool
+        assert not pending.get("scalar") and not pending.get("histogram")
+    r = Reader(tmp_path)
+    assert r.scalars(".", "loss/auto").value.tolist() == [1.0]
+    assert {t for t, k in r.tags(".").items() if k == "histogram"} == {"b/auto", "w/auto"}
 
 
 def test_summary_costs_nothing_without_a_collector():
