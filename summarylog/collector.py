@@ -242,11 +242,15 @@ class CollectorCore:
     """
 
     def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
-                 rank: int | None = None, lazy_values: bool = False) -> None:
+                 rank: int | None = None, lazy_values: bool = False,
+                 freeze: Callable[[Any], Any] | None = None) -> None:
         self.policy = policy
-        #: values never change after the step (JAX): collections are built on
-        #: the background thread (SummaryRecord.add_later), not the caller's
-        self.lazy_values = lazy_values
+        #: collections are checked and read on the background thread
+        #: (SummaryRecord.add_later), not the caller's: values that never
+        #: change after the step (JAX) as they are, others through
+        #: ``freeze`` (a private copy made at the step: torch's clone)
+        self.lazy_values = lazy_values or freeze is not None
+        self.freeze = freeze
         self._freq = policy.collect_freq
         self._later_bytes = 0  # memory of the last lazy collection
         self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
@@ -312,7 +316,12 @@ class CollectorCore:
             return False
         self._last_collected = current
         rec = self.record
-        if self.lazy_values:  # immutable values: named, checked and read in the background
+        if self.freeze is not None:  # copied now; checked and read in the background
+            freeze = self.freeze
+            frozen = [(p, t, freeze(v)) for p, t, v in self._values(plugins, loss, inputs, params)]
+            rec.add_later(lambda: frozen, nbytes=self._later_bytes, on_error=self._dropped,
+                          owned=True)
+        elif self.lazy_values:  # immutable values: named, checked and read in the background
             rec.add_later(lambda: self._values(plugins, loss, inputs, params),
                           nbytes=self._later_bytes, on_error=self._dropped)
         else:

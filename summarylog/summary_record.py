@@ -98,7 +98,7 @@ def _export_name(tag: str, step: int) -> str:
     return f"{name}_{step}.npy"
 
 
-def _summary_value(plugin: str, value: Any) -> Any:
+def _summary_value(plugin: str, value: Any, copy: bool = True) -> Any:
     """The value of a summary plugin, checked as MindSpore checks it
     (ValueError for a wrong size or rank, TypeError for a wrong type): a
     numpy copy, or a Deferred copy of a framework tensor (read later, on the
@@ -109,7 +109,7 @@ def _summary_value(plugin: str, value: Any) -> Any:
     if plugin == "tensor":  # before any copy
         _check_tensor_size(math.prod(getattr(value, "shape", ()) or (1,)))
     try:
-        snap, shape = snapshot_array(value, "value")
+        snap, shape = snapshot_array(value, "value", copy)
     except TypeError:
         raise
     except Exception as exc:
@@ -476,26 +476,28 @@ class SummaryRecord:
             entries.append((name if isinstance(name, str) else "", item))
 
     def add_later(self, build: Callable[[], list[tuple[str, str, Any]]], *, nbytes: int = 0,
-                  on_error: Callable[[str, str, Exception], None] | None = None) -> None:
+                  on_error: Callable[[str, str, Exception], None] | None = None,
+                  owned: bool = False) -> None:
         """Add summary values for the next :meth:`record` that are made on
         the background thread: ``build()`` returns ``(plugin, tag, value)``
         triples (summary plugins only), each checked there as
         :meth:`add_value` checks it; one that fails is dropped and reported
         to ``on_error(plugin, tag, exc)`` (default: a warning).  For values
-        that never change (JAX arrays): naming, checking and reading them
-        then costs the caller nothing.  ``nbytes``: their memory, for the
-        cap on queued steps (default 0)."""
+        that never change (JAX arrays), or the caller's private copies
+        (``owned=True``: not copied again): naming, checking and reading
+        them then costs the caller nothing.  ``nbytes``: their memory, for
+        the cap on queued steps (default 0)."""
         if not callable(build):
             raise TypeError(f"build must be callable, got {type(build).__name__}")
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
             raise TypeError(f"nbytes must be an int >= 0, got {nbytes!r}")
         with self._pool_lock:
-            self._pool[_LATER].append((build, nbytes, on_error))
+            self._pool[_LATER].append((build, nbytes, on_error, bool(owned)))
 
     def _build_later(self, step: int, pool: dict[str, list[tuple[str, Any]]],
                      plugin_filter: Callable[[str], bool] | None) -> None:
         """Run the step's add_later() builders into ``pool`` (background thread)."""
-        for build, _, on_error in pool.pop(_LATER, []):
+        for build, _, on_error, owned in pool.pop(_LATER, []):
             report = on_error or (lambda p, t, e: log.warning(
                 "summarylog: dropped the %s %r of step %d: %s", p, t, step, e))
             try:
@@ -511,7 +513,7 @@ class SummaryRecord:
                         raise ValueError(f"add_later() takes summary plugins only "
                                          f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
                     _check_tag(tag)
-                    item = _summary_value(plugin, value)
+                    item = _summary_value(plugin, value, copy=not owned)
                 except Exception as exc:
                     report(plugin, tag, exc)
                     continue

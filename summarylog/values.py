@@ -92,20 +92,23 @@ def resolve_scalar(d: Deferred) -> float:
     return float(np.asarray(x).reshape(()))
 
 
-def snapshot_array(value: Any, name: str = "value") -> tuple[np.ndarray | Deferred, tuple[int, ...]]:
+def snapshot_array(value: Any, name: str = "value",
+                   copy: bool = True) -> tuple[np.ndarray | Deferred, tuple[int, ...]]:
     """``(snapshot, shape)``: a numpy copy now, or a :class:`Deferred` private
     copy of a framework tensor (torch: a device-side clone, no sync; jax:
     the immutable array itself; MindSpore: a copy) read later by
-    :func:`resolve_array`.  TypeError (naming ``name``) for non-arrays."""
+    :func:`resolve_array`.  ``copy=False``: the value is already the
+    caller's private copy (no second one).  TypeError (naming ``name``) for
+    non-arrays."""
     fw = framework_of(value)
     if fw is not None and hasattr(value, "shape"):
         shape = tuple(int(d) for d in value.shape)
         if fw == "torch":
-            return Deferred(_torch_snapshot(value), name), shape
-        if fw == "mindspore" and hasattr(value, "copy"):
+            return Deferred(_torch_snapshot(value) if copy else value.detach(), name), shape
+        if fw == "mindspore" and copy and hasattr(value, "copy"):
             return Deferred(value.copy(), name), shape
         return Deferred(value, name), shape
-    arr = np.array(to_numpy(value, name), copy=True)
+    arr = np.array(to_numpy(value, name), copy=copy or None)
     return arr, arr.shape
 
 

@@ -172,6 +172,11 @@ def _ms_graph(model: torch.nn.Module, example: Any) -> Any:
     return out
 
 
+def _freeze(value: Any) -> Any:
+    """A private copy of a collected tensor, queued on its device (no sync)."""
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
 class SummaryCollector:
     """Collect loss, input images, parameter histograms, the graph and lineage
     from a PyTorch training loop, with MindSpore's SummaryCollector rules.
@@ -222,7 +227,10 @@ class SummaryCollector:
         self._closed = False
         self.core: CollectorCore | None = None
         if self.enabled:
-            self.core = CollectorCore(self.policy, rank=self.rank if self.world_size > 1 else None)
+            # each collected value is cloned at the step (the optimizer changes parameters
+            # in place), then checked and read on summarylog's thread
+            self.core = CollectorCore(self.policy, rank=self.rank if self.world_size > 1 else None,
+                                      freeze=_freeze)
             self.core.record.summary_op_sources.append(self._take_ops)
             total = None
             if epochs is not None and train_loader is not None:

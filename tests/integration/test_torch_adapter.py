@@ -136,6 +136,33 @@ def test_loss_is_not_read_on_the_training_thread(tmp_path, monkeypatch):
     assert Reader(tmp_path).scalars(".", "loss/auto").step.tolist() == [1]
 
 
+def test_values_are_the_step_values_though_checked_later(tmp_path):
+    """Collected tensors are cloned at step() and only checked and read on
+    summarylog's thread: an in-place update right after the step (the next
+    optimizer step) never reaches what is recorded."""
+    import threading
+
+    model = Net()
+    gate = threading.Event()
+    with SummaryCollector(tmp_path, model=model,
+                          collect_specified_data={"histogram_regular": r"^fc\.weight$"}) as sc:
+        rec = sc.core.record
+        rec.add_later(lambda: (gate.wait(30), [])[1])  # hold summarylog's thread
+        rec.record(0)
+        before = model.fc.weight.detach().clone()
+        loss = torch.tensor(0.5)
+        sc.step(loss=loss)  # the first step: collected
+        with torch.no_grad():
+            model.fc.weight.add_(1000.0)
+            loss.add_(1000.0)
+        gate.set()
+    r = Reader(tmp_path)
+    assert r.scalars(".", "loss/auto").value.tolist() == [0.5]
+    (h,) = [e.value for e in r.events(".") if e.tag == "fc.weight/auto"]
+    assert h["max"] == pytest.approx(float(before.max()))
+    assert h["sum"] == pytest.approx(float(before.double().sum()), rel=1e-6)
+
+
 def test_validation_errors(tmp_path):
     with pytest.raises(ValueError):
         SummaryCollector(tmp_path, collect_freq=0)
