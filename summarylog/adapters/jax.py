@@ -16,6 +16,7 @@ process 0 writes by default.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -211,8 +212,6 @@ class SummaryCollector:
         if core is None:
             self._take_ops()
             return False
-        if graph is None and grads is None and batch is None:  # the common case, in few steps
-            return core.step(step, loss=loss, params=self._histograms(params, None))
         g = None
         if graph is not None and not core._started and self.policy.enabled("collect_graph"):
             try:
@@ -234,7 +233,7 @@ class SummaryCollector:
                     return hp["learning_rate"]
             return None
         if callable(lr):  # an optax schedule: evaluated at close (no op per step)
-            return (lr, step)
+            return functools.partial(lr, step)
         return lr
 
     def evaluate_end(self, metrics: Mapping[str, Any]) -> None:
@@ -259,9 +258,7 @@ class SummaryCollector:
             return
         try:
             f = self.facts
-            lr = self._lr
-            if isinstance(lr, tuple):  # (schedule, step)
-                lr = lr[0](lr[1])
+            lr = self._lr() if callable(self._lr) else self._lr
             lr = float(np.asarray(lr)) if lr is not None else None
             size = f["dataset_size"]
             self.core.train_end({
