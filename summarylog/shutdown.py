@@ -19,6 +19,14 @@ or wrapped: it decides what the signal does.  Handlers are installed only
 from the main thread, once, when the first writer opens.  ``SIGKILL`` and
 ``os._exit`` can not be caught: there the loss window of the chosen
 ``durability`` applies (see :mod:`summarylog.records.writer`).
+
+A ``fork()`` child starts with the default SIGTERM/SIGHUP again: worker
+processes (``multiprocessing`` pools, MindSpore's summary writer pool) are
+stopped with SIGTERM, and a Python-level handler there makes
+``Pool.terminate()`` hang whenever the signal lands just before the worker
+blocks on its queue (the handler then never runs).  A child that logs
+itself (opens a writer or writes through an inherited one) gets the handler
+back then.
 """
 
 from __future__ import annotations
@@ -104,4 +112,20 @@ def install_signal_handlers() -> None:
             pass
 
 
+def _after_fork_in_child() -> None:
+    global _lock, _installed, _exiting
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    _exiting = False
+    if _installed:
+        _installed = False
+        for sig in _SIGNALS:
+            try:
+                if signal.getsignal(sig) is _on_signal:
+                    signal.signal(sig, signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
+
+
 atexit.register(close_all)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -609,6 +609,7 @@ class Writer:
     # -- background thread ------------------------------------------------------
     def _ensure_thread(self) -> None:
         if self._thread is None:
+            shutdown.install_signal_handlers()  # again in a fork child that logs
             with self._lock:
                 if self._thread is None and not self._closed:
                     t = threading.Thread(target=self._run, name="summarylog-writer", daemon=True)

@@ -3,6 +3,7 @@ every open writer; the user's own signal handlers are kept and run."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from summarylog import Reader
 
-from .conftest import SCRIPTS, child_env
+from .conftest import SCRIPTS, child_env, run_script
 
 N = 200_000
 
@@ -80,3 +81,23 @@ def test_shutdown_drains_every_writer(tmp_path, mode, sig, rc, figure):
     figure(f"{mode}: {N} scalars + a histogram + {N // 1000} MindSpore-dialect records "
            f"queued un-flushed, all read back after the process ended (exit code {code}, "
            f"{secs:.2f} s from signal to exit)")
+
+
+def test_fork_children_get_the_default_sigterm(tmp_path, figure):
+    # A fork child (a multiprocessing or MindSpore pool worker) that inherited
+    # summarylog's Python-level SIGTERM handler could not be stopped by
+    # Pool.terminate() when the signal landed just before it blocked on its
+    # queue: the handler never ran and the pool's join hung for ever.
+    pools = 500
+    r = run_script("fork_signals_child.py", tmp_path, pools, timeout=240)
+    res = json.loads(r.stdout.splitlines()[-1])
+    assert res["parent_handler"] is True  # the logging process itself keeps the drain
+    assert res["plain_child"] == "default"
+    assert res["child_of_a_thread"] == "default"
+    # a child that logs through the inherited Writer gets the handler back then
+    assert res["logging_child"] == ["default", "ours"]
+    assert res["blocked_worker_exitcode"] == -signal.SIGTERM
+    figure(f"fork children: SIGTERM default in a plain child and a child forked from a thread, "
+           f"summarylog's handler back once the child logs; a worker blocked on a semaphore "
+           f"dies of SIGTERM; {pools} fork pools started and terminated at once in "
+           f"{res['pool_seconds']:.1f} s, none hung")
