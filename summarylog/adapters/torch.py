@@ -172,6 +172,13 @@ def _ms_graph(model: torch.nn.Module, example: Any) -> Any:
     return out
 
 
+def _unwrap(model: Any) -> Any:
+    """The network inside DistributedDataParallel / DataParallel wrappers."""
+    while isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)):
+        model = model.module
+    return model
+
+
 def _freeze(value: Any) -> Any:
     """A private copy of a collected tensor, queued on its device (no sync)."""
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
@@ -251,7 +258,7 @@ class SummaryCollector:
         if self.model is None:
             return {}
         if self._param_names is None:  # chosen once; the Parameter objects stay the same
-            named = dict(self.model.named_parameters())
+            named = dict(_unwrap(self.model).named_parameters())  # no "module." prefix
             self._param_names = self.policy.histogram_names(named)
             self._selected = [(n, named[n]) for n in self._param_names]
         out = {n: p.detach() for n, p in self._selected}
@@ -265,18 +272,19 @@ class SummaryCollector:
         if self.model is None or inputs is None or not self.policy.enabled("collect_graph"):
             return None
         try:
-            was_training = self.model.training
-            self.model.eval()
+            model = _unwrap(self.model)  # the wrapper's forward (collectives) can't be traced
+            was_training = model.training
+            model.eval()
             try:
                 with warnings.catch_warnings():  # torch 2.13 deprecates jit.trace (it works)
                     warnings.simplefilter("ignore", DeprecationWarning)
                     warnings.simplefilter("ignore", FutureWarning)
                     warnings.simplefilter("ignore", UserWarning)
                     if self.policy.format == "tensorboard":
-                        return _tb_graph(self.model, inputs)
-                    return _ms_graph(self.model, inputs)
+                        return _tb_graph(model, inputs)
+                    return _ms_graph(model, inputs)
             finally:
-                self.model.train(was_training)
+                model.train(was_training)
         except Exception as exc:
             log.warning("summarylog: the graph of %s could not be traced: %s",
                         type(self.model).__name__, exc)
@@ -328,7 +336,8 @@ class SummaryCollector:
             },
             "train_dataset": {"train_dataset_path": _dataset_path(loader.dataset) if loader else None,
                               "train_dataset_size": size},
-            "algorithm": {"network": type(self.model).__name__ if self.model is not None else None},
+            "algorithm": {"network": (type(_unwrap(self.model)).__name__
+                                       if self.model is not None else None)},
         }
 
     def evaluate_end(self, metrics: Mapping[str, Any], eval_loader: Any = None) -> None:
