@@ -165,3 +165,37 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
     }
     return (int64_t)event == p - out ? (int64_t)event : -5; /* -EIO: a size mismatch (a bug) */
 }
+
+/* Many histogram events in one call: the GIL is released once for all of
+ * them (a Python loop of single calls took it back between values, and every
+ * time it did, the training thread could wait for it). */
+uint64_t slg_tb_histogram_events_bound(uint64_t n, uint64_t tags_len, int64_t max_bins) {
+    return n * (slg_tb_histogram_event_bound(0, max_bins) + SLG_FRAME_OVERHEAD) + tags_len;
+}
+
+int64_t slg_tb_encode_histogram_events(uint64_t n, const void *const *values,
+                                       const uint8_t *is_f64, const uint64_t *sizes,
+                                       const int64_t *bins, const double *wall_times,
+                                       const int64_t *steps, const char *tags,
+                                       const uint64_t *tag_lens, char *out, uint64_t cap,
+                                       int64_t *status) {
+    char *o = out;
+    const char *tag = tags;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t room = cap - (uint64_t)(o - out);
+        int64_t len = -28; /* -ENOSPC */
+        if (room > SLG_FRAME_OVERHEAD)
+            len = slg_tb_encode_histogram_event(values[i], is_f64[i], sizes[i], bins[i],
+                                                wall_times[i], steps[i], tag, tag_lens[i],
+                                                o + 12, room - SLG_FRAME_OVERHEAD);
+        status[i] = len;
+        if (len >= 0 && len != SLG_HIST_FALLBACK) { /* framed in place */
+            slg_put_le64(o, (uint64_t)len);
+            slg_put_le32(o + 8, slg_masked_crc32c(o, 8));
+            slg_put_le32(o + 12 + len, slg_masked_crc32c(o + 12, (size_t)len));
+            o += len + SLG_FRAME_OVERHEAD;
+        }
+        tag += tag_lens[i];
+    }
+    return (int64_t)(o - out);
+}

@@ -261,6 +261,23 @@ uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins);
 int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n, int64_t bins,
                                       double wall_time, int64_t step, const char *tag,
                                       uint64_t tag_len, char *out, uint64_t cap);
+/* Bytes slg_tb_encode_histogram_events may need for n values whose tags
+ * total tags_len bytes and whose bins are at most max_bins (<= 0: MindSpore's
+ * rule). */
+uint64_t slg_tb_histogram_events_bound(uint64_t n, uint64_t tags_len, int64_t max_bins);
+/* n histogram events, each framed as a TFRecord, back to back into out (cap
+ * bytes, at least the bound): values[i] holds sizes[i] float32 (is_f64[i] =
+ * 0) or float64 values, binned with bins[i] (as above) into an event at
+ * wall_times[i], steps[i], tagged with the next tag_lens[i] bytes of tags.
+ * status[i] is the payload length of event i, SLG_HIST_FALLBACK (not
+ * written: the caller encodes it) or -errno (not written).  Returns the
+ * bytes written. */
+int64_t slg_tb_encode_histogram_events(uint64_t n, const void *const *values,
+                                       const uint8_t *is_f64, const uint64_t *sizes,
+                                       const int64_t *bins, const double *wall_times,
+                                       const int64_t *steps, const char *tags,
+                                       const uint64_t *tag_lens, char *out, uint64_t cap,
+                                       int64_t *status);
 
 /* ---- Small event files in one call (file_scalars.c) -------------------- */
 #define SLG_LOAD_FALLBACK 1     /* not handled here: use RecordReader + decode */

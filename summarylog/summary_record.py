@@ -25,14 +25,13 @@ import hashlib
 import logging
 import math
 import os
-import queue
 import re
 import socket
 import threading
 import time
 import urllib.parse
 import warnings
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -375,6 +374,9 @@ class SummaryRecord:
         #: since the last call (framework adapters register them)
         self.summary_op_sources: list[Callable[[], Mapping[str, Any]]] = []
         self._tb: Any = None
+        # TensorBoard histograms waiting for _write_pending (background thread)
+        self._tb_hists: list[tuple[float, int, str, np.ndarray, int]] = []
+        self._tb_hist_bytes = 0
         self._last_step = 0  # the latest step with summary values (TensorBoard lineage metrics)
         self._files: _Files | None = None
         self._sec = 0
@@ -390,8 +392,16 @@ class SummaryRecord:
             os.makedirs(self._dir, exist_ok=True)
             self._files = _Files(self)
             self._sec = self._files.pick_sec()
-        self._q: queue.Queue[Any] = queue.Queue()
+        # The thread wakes every flush_secs (or when asked: flush, close, a
+        # queue a quarter full), not at every record(): a woken thread takes
+        # the GIL, and each time it does, the training thread may wait for it.
+        self._q: deque[Any] = deque()
+        self._wake = threading.Event()
         self._queued_bytes = 0  # of the recorded steps waiting in _q
+        self._dirty = False  # written since the last flush (background thread)
+        # woken early past this much queued: the values stay few (and the
+        # buffers they sit in stay warm in the caller's reused memory)
+        self._wake_bytes = min(max_buffer // 8, 8 << 20)
         self._room = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="summarylog-summary-record",
                                         daemon=True)
@@ -565,9 +575,13 @@ class SummaryRecord:
             with self._room:  # the disk is behind: wait for room (one step always fits)
                 while (self._queued_bytes and self._queued_bytes + n > self.max_buffer // 2
                        and self._thread.is_alive()):
+                    self._wake.set()
                     self._room.wait(0.5)
                 self._queued_bytes += n
-            self._q.put(("record", step, time.time(), pool, n, plugin_filter))
+                wake = self._queued_bytes > self._wake_bytes
+            self._q.append(("record", step, time.time(), pool, n, plugin_filter))
+            if wake:
+                self._wake.set()
         return True
 
     def flush(self) -> None:
@@ -577,7 +591,8 @@ class SummaryRecord:
                       self._dir)
             return
         done = threading.Event()
-        self._q.put(("flush", done))
+        self._q.append(("flush", done))
+        self._wake.set()
         done.wait()
         self._raise_pending()
 
@@ -585,13 +600,15 @@ class SummaryRecord:
         """Have everything recorded so far reach the OS, without waiting (the
         background thread flushes once it has written it)."""
         if not self._closed:
-            self._q.put(("flush", threading.Event()))
+            self._q.append(("flush", threading.Event()))
+            self._wake.set()
 
     def close(self) -> None:
         """Write what is pending and close the files.  Idempotent."""
         if not self._closed:
             self._closed = True
-            self._q.put(("close",))
+            self._q.append(("close",))
+            self._wake.set()
         elif not self._thread.is_alive():
             return
         # a close() cut short (a signal during the join) is finished by the next one
@@ -632,32 +649,61 @@ class SummaryRecord:
 
     def _run(self) -> None:
         while True:
-            item = self._q.get()
-            kind = item[0]
-            try:
-                if kind == "record":
-                    try:
-                        if not self._stopped:
-                            self._write(item[1], item[2], item[3], item[5])
-                    finally:
-                        with self._room:
-                            self._queued_bytes -= item[4]
-                            self._room.notify_all()
-                elif kind == "flush":
-                    if not self._stopped:
-                        self._flush_files()
-                    item[1].set()
-                elif kind == "close":
-                    self._close_files()
+            woke = self._wake.wait(self.flush_secs)
+            self._wake.clear()
+            while self._q:
+                if self._handle(self._q.popleft()):
                     return
+            self._write_pending()
+            if not woke and self._dirty and not self._stopped:  # the timer
+                try:
+                    self._flush_files()
+                except Exception as exc:
+                    self._fail(exc)
+
+    def _handle(self, item: tuple[Any, ...]) -> bool:
+        """Do one queued request; True when it was the close."""
+        kind = item[0]
+        try:
+            if kind == "record":
+                try:
+                    if not self._stopped:
+                        self._write(item[1], item[2], item[3], item[5])
+                        self._dirty = True
+                finally:
+                    with self._room:
+                        self._queued_bytes -= item[4]
+                        self._room.notify_all()
+            elif kind == "flush":
+                self._write_pending()
+                if not self._stopped:
+                    self._flush_files()
+                item[1].set()
+            elif kind == "close":
+                self._write_pending()
+                self._close_files()
+                return True
+        except Exception as exc:
+            self._fail(exc)
+            if kind == "flush":
+                item[1].set()
+            elif kind == "close":
+                return True
+        return False
+
+    def _write_pending(self) -> None:
+        """Write the histograms of the steps taken since the last call, all
+        in one native call (TensorBoard format)."""
+        hists, self._tb_hists = self._tb_hists, []
+        self._tb_hist_bytes = 0
+        if hists and not self._stopped:
+            try:
+                self._tb._write_histograms_now(hists)
             except Exception as exc:
                 self._fail(exc)
-                if kind == "flush":
-                    item[1].set()
-                elif kind == "close":
-                    return
 
     def _flush_files(self) -> None:
+        self._dirty = False
         if self._tb is not None:
             self._tb.flush()
         elif self._files is not None:
@@ -727,9 +773,14 @@ class SummaryRecord:
             w.add_image(tag, image_grid(arr), step, walltime=wall, dataformats="HWC")
         for tag, arr in pool.get("tensor", []):
             w.add_tensor(tag, arr, step, walltime=wall)
-        for tag, arr in pool.get("histogram", []):
-            # bins=0: MindSpore's bucket count rule, from the finite values (one pass, in C)
-            w._add_histogram_owned(tag, arr, step, 0, wall)  # arr is ours alone
+        # bins=0: MindSpore's bucket count rule, from the finite values; the
+        # arrays are ours alone; the histograms of all the steps this thread
+        # takes at once go out in one native call (_write_pending)
+        hists = pool.get("histogram", [])
+        self._tb_hists.extend((wall, step, tag, arr, 0) for tag, arr in hists)
+        self._tb_hist_bytes += sum(arr.nbytes for _, arr in hists)
+        if self._tb_hist_bytes >= self._wake_bytes:  # a backlog: don't let it pile up
+            self._write_pending()
         for tag, message in pool.get(LANDSCAPE, []):
             from .dialects.mindspore import tensor_to_numpy
 

@@ -135,14 +135,26 @@ class _Payload:
 
 
 class _Job:
-    """Heavy work done on the background thread: returns event payloads."""
+    """Heavy work done on the background thread: returns event payloads
+    (bytes, or :class:`_Framed` blocks)."""
 
     __slots__ = ("fn", "args", "nbytes")
 
-    def __init__(self, fn: Any, *args: Any) -> None:
-        self.nbytes = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
+    def __init__(self, fn: Any, *args: Any, nbytes: int | None = None) -> None:
+        self.nbytes = (sum(a.nbytes for a in args if isinstance(a, np.ndarray))
+                       if nbytes is None else nbytes)
         self.fn = fn
         self.args = args
+
+
+class _Framed:
+    """Records already framed by a native encoder, back to back."""
+
+    __slots__ = ("data", "records")
+
+    def __init__(self, data: bytes, records: int) -> None:
+        self.data = data
+        self.records = records
 
 
 def _check_image(img: Any, dataformats: str, name: str) -> tuple[np.ndarray, list[int]]:
@@ -496,17 +508,35 @@ class Writer:
         arr = np.array(arr, copy=True)  # later in-place changes don't reach us
         self._submit(self._encode_histogram, walltime, step, tag, arr, bins)
 
-    def _add_histogram_owned(self, tag: str, arr: np.ndarray, step: int, bins: int,
-                             walltime: float) -> None:
-        """add_histogram for a checked numpy array the caller hands over and
-        never touches again (summarylog's SummaryRecord): no second copy."""
-        self._check_open()
-        self._submit(self._encode_histogram, _check_walltime(walltime), _check_step(step), tag,
-                     arr, bins)
-
     def _encode_histogram(self, walltime: float, step: int, tag: str, arr: np.ndarray,
                           bins: int) -> list[bytes]:
         return [self._enc.histogram(walltime, step, tag, arr, bins)]
+
+    def _write_histograms_now(self, items: list[tuple[float, int, str, np.ndarray, int]]) -> None:
+        """Histogram events of ``(walltime, step, tag, values, bins)`` from
+        checked numpy arrays, binned, encoded and framed in one native call
+        and written on the calling thread (summarylog's SummaryRecord
+        thread): no second thread wakes for them, and the arrays are let go
+        at once."""
+        self._check_open()
+        if not items:
+            return
+        items = [(_check_walltime(wall), _check_step(step), tag, arr, bins)
+                 for wall, step, tag, arr, bins in items]
+        with self._drain_lock:
+            try:
+                payloads = self._encode_histograms(items)
+            except Exception as exc:
+                self._counts["dropped_values"] += len(items)
+                log.warning("summarylog: could not encode histograms for %s: %s", self.logdir, exc)
+                return
+            for payload in payloads:
+                self._write_payload(payload)
+
+    def _encode_histograms(self, items: list[tuple[float, int, str, np.ndarray, int]]
+                           ) -> list[Any]:
+        framed, records, others = self._enc.histograms_framed(items)
+        return [_Framed(framed, records), *others] if records else others
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:
@@ -766,7 +796,11 @@ class Writer:
             walls.append(wall)
         self._encode_columns(len(run), walls, steps, counts, ids, vals)
 
-    def _write_payload(self, payload: bytes) -> None:
+    def _write_payload(self, payload: Any) -> None:
+        if type(payload) is _Framed:  # each record is under the limit (bounded bins)
+            self._writer().write_framed(payload.data, payload.records)
+            self._counts["events"] += payload.records
+            return
         if len(payload) > MAX_PAYLOAD:  # an encoded value grew past the limit: drop it alone
             self._counts["dropped_values"] += 1
             log.warning("summarylog: dropped an event of %d bytes for %s (over 2 GiB - 1)",

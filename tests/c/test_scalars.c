@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "summarylog_api.h"
 #include "test_main.h"
 
@@ -349,6 +350,70 @@ static void test_histogram_event(void) {
     }
 }
 
+/* Many histogram events in one call: within the bound (ASan: a buffer of
+ * exactly that size), each framed record holds the bytes the single call
+ * makes, fallbacks are skipped, and the tags are walked in order. */
+static void test_histogram_events_batch(void) {
+    t_rng r;
+    rng_seed(&r, 11);
+    for (int round = 0; round < 200; round++) {
+        uint64_t n = 1 + rng_below(&r, 6);
+        const void *vals[6];
+        uint8_t f64[6];
+        uint64_t sizes[6], tag_lens[6];
+        int64_t bins[6], steps[6], status[6];
+        double walls[6];
+        char tags[6 * 40];
+        uint64_t tags_len = 0;
+        int64_t max_bins = 1;
+        for (uint64_t i = 0; i < n; i++) {
+            sizes[i] = rng_below(&r, 300);
+            f64[i] = (uint8_t)rng_below(&r, 2);
+            void *v = malloc(sizes[i] * 8 + 8);
+            for (uint64_t k = 0; k < sizes[i]; k++) {
+                double x = rng_below(&r, 50) == 0 ? NAN : ((double)rng_below(&r, 2001) - 1000.0) / 8.0;
+                if (f64[i]) ((double *)v)[k] = x;
+                else ((float *)v)[k] = (float)x;
+            }
+            vals[i] = v;
+            bins[i] = (int64_t)rng_below(&r, 100) - 5;
+            if ((bins[i] > 0 ? bins[i] : SLG_MS_MAX_BINS) > max_bins)
+                max_bins = bins[i] > 0 ? bins[i] : SLG_MS_MAX_BINS;
+            steps[i] = (int64_t)rng_below(&r, 1000) - 3;
+            walls[i] = (double)round + 0.5;
+            tag_lens[i] = rng_below(&r, 40);
+            memset(tags + tags_len, 'a' + (int)i, tag_lens[i]);
+            tags_len += tag_lens[i];
+        }
+        uint64_t cap = slg_tb_histogram_events_bound(n, tags_len, max_bins);
+        char *out = malloc(cap);
+        int64_t total = slg_tb_encode_histogram_events(n, vals, f64, sizes, bins, walls, steps,
+                                                       tags, tag_lens, out, cap, status);
+        CHECK(total >= 0 && (uint64_t)total <= cap);
+        const char *o = out, *tag = tags;
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t one_cap = slg_tb_histogram_event_bound(tag_lens[i], bins[i]);
+            char *one = malloc(one_cap);
+            int64_t len = slg_tb_encode_histogram_event(vals[i], f64[i], sizes[i], bins[i],
+                                                        walls[i], steps[i], tag, tag_lens[i],
+                                                        one, one_cap);
+            CHECK_EQ(status[i], len);
+            if (len >= 0 && len != SLG_HIST_FALLBACK) {
+                CHECK_EQ(slg_get_le64(o), (uint64_t)len);
+                CHECK_EQ(slg_get_le32(o + 8), slg_masked_crc32c(o, 8));
+                CHECK(memcmp(o + 12, one, (size_t)len) == 0);
+                CHECK_EQ(slg_get_le32(o + 12 + len), slg_masked_crc32c(o + 12, (size_t)len));
+                o += len + SLG_FRAME_OVERHEAD;
+            }
+            tag += tag_lens[i];
+            free(one);
+            free((void *)vals[i]);
+        }
+        CHECK_EQ((int64_t)(o - out), total);
+        free(out);
+    }
+}
+
 static void test_fuzz_mutated_files(void) {
     uint64_t iters = env_u64("SLG_FUZZ_ITERS", 20000) / 20;
     t_rng r;
@@ -407,6 +472,7 @@ int main(void) {
     RUN(test_columns_group);
     RUN(test_histogram);
     RUN(test_histogram_event);
+    RUN(test_histogram_events_batch);
     RUN(test_fuzz_mutated_files);
     return TEST_SUMMARY();
 }

@@ -104,6 +104,36 @@ class TestHistogramEventInC:
             assert enc.histogram(wall, step, tag, v, bins) == \
                 self._reference(wall, step, tag, v, bins), (it, kind, v.dtype, n, bins)
 
+    def test_many_in_one_call_are_framed_singles(self, tmp_path) -> None:
+        """histograms_framed (one C call for many values, framed in place) is
+        exactly the framed single-call events, in order; values the C call
+        does not take (integers, no finite value) come back as payloads."""
+        from summarylog.dialects.tensorboard import TensorBoardEncoder
+        from summarylog.records import RecordReader
+
+        enc = TensorBoardEncoder()
+        rng = np.random.default_rng(7)
+        for it in range(200):
+            items = []
+            for j in range(int(rng.integers(1, 9))):
+                n = int(rng.integers(1, 3000))
+                v = rng.normal(size=n).astype(np.float32 if (it + j) % 2 else np.float64)
+                if j == 3:
+                    v = np.array([np.nan, np.inf])  # no finite value: a payload
+                if j == 5:
+                    v = rng.integers(0, 9, n)  # integers: a payload
+                items.append((float(rng.choice([0.0, 1.7e9, -0.0])), int(rng.integers(-3, 2**40)),
+                              str(rng.choice(["", "w", "λ/" * 50])), v, int(rng.choice([0, 1, 30]))))
+            framed, records, others = enc.histograms_framed(items)
+            fast = [x for x in items if x[3].dtype.kind == "f" and np.isfinite(x[3]).any()]
+            assert records == len(fast)
+            path = tmp_path / f"framed-{it}"
+            path.write_bytes(framed)
+            got = list(RecordReader(str(path), strict=True))
+            assert got == [enc.histogram(*x) for x in fast]
+            assert sorted(others) == sorted(enc.histogram(*x) for x in items
+                                            if not any(x is y for y in fast))
+
     @pytest.mark.parametrize("values", [[np.nan, np.nan], [np.inf, -np.inf], [np.inf], []])
     def test_no_finite_value_takes_the_python_rules(self, values) -> None:
         from summarylog.dialects.tensorboard import TensorBoardEncoder
