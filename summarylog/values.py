@@ -46,6 +46,10 @@ def _torch_snapshot(x: Any) -> Any:
     return x.detach().clone()
 
 
+def _torch_detached(x: Any) -> Any:
+    return x.detach() if x.requires_grad else x
+
+
 def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
     """A float now, or a Deferred for framework tensors (resolved later).
 
@@ -104,7 +108,9 @@ def snapshot_array(value: Any, name: str = "value",
     if fw is not None and hasattr(value, "shape"):
         shape = tuple(int(d) for d in value.shape)
         if fw == "torch":
-            return Deferred(_torch_snapshot(value) if copy else value.detach(), name), shape
+            # torch calls release the GIL: none where they are not needed
+            own = _torch_snapshot(value) if copy else _torch_detached(value)
+            return Deferred(own, name), shape
         if fw == "mindspore" and copy and hasattr(value, "copy"):
             return Deferred(value.copy(), name), shape
         return Deferred(value, name), shape
@@ -127,10 +133,12 @@ def to_numpy(x: Any, name: str = "values") -> np.ndarray:
         return x
     fw = framework_of(x)
     if fw == "torch":
-        t = x.detach()
+        # each torch call releases the GIL, and taking it back on a background
+        # thread can hold up the training thread: only the calls needed
+        t = _torch_detached(x)
         if t.dtype.is_floating_point and t.dtype.itemsize < 4 and str(t.dtype) != "torch.float16":
             t = t.float()
-        return t.cpu().numpy()
+        return (t if t.device.type == "cpu" else t.cpu()).numpy()
     if fw == "mindspore":
         return np.asarray(x.asnumpy())
     if fw == "tensorflow":

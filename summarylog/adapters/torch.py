@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import warnings
+from collections import deque
 from typing import Any, Mapping
 
+import numpy as np
 import torch
 
 from ..collector import CollectionPolicy, CollectorCore
@@ -179,9 +182,59 @@ def _unwrap(model: Any) -> Any:
     return model
 
 
-def _freeze(value: Any) -> Any:
-    """A private copy of a collected tensor, queued on its device (no sync)."""
-    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+class _CopyPool:
+    """Private copies of collected tensors made at the step, in buffers
+    reused from one collection to the next.
+
+    A CPU tensor is copied into a numpy array shared with a torch view
+    (``torch.from_numpy``), and summarylog's thread gets the numpy array: it
+    never calls into torch, whose calls (``.numpy()`` among them) release
+    the GIL, and every time that thread takes the GIL back the training
+    thread may wait for it.  Reused buffers also spare the training thread
+    the page faults of fresh memory.  A buffer is reused once summarylog's
+    thread holds no reference to it; past ``max_bytes`` of buffers, and for
+    other devices and dtypes, a plain clone (queued on the device: no sync).
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._bytes = 0
+        self._bufs: dict[tuple[Any, ...], deque[tuple[np.ndarray, torch.Tensor]]] = {}
+
+    def copy(self, value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        src = value.detach() if value.requires_grad else value
+        if src.device.type != "cpu" or src.dtype not in _NUMPY_DTYPES:
+            return src.clone()
+        key = (src.shape, src.dtype)
+        bufs = self._bufs.get(key)
+        if bufs is None:
+            bufs = self._bufs[key] = deque()
+        elif sys.getrefcount(bufs[0][0]) == _FREE_REFS:  # the oldest is let go first
+            arr, view = bufs[0]
+            bufs.rotate(-1)
+            view.copy_(src)
+            return arr
+        nbytes = src.numel() * src.element_size()
+        if self._bytes + nbytes > self.max_bytes:
+            return src.clone()
+        arr = np.empty(tuple(src.shape), _NUMPY_DTYPES[src.dtype])
+        view = torch.from_numpy(arr)
+        view.copy_(src)
+        bufs.append((arr, view))
+        self._bytes += nbytes
+        return arr
+
+
+# references to a pool buffer no one else holds: its pair, its torch view
+# (from_numpy keeps the array) and getrefcount's argument
+_FREE_REFS = 3
+
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
+                 torch.float16: np.float16, torch.int64: np.int64, torch.int32: np.int32,
+                 torch.int16: np.int16, torch.int8: np.int8, torch.uint8: np.uint8,
+                 torch.bool: np.bool_}
 
 
 class SummaryCollector:
@@ -234,10 +287,11 @@ class SummaryCollector:
         self._closed = False
         self.core: CollectorCore | None = None
         if self.enabled:
-            # each collected value is cloned at the step (the optimizer changes parameters
+            # each collected value is copied at the step (the optimizer changes parameters
             # in place), then checked and read on summarylog's thread
+            self._copies = _CopyPool(64 << 20)
             self.core = CollectorCore(self.policy, rank=self.rank if self.world_size > 1 else None,
-                                      freeze=_freeze)
+                                      freeze=self._copies.copy)
             self.core.record.summary_op_sources.append(self._take_ops)
             total = None
             if epochs is not None and train_loader is not None:
