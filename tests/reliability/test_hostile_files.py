@@ -101,9 +101,12 @@ def test_zero_filled_tails(tmp_path, sample, figure):
     data, offs, name = sample
     for k in range(1, len(data) - offs[1]):
         steps, rep = _read(_put(tmp_path, name, data[:-k] + b"\0" * k))
-        whole = sum(1 for e in offs[2:] if e <= len(data) - k)
+        # the records the zeros left as they were (a tail byte may be 0 already)
+        changed = next((i for i in range(len(data) - k, len(data)) if data[i]), len(data))
+        whole = sum(1 for e in offs[2:] if e <= changed)
         np.testing.assert_array_equal(steps, np.arange(whole))
-        assert rep.damage or rep.tail, (k, rep)
+        if changed < len(data):
+            assert rep.damage or rep.tail, (k, rep)
     figure(f"{len(data) - offs[1] - 1} zero-filled tails: every record before the zeros read, "
            f"the zeros reported each time")
 
