@@ -20,13 +20,12 @@ from the main thread, once, when the first writer opens.  ``SIGKILL`` and
 ``os._exit`` can not be caught: there the loss window of the chosen
 ``durability`` applies (see :mod:`summarylog.records.writer`).
 
-A ``fork()`` child starts with the default SIGTERM/SIGHUP again: worker
+A ``fork()`` child starts with the default SIGTERM/SIGHUP again (held
+blocked across the fork, so one sent at that moment is not lost): worker
 processes (``multiprocessing`` pools, MindSpore's summary writer pool) are
-stopped with SIGTERM, and a Python-level handler there makes
-``Pool.terminate()`` hang whenever the signal lands just before the worker
-blocks on its queue (the handler then never runs).  A child that logs
-itself (opens a writer or writes through an inherited one) gets the handler
-back then.
+stopped with SIGTERM, and one that ran the drain instead could hang
+``Pool.terminate()``.  A child that logs itself (opens a writer or writes
+through an inherited one) gets the drain back then.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ _open: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
 _order = 0
 _installed = False
 _exiting = False
+_installed_pid = -1  # the process that installed the handlers
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -89,7 +89,9 @@ def close_all() -> None:
 
 def _on_signal(signum: int, frame: Any) -> None:
     global _exiting
-    if _exiting:  # the second one: die the default way
+    # the second one, or a fork() child that still has the handler (forked
+    # where the at-fork hooks do not run): die the default way
+    if _exiting or os.getpid() != _installed_pid:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
@@ -100,16 +102,41 @@ def _on_signal(signum: int, frame: Any) -> None:
 def install_signal_handlers() -> None:
     """Install the SIGTERM/SIGHUP handler where the disposition is the
     default; a no-op off the main thread or when already done."""
-    global _installed
+    global _installed, _installed_pid
     if _installed or threading.current_thread() is not threading.main_thread():
         return
     _installed = True
+    _installed_pid = os.getpid()
     for sig in _SIGNALS:
         try:
             if signal.getsignal(sig) is signal.SIG_DFL:
                 signal.signal(sig, _on_signal)
         except (ValueError, OSError):  # not the main interpreter, or not allowed here
             pass
+
+
+_fork_mask: Any = None  # the forking thread's signal mask, while it forks
+
+
+def _before_fork() -> None:
+    # Block SIGTERM/SIGHUP across fork(): one that reaches the child before
+    # its disposition is back to the default would otherwise be tripped for
+    # Python, then dropped by CPython's own after-fork reset (or reported as
+    # "ignored due to race condition"), and a pool worker stopped by
+    # Pool.terminate() at that moment would never stop.
+    global _fork_mask
+    if _installed and hasattr(signal, "pthread_sigmask"):
+        try:
+            _fork_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        except (ValueError, OSError):
+            _fork_mask = None
+
+
+def _restore_mask() -> None:
+    global _fork_mask
+    mask, _fork_mask = _fork_mask, None
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held signal lands now
 
 
 def _after_fork_in_child() -> None:
@@ -124,8 +151,10 @@ def _after_fork_in_child() -> None:
                     signal.signal(sig, signal.SIG_DFL)
             except (ValueError, OSError):
                 pass
+    _restore_mask()
 
 
 atexit.register(close_all)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_restore_mask,
+                        after_in_child=_after_fork_in_child)
