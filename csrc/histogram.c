@@ -9,6 +9,8 @@
  * not counted.  Each routine has a float32 and a float64 instance of one
  * loop (the STATS and COUNTS macros), so the compiler can vectorise them. */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "summarylog_api.h"
@@ -20,8 +22,17 @@
  * the chain of dependent floating-point adds (65 536 float32 values: best
  * of 20, 72 -> 54 us here). */
 #define LANES 8
+
+/* The loops below also in an AVX2 build, chosen at load time where the CPU
+ * has it (the same operations in the same order: results are identical). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(SLG_NO_MULTIVERSION)
+#define SLG_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SLG_CLONES
+#endif
 #define STATS(T, NAME)                                                                 \
-    static void NAME(const T *v, uint64_t n, slg_value_stats_t *out) {                 \
+    SLG_CLONES static void NAME(const T *v, uint64_t n, slg_value_stats_t *out) {                 \
         double ls[LANES] = {0}, lq[LANES] = {0};                                       \
         T llo[LANES], lhi[LANES];                                                      \
         for (int j = 0; j < LANES; j++) {                                              \
@@ -97,25 +108,64 @@ void slg_value_stats(const void *values, int is_f64, uint64_t n, slg_value_stats
     else stats_f32((const float *)values, n, out);
 }
 
+/* One value the careful way: [edges[k], edges[k+1]) from an estimate k. */
+static inline void count_one(double y, double lo, double hi, const double *edges, int64_t k,
+                             int64_t last, int64_t *counts) {
+    if (!(y >= lo && y <= hi)) return; /* outside, or NaN */
+    if (k < 0) k = 0;
+    if (k > last) k = last;
+    while (k > 0 && y < edges[k]) k--;
+    while (k < last && y >= edges[k + 1]) k++;
+    counts[k]++;
+}
+
+/* Counts in blocks of BLOCK values.  First a loop the compiler vectorises:
+ * each value's position f = (y - lo) * bins / (hi - lo) in buckets, and
+ * the bucket floor(f) when f is more than `eps` from a whole number, eps
+ * bounding how far the rounded edges (linspace in the values' dtype) can be
+ * from the exact ones; otherwise -1.  Then a scalar pass counts each bucket
+ * into one of SUB interleaved tables (so runs in one bucket don't wait on
+ * each other's increments), and settles the rare -1 values on the edges.
+ * Exact as np.histogram(values, bins=edges) whatever eps is: a value is
+ * only counted without looking at the edges when no edge can be near it
+ * (65 536 float32 values: 120 -> 57 us here, with the AVX2 clone). */
+#define BLOCK 256
+#define SUB 4
 #define COUNTS(T, NAME)                                                                \
-    static void NAME(const T *v, uint64_t n, const double *edges, uint64_t bins,       \
-                     int64_t *counts) {                                                \
+    SLG_CLONES static void NAME(const T *v, uint64_t n, const double *edges,           \
+                                uint64_t bins, double eps, int64_t *sub,               \
+                                int64_t *counts) {                                     \
         const double lo = edges[0], hi = edges[bins];                                  \
         const double norm = (double)bins / (hi - lo);                                  \
-        const uint64_t last = bins - 1;                                                \
-        for (uint64_t i = 0; i < n; i++) {                                             \
-            double x = (double)v[i];                                                   \
-            if (!(x >= lo && x <= hi)) continue; /* outside, or NaN */                 \
-            /* NaN or inf when norm overflowed (hi - lo tiny): start from the last */ \
-            double f = (x - lo) * norm;                                                \
-            uint64_t k = f < (double)bins ? (uint64_t)(int64_t)f : last;               \
-            /* the estimate can be one off near an edge: settle it on the edges */   \
-            if (k > 0 && x < edges[k]) {                                               \
-                do k--; while (k > 0 && x < edges[k]);                                 \
-            } else if (k < last && x >= edges[k + 1]) {                                \
-                do k++; while (k < last && x >= edges[k + 1]);                         \
+        const int64_t last = (int64_t)bins - 1;                                        \
+        /* positions in the values' precision: T's rounding is in eps */               \
+        const T tlo = (T)lo, tnorm = (T)norm, ttop = (T)bins, teps = (T)eps;           \
+        int32_t est[BLOCK];                                                            \
+        for (uint64_t b = 0; b < n; b += BLOCK) {                                      \
+            const uint64_t m = n - b < BLOCK ? n - b : BLOCK;                          \
+            const T *x = v + b;                                                        \
+            for (uint64_t j = 0; j < m; j++) {                                         \
+                T f = (x[j] - tlo) * tnorm;                                            \
+                T c = f > (T)-1 ? f : (T)-1; /* NaN too */                             \
+                c = c < ttop ? c : ttop;                                               \
+                int32_t k = (int32_t)c;                                                \
+                T d = c - (T)k;                                                        \
+                int32_t near = (d < teps) | (d > (T)1 - teps) | (c >= ttop);           \
+                est[j] = near ? -1 : k;                                                \
             }                                                                          \
-            counts[k]++;                                                               \
+            for (uint64_t j = 0; j < m; j++) {                                         \
+                int32_t k = est[j];                                                    \
+                if (__builtin_expect(k >= 0, 1)) {                                     \
+                    sub[(j % SUB) * bins + (uint64_t)k]++;                             \
+                } else {                                                               \
+                    const double y = (double)x[j];                                     \
+                    double f = (y - lo) * norm;                                        \
+                    count_one(y, lo, hi, edges,                                        \
+                              f >= 0 && f < (double)bins ? (int64_t)f                  \
+                                                         : (f >= 0 ? last : 0),        \
+                              last, counts);                                           \
+                }                                                                      \
+            }                                                                          \
         }                                                                              \
     }
 
@@ -125,8 +175,33 @@ COUNTS(double, counts_f64)
 int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const double *edges,
                          uint64_t bins, int64_t *counts) {
     if (bins == 0 || !(edges[bins] > edges[0])) return -22; /* -EINVAL */
+    if (bins > (1u << 30)) return -22;
     memset(counts, 0, bins * sizeof *counts);
-    if (is_f64) counts_f64((const double *)values, n, edges, bins, counts);
-    else counts_f32((const float *)values, n, edges, bins, counts);
+    /* eps: twice the farthest any given edge lies from the exact grid
+     * lo + k (hi - lo) / bins, in buckets (edges rounded to float32 or
+     * float16 lie farther than float64 ones), plus the rounding of the
+     * grid and of the positions themselves */
+    const double lo = edges[0], hi = edges[bins];
+    const double mag = fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi);
+    const double width = (hi - lo) / (double)bins;
+    double off = 0;
+    for (uint64_t k = 1; k < bins; k++) {
+        double o = fabs(edges[k] - (lo + (double)k * width));
+        off = o > off ? o : off;
+    }
+    double eps = 2.0 * off / width + 16.0 * 0x1p-52 * (mag / width + (double)bins) + 1e-12;
+    /* float32 values get their positions in float32: (y - lo) * norm is then
+     * off by a few float32 roundings of numbers up to mag / width + bins */
+    if (!is_f64) eps += 8.0 * 0x1p-24 * (mag / width + (double)bins);
+    if (!(eps < 0.25)) eps = 2.0; /* uneven or coarse edges: settle every value on them */
+    int64_t small[SUB * 128];
+    int64_t *sub = bins <= 128 ? small : calloc(SUB * bins, sizeof *sub);
+    if (!sub) return -12; /* -ENOMEM */
+    if (sub == small) memset(small, 0, SUB * bins * sizeof *small);
+    if (is_f64) counts_f64((const double *)values, n, edges, bins, eps, sub, counts);
+    else counts_f32((const float *)values, n, edges, bins, eps, sub, counts);
+    for (uint64_t k = 0; k < bins; k++)
+        for (uint64_t j = 0; j < SUB; j++) counts[k] += sub[j * bins + k];
+    if (sub != small) free(sub);
     return 0;
 }
