@@ -32,7 +32,7 @@
 #define SLG_CLONES
 #endif
 #define STATS(T, NAME)                                                                 \
-    SLG_CLONES static void NAME(const T *v, uint64_t n, slg_value_stats_t *out) {                 \
+    SLG_CLONES static void NAME(const T *v, uint64_t n, slg_value_stats_t *out) {      \
         double ls[LANES] = {0}, lq[LANES] = {0};                                       \
         T llo[LANES], lhi[LANES];                                                      \
         for (int j = 0; j < LANES; j++) {                                              \
