@@ -20,7 +20,7 @@
  * (sum is then NaN or infinite).  LANES independent partial sums and
  * extremes (added up in a fixed order, so results are reproducible) break
  * the chain of dependent floating-point adds (65 536 float32 values: best
- * of 20, 72 -> 54 us here). */
+ * of 20, 72 -> 54 us here; 19 us as vectors of doubles in the AVX2 clone). */
 #define LANES 8
 
 /* The loops below also in an AVX2 build, chosen at load time where the CPU
@@ -31,44 +31,65 @@
 #else
 #define SLG_CLONES
 #endif
-#define STATS(T, NAME)                                                                 \
+/* Eight lanes as two vectors of four doubles (GCC/clang vector extensions:
+ * SSE2 pairs, or one AVX register each in the AVX2 clone).  Lane j takes
+ * the values at i = j mod 8, as a scalar loop over j would. */
+typedef double v4d __attribute__((vector_size(32)));
+typedef long long v4l __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+
+/* (macros, not functions: a 32-byte vector argument has no fixed ABI) */
+#define LOAD4_F32(p, out)                                                              \
+    do {                                                                               \
+        v4f t_;                                                                        \
+        memcpy(&t_, (p), sizeof t_);                                                   \
+        (out) = __builtin_convertvector(t_, v4d);                                      \
+    } while (0)
+#define LOAD4_F64(p, out) memcpy(&(out), (p), sizeof(v4d))
+#define VSEL(m, a, b) ((v4d)(((v4l)(a) & (m)) | ((v4l)(b) & ~(m)))) /* m ? a : b */
+
+#define STATS(T, LOAD4, NAME)                                                          \
     SLG_CLONES static void NAME(const T *v, uint64_t n, slg_value_stats_t *out) {      \
-        double ls[LANES] = {0}, lq[LANES] = {0};                                       \
-        T llo[LANES], lhi[LANES];                                                      \
-        for (int j = 0; j < LANES; j++) {                                              \
-            llo[j] = INFINITY;                                                         \
-            lhi[j] = -INFINITY;                                                        \
-        }                                                                              \
+        double ls[LANES], lq[LANES], llo[LANES], lhi[LANES];                           \
+        v4d s0 = {0, 0, 0, 0}, s1 = s0, q0 = s0, q1 = s0;                              \
+        v4d lo0 = {INFINITY, INFINITY, INFINITY, INFINITY}, lo1 = lo0;                 \
+        v4d hi0 = -lo0, hi1 = -lo0;                                                    \
         uint64_t i = 0;                                                                \
         for (; i + LANES <= n; i += LANES) {                                           \
-            for (int j = 0; j < LANES; j++) {                                          \
-                T x = v[i + j];                                                        \
-                llo[j] = x < llo[j] ? x : llo[j];                                      \
-                lhi[j] = x > lhi[j] ? x : lhi[j];                                      \
-                ls[j] += (double)x;                                                    \
-                lq[j] += (double)x * (double)x;                                        \
-            }                                                                          \
+            v4d a, b;                                                                  \
+            LOAD4(v + i, a);                                                           \
+            LOAD4(v + i + 4, b);                                                       \
+            lo0 = VSEL(a < lo0, a, lo0);                                               \
+            lo1 = VSEL(b < lo1, b, lo1);                                               \
+            hi0 = VSEL(a > hi0, a, hi0);                                               \
+            hi1 = VSEL(b > hi1, b, hi1);                                               \
+            s0 += a;                                                                   \
+            s1 += b;                                                                   \
+            q0 += a * a;                                                               \
+            q1 += b * b;                                                               \
+        }                                                                              \
+        for (int j = 0; j < 4; j++) {                                                  \
+            ls[j] = s0[j], ls[j + 4] = s1[j], lq[j] = q0[j], lq[j + 4] = q1[j];        \
+            llo[j] = lo0[j], llo[j + 4] = lo1[j], lhi[j] = hi0[j], lhi[j + 4] = hi1[j]; \
         }                                                                              \
         for (int j = 0; i < n; i++, j++) {                                             \
-            T x = v[i];                                                                \
+            double x = (double)v[i];                                                   \
             llo[j] = x < llo[j] ? x : llo[j];                                          \
             lhi[j] = x > lhi[j] ? x : lhi[j];                                          \
-            ls[j] += (double)x;                                                        \
-            lq[j] += (double)x * (double)x;                                            \
+            ls[j] += x;                                                                \
+            lq[j] += x * x;                                                            \
         }                                                                              \
-        double sum = 0, sum_sq = 0;                                                    \
-        T lo = INFINITY, hi = -INFINITY;                                               \
+        double sum = 0, sum_sq = 0, lo = INFINITY, hi = -INFINITY;                     \
         for (int j = 0; j < LANES; j++) {                                              \
             sum += ls[j];                                                              \
             sum_sq += lq[j];                                                           \
             lo = llo[j] < lo ? llo[j] : lo;                                            \
             hi = lhi[j] > hi ? lhi[j] : hi;                                            \
         }                                                                              \
-        if (isfinite(sum) && isfinite(sum_sq) && isfinite((double)lo) &&               \
-            isfinite((double)hi)) {                                                    \
+        if (isfinite(sum) && isfinite(sum_sq) && isfinite(lo) && isfinite(hi)) {       \
             out->finite = n;                                                           \
-            out->min = n ? (double)lo : 0;                                             \
-            out->max = n ? (double)hi : 0;                                             \
+            out->min = n ? lo : 0;                                                     \
+            out->max = n ? hi : 0;                                                     \
             out->sum = sum;                                                            \
             out->sum_squares = sum_sq;                                                 \
             return;                                                                    \
@@ -99,8 +120,8 @@
         out->sum_squares = sum_sq;                                                     \
     }
 
-STATS(float, stats_f32)
-STATS(double, stats_f64)
+STATS(float, LOAD4_F32, stats_f32)
+STATS(double, LOAD4_F64, stats_f64)
 
 void slg_value_stats(const void *values, int is_f64, uint64_t n, slg_value_stats_t *out) {
     memset(out, 0, sizeof *out);
