@@ -107,13 +107,16 @@ def _summary_value(plugin: str, value: Any, copy: bool = True) -> Any:
                         f"got {type(value).__name__}")
     if plugin == "tensor":  # before any copy
         _check_tensor_size(math.prod(getattr(value, "shape", ()) or (1,)))
-    try:
-        snap, shape = snapshot_array(value, "value", copy)
-    except TypeError:
-        raise
-    except Exception as exc:
-        raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number: "
-                        f"{exc}") from exc
+    if type(value) is np.ndarray and not copy:  # the caller's own copy (a collector's)
+        snap, shape = value, value.shape
+    else:
+        try:
+            snap, shape = snapshot_array(value, "value", copy)
+        except TypeError:
+            raise
+        except Exception as exc:
+            raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or "
+                            f"number: {exc}") from exc
     if isinstance(snap, np.ndarray) and snap.dtype.kind not in "biuf":
         raise TypeError(f"the value of a {plugin!r} summary must be numeric, got dtype {snap.dtype}")
     size = math.prod(shape)
