@@ -279,6 +279,11 @@ int64_t slg_tb_encode_histogram_events(uint64_t n, const void *const *values,
                                        const uint64_t *tag_lens, char *out, uint64_t cap,
                                        int64_t *status);
 
+/* ---- Private copies of a step's tensors (copy.c) ----------------------- */
+/* Copy sizes[i] bytes from src[i] to dst[i] for i < n (no overlap), large
+ * ones with streaming stores that bypass the caller's cache. */
+void slg_copy_many(void *const *dst, const void *const *src, const uint64_t *sizes, uint64_t n);
+
 /* ---- Small event files in one call (file_scalars.c) -------------------- */
 #define SLG_LOAD_FALLBACK 1     /* not handled here: use RecordReader + decode */
 

@@ -243,12 +243,13 @@ class CollectorCore:
 
     def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
                  rank: int | None = None, lazy_values: bool = False,
-                 freeze: Callable[[Any], Any] | None = None) -> None:
+                 freeze: Callable[[list[Any]], list[Any]] | None = None) -> None:
         self.policy = policy
         #: collections are checked and read on the background thread
         #: (SummaryRecord.add_later), not the caller's: values that never
         #: change after the step (JAX) as they are, others through
-        #: ``freeze`` (a private copy made at the step: torch's clone)
+        #: ``freeze`` (the collection's values in, private copies made at
+        #: the step out: torch's)
         self.lazy_values = lazy_values or freeze is not None
         self.freeze = freeze
         self._freq = policy.collect_freq
@@ -317,8 +318,9 @@ class CollectorCore:
         self._last_collected = current
         rec = self.record
         if self.freeze is not None:  # copied now; checked and read in the background
-            freeze = self.freeze
-            frozen = [(p, t, freeze(v)) for p, t, v in self._values(plugins, loss, inputs, params)]
+            values = self._values(plugins, loss, inputs, params)
+            frozen = list(zip([p for p, _, _ in values], [t for _, t, _ in values],
+                              self.freeze([v for _, _, v in values])))
             rec.add_later(lambda: frozen, nbytes=self._later_bytes, on_error=self._dropped,
                           owned=True)
         elif self.lazy_values:  # immutable values: named, checked and read in the background

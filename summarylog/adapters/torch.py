@@ -24,12 +24,14 @@ import os
 import sys
 import threading
 import warnings
+from array import array
 from collections import deque
 from typing import Any, Mapping
 
 import numpy as np
 import torch
 
+from .._native import ffi, lib
 from ..collector import CollectionPolicy, CollectorCore
 
 __all__ = ["SummaryCollector", "summary"]
@@ -183,53 +185,72 @@ def _unwrap(model: Any) -> Any:
 
 
 class _CopyPool:
-    """Private copies of collected tensors made at the step, in buffers
-    reused from one collection to the next.
+    """Private copies of a step's collected tensors, in buffers reused from
+    one collection to the next.
 
-    A CPU tensor is copied into a numpy array shared with a torch view
-    (``torch.from_numpy``), and summarylog's thread gets the numpy array: it
-    never calls into torch, whose calls (``.numpy()`` among them) release
-    the GIL, and every time that thread takes the GIL back the training
-    thread may wait for it.  Reused buffers also spare the training thread
-    the page faults of fresh memory.  A buffer is reused once summarylog's
-    thread holds no reference to it; past ``max_bytes`` of buffers, and for
-    other devices and dtypes, a plain clone (queued on the device: no sync).
+    A contiguous CPU tensor is copied into a numpy array, all of a step's in
+    one native call (csrc/copy.c: the GIL released once, streaming stores
+    that leave the training thread's cache to its own data), and
+    summarylog's thread gets the numpy array: it never calls into torch,
+    whose calls (``.numpy()`` among them) release the GIL, and every time
+    that thread takes the GIL back the training thread may wait for it.
+    Reused buffers also spare the training thread the page faults of fresh
+    memory.  A buffer is reused once summarylog's thread holds no reference
+    to it; past ``max_bytes`` of buffers, and for other devices and dtypes,
+    a plain clone (queued on the device: no sync).
     """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._bytes = 0
-        self._bufs: dict[tuple[Any, ...], deque[tuple[np.ndarray, torch.Tensor]]] = {}
+        self._bufs: dict[tuple[Any, ...], deque[tuple[np.ndarray, int]]] = {}
 
-    def copy(self, value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        src = value.detach() if value.requires_grad else value
-        if src.device.type != "cpu" or src.dtype not in _NUMPY_DTYPES:
-            return src.clone()
-        key = (src.shape, src.dtype)
+    def copy_all(self, values: list[Any]) -> list[Any]:
+        """Private copies of ``values`` (tensors; anything else as it is)."""
+        out: list[Any] = []
+        dst = array("Q")
+        src = array("Q")
+        sizes = array("Q")
+        for value in values:
+            if not isinstance(value, torch.Tensor):
+                out.append(value)
+                continue
+            t = value.detach() if value.requires_grad else value
+            buf = None
+            if (t.device.type == "cpu" and t.dtype in _NUMPY_DTYPES and t.is_contiguous()
+                    and not t.is_neg()):
+                buf = self._buffer(t)
+            if buf is None:
+                out.append(t.clone())
+                continue
+            arr, ptr = buf
+            out.append(arr)
+            dst.append(ptr)
+            src.append(t.data_ptr())
+            sizes.append(arr.nbytes)
+        if dst:
+            lib.slg_copy_many(ffi.from_buffer("void *[]", dst), ffi.from_buffer("void *[]", src),
+                              ffi.from_buffer("uint64_t[]", sizes), len(dst))
+        return out
+
+    def _buffer(self, t: torch.Tensor) -> tuple[np.ndarray, int] | None:
+        key = (t.shape, t.dtype)
         bufs = self._bufs.get(key)
         if bufs is None:
             bufs = self._bufs[key] = deque()
         elif sys.getrefcount(bufs[0][0]) == _FREE_REFS:  # the oldest is let go first
-            arr, view = bufs[0]
             bufs.rotate(-1)
-            view.copy_(src)
-            return arr
-        nbytes = src.numel() * src.element_size()
-        if self._bytes + nbytes > self.max_bytes:
-            return src.clone()
-        arr = np.empty(tuple(src.shape), _NUMPY_DTYPES[src.dtype])
-        view = torch.from_numpy(arr)
-        view.copy_(src)
-        bufs.append((arr, view))
-        self._bytes += nbytes
-        return arr
+            return bufs[-1]
+        arr = np.empty(tuple(t.shape), _NUMPY_DTYPES[t.dtype])
+        if self._bytes + arr.nbytes > self.max_bytes:
+            return None
+        self._bytes += arr.nbytes
+        bufs.append((arr, arr.ctypes.data))
+        return bufs[-1]
 
 
-# references to a pool buffer no one else holds: its pair, its torch view
-# (from_numpy keeps the array) and getrefcount's argument
-_FREE_REFS = 3
+# references to a pool buffer no one else holds: its entry and getrefcount's
+_FREE_REFS = 2
 
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
                  torch.float16: np.float16, torch.int64: np.int64, torch.int32: np.int32,
@@ -291,7 +312,7 @@ class SummaryCollector:
             # in place), then checked and read on summarylog's thread
             self._copies = _CopyPool(64 << 20)
             self.core = CollectorCore(self.policy, rank=self.rank if self.world_size > 1 else None,
-                                      freeze=self._copies.copy)
+                                      freeze=self._copies.copy_all)
             self.core.record.summary_op_sources.append(self._take_ops)
             total = None
             if epochs is not None and train_loader is not None:

@@ -414,6 +414,38 @@ static void test_histogram_events_batch(void) {
     }
 }
 
+/* The collectors' copies: every size and alignment around the streaming
+ * threshold, byte-exact, nothing written past the end (ASan). */
+static void test_copy_many(void) {
+    t_rng r;
+    rng_seed(&r, 5);
+    for (int round = 0; round < 300; round++) {
+        uint64_t n = 1 + rng_below(&r, 4);
+        void *dst[4];
+        const void *src[4];
+        uint64_t sizes[4];
+        char *srcs[4], *dsts[4];
+        for (uint64_t i = 0; i < n; i++) {
+            sizes[i] = rng_below(&r, 3) == 0 ? rng_below(&r, 100) : 4000 + rng_below(&r, 70000);
+            uint64_t so = rng_below(&r, 16), dof = rng_below(&r, 16);
+            srcs[i] = malloc(sizes[i] + 16);
+            dsts[i] = malloc(sizes[i] + 16);
+            for (uint64_t k = 0; k < sizes[i] + 16; k++) srcs[i][k] = (char)rng_below(&r, 256);
+            memset(dsts[i], 0x5a, sizes[i] + 16);
+            src[i] = srcs[i] + so;
+            dst[i] = dsts[i] + dof;
+        }
+        slg_copy_many(dst, src, sizes, n);
+        for (uint64_t i = 0; i < n; i++) {
+            CHECK(memcmp(dst[i], src[i], sizes[i]) == 0);
+            char *end = (char *)dst[i] + sizes[i];
+            while (end < dsts[i] + sizes[i] + 16) CHECK_EQ(*end++, 0x5a);
+            free(srcs[i]);
+            free(dsts[i]);
+        }
+    }
+}
+
 static void test_fuzz_mutated_files(void) {
     uint64_t iters = env_u64("SLG_FUZZ_ITERS", 20000) / 20;
     t_rng r;
@@ -473,6 +505,7 @@ int main(void) {
     RUN(test_histogram);
     RUN(test_histogram_event);
     RUN(test_histogram_events_batch);
+    RUN(test_copy_many);
     RUN(test_fuzz_mutated_files);
     return TEST_SUMMARY();
 }
