@@ -651,18 +651,24 @@ class SummaryRecord:
         self._stopped = True
 
     def _run(self) -> None:
+        # what was recorded reaches the OS within about flush_secs, however
+        # often the thread is woken in between
+        next_flush = time.monotonic() + self.flush_secs
         while True:
-            woke = self._wake.wait(self.flush_secs)
+            self._wake.wait(max(0.0, next_flush - time.monotonic()))
             self._wake.clear()
             while self._q:
                 if self._handle(self._q.popleft()):
                     return
             self._write_pending()
-            if not woke and self._dirty and not self._stopped:  # the timer
-                try:
-                    self._flush_files()
-                except Exception as exc:
-                    self._fail(exc)
+            now = time.monotonic()
+            if now >= next_flush:
+                next_flush = now + self.flush_secs
+                if self._dirty and not self._stopped:
+                    try:
+                        self._flush_files()
+                    except Exception as exc:
+                        self._fail(exc)
 
     def _handle(self, item: tuple[Any, ...]) -> bool:
         """Do one queued request; True when it was the close."""
