@@ -236,15 +236,16 @@ class _CopyPool:
     def _buffer(self, t: torch.Tensor) -> tuple[np.ndarray, int] | None:
         key = (t.shape, t.dtype)
         bufs = self._bufs.get(key)
-        if bufs is None:
-            bufs = self._bufs[key] = deque()
-        elif sys.getrefcount(bufs[0][0]) == _FREE_REFS:  # the oldest is let go first
+        if bufs and sys.getrefcount(bufs[0][0]) == _FREE_REFS:  # the oldest is let go first
             bufs.rotate(-1)
             return bufs[-1]
-        arr = np.empty(tuple(t.shape), _NUMPY_DTYPES[t.dtype])
-        if self._bytes + arr.nbytes > self.max_bytes:
+        nbytes = t.numel() * t.element_size()
+        if self._bytes + nbytes > self.max_bytes:
             return None
-        self._bytes += arr.nbytes
+        arr = np.empty(tuple(t.shape), _NUMPY_DTYPES[t.dtype])
+        self._bytes += nbytes
+        if bufs is None:
+            bufs = self._bufs[key] = deque()
         bufs.append((arr, arr.ctypes.data))
         return bufs[-1]
 

@@ -226,3 +226,21 @@ def test_lightning_trainer(tmp_path):
     hp = [e.value for e in logs.events(run) if e.kind == "hparams"]
     start = [v for v in hp if "session_start_info" in v][0]["session_start_info"]["hparams"]
     assert start["lr"] == 0.1 and start["width"] == 4
+
+
+def test_copy_pool_past_its_cap_falls_back_to_clones():
+    """Past max_bytes of reused buffers, collected tensors are plain clones,
+    collection after collection (a new shape that does not fit must not
+    leave the pool broken), and a buffer is reused only once let go."""
+    from summarylog.adapters.torch import _CopyPool
+
+    pool = _CopyPool(max_bytes=4 * 100)
+    a, b = torch.arange(100, dtype=torch.float32), torch.arange(50, dtype=torch.float64)
+    for i in range(3):
+        ca, cb = pool.copy_all([a + i, b + i])
+        assert isinstance(ca, np.ndarray) and ca.tolist() == (a + i).tolist()
+        assert isinstance(cb, torch.Tensor) and cb.tolist() == (b + i).tolist()  # over the cap
+        del ca, cb
+    held = pool.copy_all([a])[0]  # still referenced: the next copy takes another buffer
+    other = pool.copy_all([a * 2])[0]
+    assert held.tolist() == a.tolist() and other.tolist() == (a * 2).tolist()
