@@ -35,6 +35,7 @@ import logging
 import os
 import signal
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -89,6 +90,11 @@ def close_all() -> None:
 
 def _on_signal(signum: int, frame: Any) -> None:
     global _exiting
+    if getattr(_forking, "mask", None) is not None and os.getpid() == _installed_pid:
+        # inside this thread's fork hooks, where a raise is swallowed: sent
+        # again once out of them (_restore_mask)
+        _forking.deferred = signum
+        return
     # the second one, or a fork() child that still has the handler (forked
     # where the at-fork hooks do not run): die the default way
     if _exiting or os.getpid() != _installed_pid:
@@ -115,7 +121,11 @@ def install_signal_handlers() -> None:
             pass
 
 
-_fork_mask: Any = None  # the forking thread's signal mask, while it forks
+# per forking thread: .mask, the signal mask to restore after fork() (or
+# _BLOCKING while it is being blocked), and .deferred, a signal that landed
+# inside the fork hooks
+_forking = threading.local()
+_BLOCKING = object()
 
 
 def _before_fork() -> None:
@@ -124,19 +134,37 @@ def _before_fork() -> None:
     # Python, then dropped by CPython's own after-fork reset (or reported as
     # "ignored due to race condition"), and a pool worker stopped by
     # Pool.terminate() at that moment would never stop.
-    global _fork_mask
-    if _installed and hasattr(signal, "pthread_sigmask"):
-        try:
-            _fork_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-        except (ValueError, OSError):
-            _fork_mask = None
+    if not _installed or not hasattr(signal, "pthread_sigmask"):
+        return
+    _forking.deferred = None
+    _forking.mask = _BLOCKING  # a handler run by the call below defers
+    try:
+        _forking.mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    except (ValueError, OSError):
+        _forking.mask = None
 
 
-def _restore_mask() -> None:
-    global _fork_mask
-    mask, _fork_mask = _fork_mask, None
-    if mask is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held signal lands now
+def _restore_mask(resend: bool = True) -> None:
+    """Unblock what _before_fork blocked (a held signal lands now); a signal
+    the hooks deferred is sent again from a thread of its own, 50 ms later,
+    so its handler runs in the program, not in a hook."""
+    mask = getattr(_forking, "mask", None)
+    if mask is None:
+        return
+    try:
+        if mask is not _BLOCKING:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    finally:
+        _forking.mask = None
+        signum, _forking.deferred = getattr(_forking, "deferred", None), None
+        if signum is not None and resend:
+            threading.Thread(target=_resend, args=(signum,), daemon=True,
+                             name="summarylog-signal").start()
+
+
+def _resend(signum: int) -> None:
+    time.sleep(0.05)  # the forking thread is out of the fork hooks by then
+    os.kill(os.getpid(), signum)
 
 
 def _after_fork_in_child() -> None:
@@ -151,7 +179,7 @@ def _after_fork_in_child() -> None:
                     signal.signal(sig, signal.SIG_DFL)
             except (ValueError, OSError):
                 pass
-    _restore_mask()
+    _restore_mask(resend=False)  # a signal deferred in the parent was the parent's
 
 
 atexit.register(close_all)
