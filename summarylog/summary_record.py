@@ -356,7 +356,9 @@ class SummaryRecord:
         self.raise_exception = raise_exception
         self.format = format
         self.on_limit = on_limit
-        self.flush_secs = float(flush_secs)
+        from .writer import _check_flush_secs
+
+        self.flush_secs = _check_flush_secs(flush_secs)
         self.durability = durability
         if rank is None:
             from .writer import _detect_rank

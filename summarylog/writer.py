@@ -124,6 +124,15 @@ def _check_walltime(walltime: Any) -> float:
     return walltime
 
 
+def _check_flush_secs(flush_secs: Any) -> float:
+    """flush_secs as a float: a finite number of seconds > 0."""
+    if isinstance(flush_secs, bool) or not isinstance(flush_secs, (int, float)):
+        raise TypeError(f"flush_secs must be a number, got {type(flush_secs).__name__}")
+    if not 0 < flush_secs < math.inf:
+        raise ValueError(f"flush_secs must be a finite number of seconds > 0, got {flush_secs}")
+    return float(flush_secs)
+
+
 class _Payload:
     """An event already encoded (on the caller's thread: text, tensors)."""
 
@@ -246,10 +255,7 @@ class Writer:
         logdir = os.fspath(logdir)
         if not isinstance(logdir, str) or not logdir:
             raise TypeError("logdir must be a non-empty str or PathLike[str]")
-        if isinstance(flush_secs, bool) or not isinstance(flush_secs, (int, float)):
-            raise TypeError(f"flush_secs must be a number, got {type(flush_secs).__name__}")
-        if not flush_secs > 0:
-            raise ValueError(f"flush_secs must be > 0, got {flush_secs}")
+        _check_flush_secs(flush_secs)
         if durability not in ("none", "flush", "fsync"):
             raise ValueError(f"durability must be 'none', 'flush' or 'fsync', got {durability!r}")
         if compression not in (None, "zstd"):
@@ -535,8 +541,8 @@ class Writer:
 
     def _encode_histograms(self, items: list[tuple[float, int, str, np.ndarray, int]]
                            ) -> list[Any]:
-        framed, records, others = self._enc.histograms_framed(items)
-        return [_Framed(framed, records), *others] if records else others
+        return [_Framed(*part) if type(part) is tuple else part
+                for part in self._enc.histograms_framed(items)]
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:

@@ -424,3 +424,17 @@ def test_raise_exception_true_raises_the_io_error_naming_the_file(tmp_path):
     lib.slg_writer_inject_fault(rec._files.summary._h, 0, 0)
     rec.close()
     assert Reader(tmp_path).scalars(".", "a").value.tolist()[:1] == [1.0]  # kept
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf")])
+def test_flush_secs_must_be_finite_and_positive(tmp_path, bad):
+    # 0 or NaN made the background thread spin; inf killed it (Event.wait overflow)
+    from summarylog import Writer
+
+    for make in (lambda: SummaryRecord(tmp_path / "a", flush_secs=bad),
+                 lambda: SummaryRecord(tmp_path / "b", flush_secs=bad, format="tensorboard"),
+                 lambda: Writer(tmp_path / "c", flush_secs=bad)):
+        with pytest.raises(ValueError, match="flush_secs"):
+            make()
+    with pytest.raises(TypeError, match="flush_secs"):
+        SummaryRecord(tmp_path / "d", flush_secs="1")
