@@ -197,48 +197,53 @@ class TensorBoardEncoder:
         return _event(wall_time, step, tag=tag, histo=histogram_proto(values, bins)).SerializeToString()
 
     def histograms_framed(self, items: Sequence[tuple[float, int, str, np.ndarray, int]]
-                          ) -> tuple[bytes, int, list[bytes]]:
-        """Histogram events of ``(wall_time, step, tag, values, bins)`` as
-        TFRecords, ``(framed, records, others)``: float arrays binned, encoded
-        and framed in one C call (csrc/histogram_event.c; the GIL is released
-        once for all of them); ``others`` are the payloads of the values
-        that call does not take (no finite value, integer dtypes), in no
-        particular order."""
+                          ) -> list[bytes | tuple[bytes, int]]:
+        """Histogram events of ``(wall_time, step, tag, values, bins)``, in
+        order, as parts: ``(framed, records)`` runs of TFRecords that one C
+        call binned, encoded and framed for all the float arrays
+        (csrc/histogram_event.c; the GIL is released once for all of them),
+        and the payloads (bytes) of the values that call does not take (no
+        finite value, integer dtypes)."""
         from ..histograms import as_float_array
 
-        fast: list[tuple[float, int, bytes, np.ndarray, int]] = []
-        others: list[bytes] = []
-        for wall, step, tag, values, bins in items:
-            if values.dtype == np.float32 or values.dtype == np.float64:
-                fast.append((wall, step, tag.encode("utf-8"), as_float_array(values), bins))
-            else:
-                others.append(self.histogram(wall, step, tag, values, bins))
-        if not fast:
-            return b"", 0, others
-        n = len(fast)
-        walls, steps, tags, arrays, bins_ = zip(*fast)
-        tag_data = b"".join(tags)
-        cap = lib.slg_tb_histogram_events_bound(
-            n, len(tag_data), max(b if b > 0 else lib.SLG_MS_MAX_BINS for b in bins_))
-        out = ffi.new("char[]", cap)
-        status = ffi.new("int64_t[]", n)
-        views = [ffi.from_buffer("char[]", a) for a in arrays]
-        size = lib.slg_tb_encode_histogram_events(
-            n, ffi.new("void *[]", views),
-            bytes(a.dtype == np.float64 for a in arrays),
-            ffi.new("uint64_t[]", [a.size for a in arrays]), ffi.new("int64_t[]", bins_),
-            ffi.new("double[]", walls), ffi.new("int64_t[]", steps), tag_data,
-            ffi.new("uint64_t[]", [len(t) for t in tags]), out, cap, status)
-        records = 0
-        for i, (wall, step, tag_b, arr, bins) in enumerate(fast):
-            rc = status[i]
-            if rc == lib.SLG_HIST_FALLBACK:
-                others.append(self.histogram(wall, step, tag_b.decode("utf-8"), arr, bins))
-            elif rc < 0:
+        fast = [(k, wall, step, tag.encode("utf-8"), as_float_array(values), bins)
+                for k, (wall, step, tag, values, bins) in enumerate(items)
+                if values.dtype == np.float32 or values.dtype == np.float64]
+        status_of: dict[int, int] = {}
+        out = b""
+        if fast:
+            n = len(fast)
+            index, walls, steps, tags, arrays, bins_ = zip(*fast)
+            tag_data = b"".join(tags)
+            cap = lib.slg_tb_histogram_events_bound(
+                n, len(tag_data), max(b if b > 0 else lib.SLG_MS_MAX_BINS for b in bins_))
+            buf = ffi.new("char[]", cap)
+            status = ffi.new("int64_t[]", n)
+            views = [ffi.from_buffer("char[]", a) for a in arrays]
+            size = lib.slg_tb_encode_histogram_events(
+                n, ffi.new("void *[]", views), bytes(a.dtype == np.float64 for a in arrays),
+                ffi.new("uint64_t[]", [a.size for a in arrays]), ffi.new("int64_t[]", bins_),
+                ffi.new("double[]", walls), ffi.new("int64_t[]", steps), tag_data,
+                ffi.new("uint64_t[]", [len(t) for t in tags]), buf, cap, status)
+            out = ffi.buffer(buf, size)[:]
+            status_of = {k: status[i] for i, k in enumerate(index)}
+        parts: list[bytes | tuple[bytes, int]] = []
+        start = end = records = 0  # the run of framed events not yet in parts
+        for k, item in enumerate(items):
+            rc = status_of.get(k, lib.SLG_HIST_FALLBACK)
+            if rc < 0:
                 raise OSError(-rc, f"slg_tb_encode_histogram_events: {os.strerror(-rc)}")
-            else:
+            if rc != lib.SLG_HIST_FALLBACK:
+                end += rc + lib.SLG_FRAME_OVERHEAD
                 records += 1
-        return ffi.buffer(out, size)[:], records, others
+                continue
+            if records:
+                parts.append((out[start:end], records))
+                start, records = end, 0
+            parts.append(self.histogram(*item))
+        if records:
+            parts.append((out[start:end], records))
+        return parts
 
     def images(self, wall_time: float, step: int, tag: str, pngs: Sequence[bytes],
                height: int, width: int, channels: int) -> bytes:
