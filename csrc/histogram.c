@@ -214,7 +214,18 @@ int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const doubl
     /* float32 values get their positions in float32: (y - lo) * norm is then
      * off by a few float32 roundings of numbers up to mag / width + bins */
     if (!is_f64) eps += 8.0 * 0x1p-24 * (mag / width + (double)bins);
-    if (!(eps < 0.25)) eps = 2.0; /* uneven or coarse edges: settle every value on them */
+    if (!(eps < 0.25)) { /* uneven or coarse edges: settle every value on them */
+        const double norm = (double)bins / (hi - lo), top = (double)bins;
+        const int64_t last = (int64_t)bins - 1;
+        for (uint64_t i = 0; i < n; i++) {
+            const double y = is_f64 ? ((const double *)values)[i]
+                                    : (double)((const float *)values)[i];
+            const double f = (y - lo) * norm;
+            count_one(y, lo, hi, edges, f >= 0 && f < top ? (int64_t)f : (f >= 0 ? last : 0),
+                      last, counts);
+        }
+        return 0;
+    }
     int64_t small[SUB * 128];
     int64_t *sub = bins <= 128 ? small : calloc(SUB * bins, sizeof *sub);
     if (!sub) return -12; /* -ENOMEM */

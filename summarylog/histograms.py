@@ -4,6 +4,8 @@ that match ``np.histogram(values, bins=edges)``."""
 
 from __future__ import annotations
 
+import errno
+
 from typing import NamedTuple
 
 import numpy as np
@@ -58,6 +60,8 @@ def equal_width_counts(arr: np.ndarray, edges: np.ndarray) -> np.ndarray:
     p, is_f64 = _ptr(arr)
     rc = lib.slg_histogram_counts(p, is_f64, arr.size, ffi.from_buffer("double[]", e), bins,
                                   ffi.from_buffer("int64_t[]", counts))
+    if rc == -errno.ENOMEM:
+        raise MemoryError(f"no memory for the counts of {bins} buckets")
     if rc < 0:
         raise ValueError(f"edges must be increasing, got [{e[0]}, {e[-1]}] in {bins} buckets")
     return counts
