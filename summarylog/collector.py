@@ -319,8 +319,8 @@ class CollectorCore:
         rec = self.record
         if self.freeze is not None:  # copied now; checked and read in the background
             values = self._values(plugins, loss, inputs, params)
-            frozen = list(zip([p for p, _, _ in values], [t for _, t, _ in values],
-                              self.freeze([v for _, _, v in values])))
+            copies = self.freeze([v for _, _, v in values])
+            frozen = [(p, t, c) for (p, t, _), c in zip(values, copies)]
             rec.add_later(lambda: frozen, nbytes=self._later_bytes, on_error=self._dropped,
                           owned=True)
         elif self.lazy_values:  # immutable values: named, checked and read in the background

@@ -5,7 +5,6 @@ that match ``np.histogram(values, bins=edges)``."""
 from __future__ import annotations
 
 import errno
-
 from typing import NamedTuple
 
 import numpy as np

@@ -397,8 +397,8 @@ class SummaryRecord:
             os.makedirs(self._dir, exist_ok=True)
             self._files = _Files(self)
             self._sec = self._files.pick_sec()
-        # The thread wakes every flush_secs (or when asked: flush, close, a
-        # queue a quarter full), not at every record(): a woken thread takes
+        # The thread wakes every flush_secs (or when asked: flush, close, past
+        # _wake_bytes queued), not at every record(): a woken thread takes
         # the GIL, and each time it does, the training thread may wait for it.
         self._q: deque[Any] = deque()
         self._wake = threading.Event()

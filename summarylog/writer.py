@@ -144,14 +144,12 @@ class _Payload:
 
 
 class _Job:
-    """Heavy work done on the background thread: returns event payloads
-    (bytes, or :class:`_Framed` blocks)."""
+    """Heavy work done on the background thread: returns event payloads."""
 
     __slots__ = ("fn", "args", "nbytes")
 
-    def __init__(self, fn: Any, *args: Any, nbytes: int | None = None) -> None:
-        self.nbytes = (sum(a.nbytes for a in args if isinstance(a, np.ndarray))
-                       if nbytes is None else nbytes)
+    def __init__(self, fn: Any, *args: Any) -> None:
+        self.nbytes = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
         self.fn = fn
         self.args = args
 
@@ -519,30 +517,23 @@ class Writer:
         return [self._enc.histogram(walltime, step, tag, arr, bins)]
 
     def _write_histograms_now(self, items: list[tuple[float, int, str, np.ndarray, int]]) -> None:
-        """Histogram events of ``(walltime, step, tag, values, bins)`` from
-        checked numpy arrays, binned, encoded and framed in one native call
-        and written on the calling thread (summarylog's SummaryRecord
-        thread): no second thread wakes for them, and the arrays are let go
-        at once."""
+        """Histogram events of ``(walltime, step, tag, values, bins)``, all
+        checked already (summarylog's SummaryRecord), binned, encoded and
+        framed in one native call and written on the calling thread (that
+        SummaryRecord's): no second thread wakes for them, and the arrays
+        are let go at once."""
         self._check_open()
         if not items:
             return
-        items = [(_check_walltime(wall), _check_step(step), tag, arr, bins)
-                 for wall, step, tag, arr, bins in items]
         with self._drain_lock:
             try:
-                payloads = self._encode_histograms(items)
+                parts = self._enc.histograms_framed(items)
             except Exception as exc:
                 self._counts["dropped_values"] += len(items)
                 log.warning("summarylog: could not encode histograms for %s: %s", self.logdir, exc)
                 return
-            for payload in payloads:
-                self._write_payload(payload)
-
-    def _encode_histograms(self, items: list[tuple[float, int, str, np.ndarray, int]]
-                           ) -> list[Any]:
-        return [_Framed(*part) if type(part) is tuple else part
-                for part in self._enc.histograms_framed(items)]
+            for part in parts:
+                self._write_payload(_Framed(*part) if type(part) is tuple else part)
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:

@@ -33,6 +33,7 @@ import torch
 
 from .._native import ffi, lib
 from ..collector import CollectionPolicy, CollectorCore
+from ..values import _torch_detached
 
 __all__ = ["SummaryCollector", "summary"]
 
@@ -215,7 +216,7 @@ class _CopyPool:
             if not isinstance(value, torch.Tensor):
                 out.append(value)
                 continue
-            t = value.detach() if value.requires_grad else value
+            t = _torch_detached(value)
             buf = None
             if (t.device.type == "cpu" and t.dtype in _NUMPY_DTYPES and t.is_contiguous()
                     and not t.is_neg()):
