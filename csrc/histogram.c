@@ -130,11 +130,16 @@ void slg_value_stats(const void *values, int is_f64, uint64_t n, slg_value_stats
 }
 
 /* One value the careful way: [edges[k], edges[k+1]) from an estimate k. */
-static inline void count_one(double y, double lo, double hi, const double *edges, int64_t k,
-                             int64_t last, int64_t *counts) {
+#if defined(__GNUC__)
+__attribute__((cold, noinline)) /* the rare path: out of the counting loop */
+#endif
+static void count_one(double y, const double *edges, uint64_t bins, double norm,
+                      int64_t *counts) {
+    const double lo = edges[0], hi = edges[bins];
     if (!(y >= lo && y <= hi)) return; /* outside, or NaN */
-    if (k < 0) k = 0;
-    if (k > last) k = last;
+    const int64_t last = (int64_t)bins - 1;
+    const double f = (y - lo) * norm; /* the start: NaN or inf when norm overflowed */
+    int64_t k = f >= 0 && f < (double)bins ? (int64_t)f : (f >= 0 ? last : 0);
     while (k > 0 && y < edges[k]) k--;
     while (k < last && y >= edges[k + 1]) k++;
     counts[k]++;
@@ -158,7 +163,6 @@ static inline void count_one(double y, double lo, double hi, const double *edges
                                 int64_t *counts) {                                     \
         const double lo = edges[0], hi = edges[bins];                                  \
         const double norm = (double)bins / (hi - lo);                                  \
-        const int64_t last = (int64_t)bins - 1;                                        \
         /* positions in the values' precision: T's rounding is in eps */               \
         const T tlo = (T)lo, tnorm = (T)norm, ttop = (T)bins, teps = (T)eps;           \
         int32_t est[BLOCK];                                                            \
@@ -179,12 +183,7 @@ static inline void count_one(double y, double lo, double hi, const double *edges
                 if (__builtin_expect(k >= 0, 1)) {                                     \
                     sub[(j % SUB) * bins + (uint64_t)k]++;                             \
                 } else {                                                               \
-                    const double y = (double)x[j];                                     \
-                    double f = (y - lo) * norm;                                        \
-                    count_one(y, lo, hi, edges,                                        \
-                              f >= 0 && f < (double)bins ? (int64_t)f                  \
-                                                         : (f >= 0 ? last : 0),        \
-                              last, counts);                                           \
+                    count_one((double)x[j], edges, bins, norm, counts);                \
                 }                                                                      \
             }                                                                          \
         }                                                                              \
@@ -215,15 +214,10 @@ int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const doubl
      * off by a few float32 roundings of numbers up to mag / width + bins */
     if (!is_f64) eps += 8.0 * 0x1p-24 * (mag / width + (double)bins);
     if (!(eps < 0.25)) { /* uneven or coarse edges: settle every value on them */
-        const double norm = (double)bins / (hi - lo), top = (double)bins;
-        const int64_t last = (int64_t)bins - 1;
-        for (uint64_t i = 0; i < n; i++) {
-            const double y = is_f64 ? ((const double *)values)[i]
-                                    : (double)((const float *)values)[i];
-            const double f = (y - lo) * norm;
-            count_one(y, lo, hi, edges, f >= 0 && f < top ? (int64_t)f : (f >= 0 ? last : 0),
-                      last, counts);
-        }
+        const double norm = (double)bins / (hi - lo);
+        for (uint64_t i = 0; i < n; i++)
+            count_one(is_f64 ? ((const double *)values)[i] : (double)((const float *)values)[i],
+                      edges, bins, norm, counts);
         return 0;
     }
     int64_t small[SUB * 128];
