@@ -3,6 +3,7 @@
  * later by summarylog's thread on another core, so writing them through the
  * training thread's cache would only push its own data (weights,
  * activations) out of it. */
+#include <stdint.h>
 #include <string.h>
 
 #include "summarylog_api.h"
@@ -35,8 +36,9 @@ static void copy_stream(char *dst, const char *src, uint64_t n) {
 static void copy_stream(char *dst, const char *src, uint64_t n) { memcpy(dst, src, (size_t)n); }
 #endif
 
-void slg_copy_many(void *const *dst, const void *const *src, const uint64_t *sizes, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) copy_stream(dst[i], src[i], sizes[i]);
+void slg_copy_many(const uint64_t *jobs, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++, jobs += 3)
+        copy_stream((char *)(uintptr_t)jobs[0], (const char *)(uintptr_t)jobs[1], jobs[2]);
 #if defined(__SSE2__)
     _mm_sfence(); /* the streamed stores are visible before the copies are queued */
 #endif

@@ -280,9 +280,11 @@ int64_t slg_tb_encode_histogram_events(uint64_t n, const void *const *values,
                                        int64_t *status);
 
 /* ---- Private copies of a step's tensors (copy.c) ----------------------- */
-/* Copy sizes[i] bytes from src[i] to dst[i] for i < n (no overlap), large
- * ones with streaming stores that bypass the caller's cache. */
-void slg_copy_many(void *const *dst, const void *const *src, const uint64_t *sizes, uint64_t n);
+/* n copies, each three words of jobs: destination address, source address,
+ * bytes (no overlap); large ones with streaming stores that bypass the
+ * caller's cache.  Addresses as integers: the caller fills one reused
+ * array, with no pointer objects to make per copy. */
+void slg_copy_many(const uint64_t *jobs, uint64_t n);
 
 /* ---- Small event files in one call (file_scalars.c) -------------------- */
 #define SLG_LOAD_FALLBACK 1     /* not handled here: use RecordReader + decode */

@@ -209,12 +209,24 @@ class CollectionPolicy:
         at_freq = first or current % self.collect_freq == 0
         at_tensor = first or current in tensor_steps
         if at_freq and at_tensor:
-            return lambda plugin: True
+            return _every_plugin
         if at_tensor:
-            return lambda plugin: plugin == "tensor"
+            return _tensors_only
         if at_freq:
-            return lambda plugin: plugin != "tensor"
+            return _all_but_tensors
         return None
+
+
+def _every_plugin(plugin: str) -> bool:
+    return True
+
+
+def _tensors_only(plugin: str) -> bool:
+    return plugin == "tensor"
+
+
+def _all_but_tensors(plugin: str) -> bool:
+    return plugin != "tensor"
 
 
 def image_nchw(x: Any) -> Any:
@@ -243,13 +255,13 @@ class CollectorCore:
 
     def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
                  rank: int | None = None, lazy_values: bool = False,
-                 freeze: Callable[[list[Any]], list[Any]] | None = None) -> None:
+                 freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None) -> None:
         self.policy = policy
         #: collections are checked and read on the background thread
         #: (SummaryRecord.add_later), not the caller's: values that never
         #: change after the step (JAX) as they are, others through
-        #: ``freeze`` (the collection's values in, private copies made at
-        #: the step out: torch's)
+        #: ``freeze`` (the collection's values in; private copies made at
+        #: the step and their bytes out: torch's)
         self.lazy_values = lazy_values or freeze is not None
         self.freeze = freeze
         self._freq = policy.collect_freq
@@ -265,6 +277,8 @@ class CollectorCore:
         self._input_ok = policy.enabled("collect_input_data")
         self._loss_ok = policy.enabled("collect_metric")
         self.last_loss: Any = None
+        self._hist_names: tuple[str, ...] = ()  # the parameter names _hist_specs come from
+        self._hist_specs: list[tuple[str, tuple[str, str]]] = []
         self.collected_steps: list[int] = []
         self._last_collected: int | None = None
         self._closed = False
@@ -318,51 +332,60 @@ class CollectorCore:
         self._last_collected = current
         rec = self.record
         if self.freeze is not None:  # copied now; checked and read in the background
-            values = self._values(plugins, loss, inputs, params)
-            copies = self.freeze([v for _, _, v in values])
-            frozen = [(p, t, c) for (p, t, _), c in zip(values, copies)]
-            rec.add_later(lambda: frozen, nbytes=self._later_bytes, on_error=self._dropped,
-                          owned=True)
-        elif self.lazy_values:  # immutable values: named, checked and read in the background
-            rec.add_later(lambda: self._values(plugins, loss, inputs, params),
-                          nbytes=self._later_bytes, on_error=self._dropped)
+            specs, values = self._values(plugins, loss, inputs, params)
+            copies, nbytes = self.freeze(values)
+            rec._record_later(current, lambda: _triples(specs, copies), nbytes, self._dropped,
+                              plugins)
         else:
-            for plugin, tag, value in self._values(plugins, loss, inputs, params):
-                try:
-                    rec.add_value(plugin, tag, value)
-                except (TypeError, ValueError) as exc:
-                    self._dropped(plugin, tag, exc)
-        rec.record(current, plugin_filter=plugins)
+            if self.lazy_values:  # immutable values: named, checked and read in the background
+                rec.add_later(lambda: _triples(*self._values(plugins, loss, inputs, params)),
+                              nbytes=self._later_bytes, on_error=self._dropped)
+            else:
+                for (plugin, tag), value in zip(*self._values(plugins, loss, inputs, params)):
+                    try:
+                        rec.add_value(plugin, tag, value)
+                    except (TypeError, ValueError) as exc:
+                        self._dropped(plugin, tag, exc)
+            rec.record(current, plugin_filter=plugins)
         self.collected_steps.append(current)
         if first:  # the run's files show up at once; the caller never waits for a device
             rec.flush_soon()
         return True
 
     def _values(self, plugins: Callable[[str], bool], loss: Any, inputs: Any,
-                params: Any) -> list[tuple[str, str, Any]]:
-        """The ``(plugin, tag, value)`` summary values of one collection."""
-        out: list[tuple[str, str, Any]] = []
-        if plugins("image") and self._input_ok and inputs is not None:
+                params: Any) -> tuple[list[tuple[str, str]], list[Any]]:
+        """The ``(plugin, tag)`` pairs of one collection, and their values."""
+        specs: list[tuple[str, str]] = []
+        out: list[Any] = []
+        if self._input_ok and inputs is not None and plugins("image"):
             img = image_nchw(inputs)
             if img is None:
                 self._input_ok = False  # as MindSpore: the first non-image input stops it
             else:
-                out.append(("image", INPUT_TAG, img))
-        if plugins("scalar") and self._loss_ok and loss is not None:
+                specs.append(("image", INPUT_TAG))
+                out.append(img)
+        if self._loss_ok and loss is not None and plugins("scalar"):
             value = _mean(loss)
             if value is None:
                 self._loss_ok = False
                 log.warning("summarylog: the loss (%s) is not a number or tensor: not "
                             "collected", type(loss).__name__)
             else:
-                out.append(("scalar", LOSS_TAG, value))
-        if plugins("histogram") and params is not None:
+                specs.append(("scalar", LOSS_TAG))
+                out.append(value)
+        if params is not None and plugins("histogram"):
             named = params() if callable(params) else params
-            for name in self.policy.histogram_names(named):
-                out.append(("histogram", f"{name}/auto", named[name]))
-        if self.lazy_values:
-            self._later_bytes = sum(getattr(v, "nbytes", 64) for _, _, v in out)
-        return out
+            names = tuple(named)
+            if names != self._hist_names:  # chosen again only when the names change
+                self._hist_names = names
+                self._hist_specs = [(name, ("histogram", f"{name}/auto"))
+                                    for name in self.policy.histogram_names(names)]
+            for name, spec in self._hist_specs:
+                specs.append(spec)
+                out.append(named[name])
+        if self.lazy_values and self.freeze is None:  # the next collection's estimate
+            self._later_bytes = sum(getattr(v, "nbytes", 64) for v in out)
+        return specs, out
 
     def _dropped(self, plugin: str, tag: str, exc: Exception) -> None:
         """A collected value that could not be recorded: logged; a bad input
@@ -436,9 +459,17 @@ class CollectorCore:
             self.record.close()
 
 
+def _triples(specs: list[tuple[str, str]], values: list[Any]) -> list[tuple[str, str, Any]]:
+    """``(plugin, tag, value)`` triples (SummaryRecord.add_later's form)."""
+    return [(plugin, tag, value) for (plugin, tag), value in zip(specs, values)]
+
+
 def _mean(loss: Any) -> Any:
     """The mean of a loss (first item of a tuple or list): a framework
     tensor op (no device read) or a float; None if it is no number."""
+    shape = getattr(loss, "shape", None)
+    if shape is not None and not shape and not isinstance(loss, (bool, int, float)):
+        return loss  # a 0-d tensor or array (the common case, first)
     if isinstance(loss, (list, tuple)):
         if not loss:
             return None

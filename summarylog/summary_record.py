@@ -50,6 +50,7 @@ SUMMARY_PLUGINS = ("scalar", "image", "tensor", "histogram")
 LINEAGE_PLUGINS = ("train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data")
 LANDSCAPE = "LANDSCAPE"
 _LATER = "_later"  # pool key of add_later() builders (not a plugin)
+_CHECKED_MAX = 4096  # (plugin, tag, shape, dtype) kinds of owned arrays known to pass
 _ALL_PLUGINS = (*SUMMARY_PLUGINS, *LINEAGE_PLUGINS, "graph", LANDSCAPE)
 _SUMMARY_OP_NAME = re.compile(r"(.+)\[:(.+)\]")
 
@@ -402,6 +403,7 @@ class SummaryRecord:
         # the GIL, and each time it does, the training thread may wait for it.
         self._q: deque[Any] = deque()
         self._wake = threading.Event()
+        self._checked: set[tuple[Any, ...]] = set()  # see _build_later (background thread)
         self._queued_bytes = 0  # of the recorded steps waiting in _q
         self._dirty = False  # written since the last flush (background thread)
         # woken early past this much queued: the values stay few (and the
@@ -524,16 +526,27 @@ class SummaryRecord:
                 if plugin_filter is not None and not plugin_filter(plugin):
                     continue
                 try:
-                    if plugin not in SUMMARY_PLUGINS:
-                        raise ValueError(f"add_later() takes summary plugins only "
-                                         f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
-                    _check_tag(tag)
-                    item = _summary_value(plugin, value, copy=not owned)
+                    # an owned array of a kind checked before (a collector's parameters,
+                    # collection after collection) passes as it is
+                    key = ((plugin, tag, value.shape, value.dtype)
+                           if owned and type(value) is np.ndarray else None)
+                    if key is not None and key in self._checked:
+                        item = value
+                    else:
+                        if plugin not in SUMMARY_PLUGINS:
+                            raise ValueError(f"add_later() takes summary plugins only "
+                                             f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
+                        _check_tag(tag)
+                        item = _summary_value(plugin, value, copy=not owned)
+                        if key is not None:
+                            if len(self._checked) >= _CHECKED_MAX:
+                                self._checked.clear()
+                            self._checked.add(key)
                 except Exception as exc:
                     report(plugin, tag, exc)
                     continue
                 entries = pool.setdefault(plugin, [])
-                if any(t == tag for t, _ in entries):  # added later by add_value(): it wins
+                if entries and any(t == tag for t, _ in entries):  # add_value()'s wins
                     log.warning("summarylog: %r has duplicate values. Only the newest one "
                                 "will be recorded.", f"{tag}/{plugin}")
                     continue
@@ -549,13 +562,25 @@ class SummaryRecord:
         if plugin_filter is not None and not callable(plugin_filter):
             raise TypeError(f"plugin_filter must be callable or None, "
                             f"got {type(plugin_filter).__name__}")
-        self._raise_pending()
+        return self._record(int(step), train_network, plugin_filter, None)
+
+    def _record_later(self, step: int, build: Callable[[], list[tuple[str, str, Any]]],
+                      nbytes: int, on_error: Callable[[str, str, Exception], None] | None,
+                      plugin_filter: Callable[[str], bool] | None) -> bool:
+        """:meth:`add_later` (``owned=True``) and :meth:`record` in one call:
+        a collector's collection, on the training thread, with the arguments
+        already checked by the collector."""
+        return self._record(step, None, plugin_filter, (build, nbytes, on_error, True))
+
+    def _record(self, step: int, train_network: Any, plugin_filter: Callable[[str], bool] | None,
+                later: tuple[Any, ...] | None) -> bool:
+        if self._error is not None:
+            self._raise_pending()
         if self._closed:
             log.error("summarylog: the SummaryRecord for %s is closed.", self._dir)
             return False
         if self._stopped:
             return False
-        step = int(step)
         if not self._has_graph and (self.network is not None or train_network is not None):
             graph = _graph_of(self.network) or _graph_of(train_network)
             if graph is not None:
@@ -563,31 +588,42 @@ class SummaryRecord:
                 self._has_graph = True
         if self._mode == "train":
             for source in self.summary_op_sources:
-                for full, tensor in source().items():
-                    m = _SUMMARY_OP_NAME.match(full) if isinstance(full, str) else None
-                    if m is None:
-                        log.warning("summarylog: the name %r is invalid, expected 'TAG[:TYPE]'.",
-                                    full)
-                        continue
-                    self.add_value(m.group(2).lower(), m.group(1), tensor)
+                ops = source()
+                if ops:
+                    self._add_summary_ops(ops)
         with self._pool_lock:
             pool, self._pool = self._pool, defaultdict(list)
-        if plugin_filter is not None:
-            pool = defaultdict(list, {p: v for p, v in pool.items()
-                                      if p == _LATER or plugin_filter(p)})
-        if any(pool.values()):
+            if later is not None:
+                pool[_LATER].append(later)
+        if later is not None and len(pool) == 1:  # a collection and nothing else: no filtering
+            n = later[1]
+        else:
+            if plugin_filter is not None:
+                pool = defaultdict(list, {p: v for p, v in pool.items()
+                                          if p == _LATER or plugin_filter(p)})
+            if not any(pool.values()):
+                return True
             n = _pool_bytes(pool)
-            with self._room:  # the disk is behind: wait for room (one step always fits)
-                while (self._queued_bytes and self._queued_bytes + n > self.max_buffer // 2
-                       and self._thread.is_alive()):
-                    self._wake.set()
-                    self._room.wait(0.5)
-                self._queued_bytes += n
-                wake = self._queued_bytes > self._wake_bytes
-            self._q.append(("record", step, time.time(), pool, n, plugin_filter))
-            if wake:
+        with self._room:  # the disk is behind: wait for room (one step always fits)
+            while (self._queued_bytes and self._queued_bytes + n > self.max_buffer // 2
+                   and self._thread.is_alive()):
                 self._wake.set()
+                self._room.wait(0.5)
+            self._queued_bytes += n
+            wake = self._queued_bytes > self._wake_bytes
+        self._q.append(("record", step, time.time(), pool, n, plugin_filter))
+        if wake:
+            self._wake.set()
         return True
+
+    def _add_summary_ops(self, ops: Mapping[Any, Any]) -> None:
+        """The values of summary operators ('TAG[:TYPE]' names) taken at a record."""
+        for full, tensor in ops.items():
+            m = _SUMMARY_OP_NAME.match(full) if isinstance(full, str) else None
+            if m is None:
+                log.warning("summarylog: the name %r is invalid, expected 'TAG[:TYPE]'.", full)
+                continue
+            self.add_value(m.group(2).lower(), m.group(1), tensor)
 
     def flush(self) -> None:
         """Return when everything recorded so far reached the OS."""
@@ -737,6 +773,9 @@ class SummaryRecord:
         for plugin in SUMMARY_PLUGINS:
             out = []
             for tag, snap in pool.get(plugin, []):
+                if type(snap) is np.ndarray and snap.dtype.kind in "iuf" and plugin != "scalar":
+                    out.append((tag, snap))  # checked numbers already: _resolve's result
+                    continue
                 try:
                     out.append((tag, _resolve(plugin, snap)))
                 except Exception as exc:  # a tensor that cannot be read: this value only

@@ -205,45 +205,72 @@ class _CopyPool:
         self.max_bytes = max_bytes
         self._bytes = 0
         self._bufs: dict[tuple[Any, ...], deque[tuple[np.ndarray, int]]] = {}
+        self._jobs = ffi.new("uint64_t[]", 48)  # slg_copy_many's (dst, src, bytes) words
+        # a Parameter's checks, made once: id -> (parameter, data_ptr, shape, buffer key)
+        self._params: dict[int, tuple[torch.Tensor, int, Any, tuple[Any, ...] | None]] = {}
 
-    def copy_all(self, values: list[Any]) -> list[Any]:
-        """Private copies of ``values`` (tensors; anything else as it is)."""
+    def copy_all(self, values: list[Any]) -> tuple[list[Any], int]:
+        """Private copies of ``values`` (tensors; anything else as it is),
+        and the bytes of the pool's copies."""
         out: list[Any] = []
-        dst = array("Q")
-        src = array("Q")
-        sizes = array("Q")
+        total = 0
+        jobs = self._jobs
+        if len(jobs) < 3 * len(values):
+            jobs = self._jobs = ffi.new("uint64_t[]", 3 * len(values))
+        n = 0
         for value in values:
-            if not isinstance(value, torch.Tensor):
+            if type(value) is torch.nn.Parameter:
+                ptr = value.data_ptr()
+                known = self._params.get(id(value))
+                if known is None or known[1] != ptr or known[2] != value.shape:
+                    known = self._params[id(value)] = (value, ptr, value.shape,
+                                                       self._key(value.detach()))
+                key = known[3]
+            elif isinstance(value, torch.Tensor):
+                if value.is_cpu and value.dim() == 0 and value.dtype in _SCALAR_READS:
+                    # a CPU scalar (the loss): its value copied now, straight from memory
+                    ctype, np_type = _SCALAR_READS[value.dtype]
+                    out.append(np_type(ffi.cast(ctype, value.data_ptr())[0]))
+                    continue
+                value = _torch_detached(value)
+                key = self._key(value)
+                ptr = value.data_ptr() if key is not None else 0
+            else:
                 out.append(value)
                 continue
-            t = _torch_detached(value)
-            buf = None
-            if (t.device.type == "cpu" and t.dtype in _NUMPY_DTYPES and t.is_contiguous()
-                    and not t.is_neg()):
-                buf = self._buffer(t)
+            buf = self._buffer(key) if key is not None else None
             if buf is None:
-                out.append(t.clone())
+                out.append(_torch_detached(value).clone())
                 continue
-            arr, ptr = buf
+            arr, jobs[n] = buf
+            jobs[n + 1] = ptr
+            jobs[n + 2] = nbytes = arr.nbytes
             out.append(arr)
-            dst.append(ptr)
-            src.append(t.data_ptr())
-            sizes.append(arr.nbytes)
-        if dst:
-            lib.slg_copy_many(ffi.from_buffer("void *[]", dst), ffi.from_buffer("void *[]", src),
-                              ffi.from_buffer("uint64_t[]", sizes), len(dst))
-        return out
+            total += nbytes
+            n += 3
+        if n:
+            lib.slg_copy_many(jobs, n // 3)
+        return out, total
 
-    def _buffer(self, t: torch.Tensor) -> tuple[np.ndarray, int] | None:
-        key = (t.shape, t.dtype)
+    @staticmethod
+    def _key(t: torch.Tensor) -> tuple[Any, ...] | None:
+        """The buffer key (shape, numpy dtype) of a tensor the pool can copy
+        (CPU, contiguous, a numpy dtype, no lazy negation), else None."""
+        if (t.device.type == "cpu" and t.dtype in _NUMPY_DTYPES and t.is_contiguous()
+                and not t.is_neg()):
+            return (tuple(t.shape), _NUMPY_DTYPES[t.dtype])
+        return None
+
+    def _buffer(self, key: tuple[Any, ...]) -> tuple[np.ndarray, int] | None:
         bufs = self._bufs.get(key)
         if bufs and sys.getrefcount(bufs[0][0]) == _FREE_REFS:  # the oldest is let go first
             bufs.rotate(-1)
             return bufs[-1]
-        nbytes = t.numel() * t.element_size()
+        shape, dtype = key
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         if self._bytes + nbytes > self.max_bytes:
             return None
-        arr = np.empty(tuple(t.shape), _NUMPY_DTYPES[t.dtype])
+        arr = np.empty(shape, dtype)
         self._bytes += nbytes
         if bufs is None:
             bufs = self._bufs[key] = deque()
@@ -258,6 +285,9 @@ _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
                  torch.float16: np.float16, torch.int64: np.int64, torch.int32: np.int32,
                  torch.int16: np.int16, torch.int8: np.int8, torch.uint8: np.uint8,
                  torch.bool: np.bool_}
+
+# 0-d CPU tensors read from memory by copy_all: dtype -> (cffi pointer type, numpy type)
+_SCALAR_READS = {torch.float32: ("float *", np.float32), torch.float64: ("double *", np.float64)}
 
 
 class SummaryCollector:
@@ -305,8 +335,7 @@ class SummaryCollector:
         self.global_step = 0
         self.epoch = 0
         self._ops: dict[str, torch.Tensor] = {}
-        self._param_names: list[str] | None = None
-        self._selected: list[tuple[str, torch.Tensor]] = []
+        self._selected: dict[str, torch.Tensor] | None = None  # the histogrammed parameters
         self._closed = False
         self.core: CollectorCore | None = None
         if self.enabled:
@@ -334,15 +363,15 @@ class SummaryCollector:
     def _params(self) -> dict[str, torch.Tensor]:
         if self.model is None:
             return {}
-        if self._param_names is None:  # chosen once; the Parameter objects stay the same
+        if self._selected is None:  # chosen once; the Parameter objects stay the same
             named = dict(_unwrap(self.model).named_parameters())  # no "module." prefix
-            self._param_names = self.policy.histogram_names(named)
-            self._selected = [(n, named[n]) for n in self._param_names]
-        out = {n: p.detach() for n, p in self._selected}
-        if self.collect_gradients:
-            for n, p in self._selected:
-                if p.grad is not None:
-                    out[f"{n}.grad"] = p.grad.detach()
+            self._selected = {n: named[n] for n in self.policy.histogram_names(named)}
+        if not self.collect_gradients:
+            return self._selected  # the copy pool detaches what it copies
+        out = dict(self._selected)
+        for n, p in self._selected.items():
+            if p.grad is not None:
+                out[f"{n}.grad"] = p.grad
         return out
 
     def _graph(self, inputs: Any) -> Any:

@@ -423,7 +423,7 @@ static void test_copy_many(void) {
         uint64_t n = 1 + rng_below(&r, 4);
         void *dst[4];
         const void *src[4];
-        uint64_t sizes[4];
+        uint64_t sizes[4], jobs[12];
         char *srcs[4], *dsts[4];
         for (uint64_t i = 0; i < n; i++) {
             sizes[i] = rng_below(&r, 3) == 0 ? rng_below(&r, 100) : 4000 + rng_below(&r, 70000);
@@ -434,8 +434,11 @@ static void test_copy_many(void) {
             memset(dsts[i], 0x5a, sizes[i] + 16);
             src[i] = srcs[i] + so;
             dst[i] = dsts[i] + dof;
+            jobs[3 * i] = (uint64_t)(uintptr_t)dst[i];
+            jobs[3 * i + 1] = (uint64_t)(uintptr_t)src[i];
+            jobs[3 * i + 2] = sizes[i];
         }
-        slg_copy_many(dst, src, sizes, n);
+        slg_copy_many(jobs, n);
         for (uint64_t i = 0; i < n; i++) {
             CHECK(memcmp(dst[i], src[i], sizes[i]) == 0);
             char *end = (char *)dst[i] + sizes[i];

@@ -237,10 +237,11 @@ def test_copy_pool_past_its_cap_falls_back_to_clones():
     pool = _CopyPool(max_bytes=4 * 100)
     a, b = torch.arange(100, dtype=torch.float32), torch.arange(50, dtype=torch.float64)
     for i in range(3):
-        ca, cb = pool.copy_all([a + i, b + i])
+        (ca, cb), nbytes = pool.copy_all([a + i, b + i])
+        assert nbytes == 400  # the pool's copy only
         assert isinstance(ca, np.ndarray) and ca.tolist() == (a + i).tolist()
         assert isinstance(cb, torch.Tensor) and cb.tolist() == (b + i).tolist()  # over the cap
         del ca, cb
-    held = pool.copy_all([a])[0]  # still referenced: the next copy takes another buffer
-    other = pool.copy_all([a * 2])[0]
+    held = pool.copy_all([a])[0][0]  # still referenced: the next copy takes another buffer
+    other = pool.copy_all([a * 2])[0][0]
     assert held.tolist() == a.tolist() and other.tolist() == (a * 2).tolist()
