@@ -112,3 +112,20 @@ def test_registry_enforces_bench_naming() -> None:
     with pytest.raises(ValueError, match="goal"):
         bench("smoke_x", goal=0, unit="GB/s", peer="p")
     assert REGISTRY == before
+
+
+def test_paired_rows_take_the_median_of_the_rounds_ratios():
+    """A side-by-side row's ratio is the median of each round's ratio: the
+    machine's speed may differ from round to round, and one round's hiccup
+    is one outlier ratio, where it would reshuffle the medians of the
+    separate lists."""
+    from summarylog.bench.registry import Row
+
+    peer = [100.0, 60.0, 80.0, 90.0, 70.0]  # the machine's speed moves between rounds
+    ours = [p * 0.98 for p in peer]  # 2 % slower in each round...
+    ours[2] *= 0.7  # ...and a hiccup in round 3
+    paired = Row("w", "l", "p", "steps/s", ours, peer, paired=True)
+    unpaired = Row("w", "l", "p", "steps/s", ours, peer)
+    assert paired.ratio == pytest.approx(0.98)
+    assert unpaired.ratio == pytest.approx(68.6 / 80.0)  # median 70 * 0.98 over median 80
+    assert paired.to_json()["ratio"] == paired.ratio

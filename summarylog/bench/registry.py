@@ -122,6 +122,10 @@ class Row:
     goal: float | None = None  #: filled in from the BenchSpec for primary rows
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``ours[i]`` and ``peer_runs[i]`` ran side by side in round i: the
+    #: ratio is the median of the rounds' ratios (drift between rounds, a
+    #: noisy neighbour's slow minute, then cancels), not the medians' ratio
+    paired: bool = False
 
     @property
     def ours_value(self) -> float | None:
@@ -136,6 +140,8 @@ class Row:
         o, p = self.ours_value, self.peer_value
         if o is None or p is None or p <= 0:
             return None
+        if self.paired and self.peer_runs and len(self.ours) == len(self.peer_runs):
+            return statistics.median(a / b for a, b in zip(self.ours, self.peer_runs) if b > 0)
         return o / p
 
     @property
