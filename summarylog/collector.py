@@ -255,7 +255,8 @@ class CollectorCore:
 
     def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
                  rank: int | None = None, lazy_values: bool = False,
-                 freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None) -> None:
+                 freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None,
+                 read: Callable[[Any], Any] | None = None) -> None:
         self.policy = policy
         #: collections are checked and read on the background thread
         #: (SummaryRecord.add_later), not the caller's: values that never
@@ -264,6 +265,10 @@ class CollectorCore:
         #: the step and their bytes out: torch's)
         self.lazy_values = lazy_values or freeze is not None
         self.freeze = freeze
+        #: with lazy values: reads one value to host numpy on the background
+        #: thread (JAX's to_numpy); what it returns is the collector's own, so
+        #: it is neither copied again nor re-checked once its kind passed
+        self.read = read
         self._freq = policy.collect_freq
         self._later_bytes = 0  # memory of the last lazy collection
         self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
@@ -338,8 +343,9 @@ class CollectorCore:
                               plugins)
         else:
             if self.lazy_values:  # immutable values: named, checked and read in the background
-                rec.add_later(lambda: _triples(*self._values(plugins, loss, inputs, params)),
-                              nbytes=self._later_bytes, on_error=self._dropped)
+                rec.add_later(lambda: self._read_later(plugins, loss, inputs, params),
+                              nbytes=self._later_bytes, on_error=self._dropped,
+                              owned=self.read is not None)
             else:
                 for (plugin, tag), value in zip(*self._values(plugins, loss, inputs, params)):
                     try:
@@ -386,6 +392,19 @@ class CollectorCore:
         if self.lazy_values and self.freeze is None:  # the next collection's estimate
             self._later_bytes = sum(getattr(v, "nbytes", 64) for v in out)
         return specs, out
+
+    def _read_later(self, plugins: Callable[[str], bool], loss: Any, inputs: Any,
+                    params: Any) -> list[tuple[str, str, Any]]:
+        """A lazy collection's values, read to the host (background thread)."""
+        specs, values = self._values(plugins, loss, inputs, params)
+        read = self.read
+        if read is not None:
+            for i, value in enumerate(values):
+                try:
+                    values[i] = read(value)
+                except Exception:  # left as it is: the value's checks report it
+                    pass
+        return _triples(specs, values)
 
     def _dropped(self, plugin: str, tag: str, exc: Exception) -> None:
         """A collected value that could not be recorded: logged; a bad input

@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from ..collector import CollectionPolicy, CollectorCore
+from ..values import to_numpy
 
 __all__ = ["SummaryCollector", "summary", "MetricWriter", "path_name", "named_leaves"]
 
@@ -52,9 +53,20 @@ def path_name(path: tuple[Any, ...]) -> str:
 
 
 def named_leaves(tree: Any) -> dict[str, Any]:
-    """``{path_name: leaf}`` of a pytree's array leaves, in flattening order."""
-    leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
-    return {path_name(p): v for p, v in leaves if hasattr(v, "shape")}
+    """``{path_name: leaf}`` of a pytree's array leaves, in flattening order
+    (the names of a tree structure are worked out once)."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    names = _leaf_names.get(treedef)
+    if names is None:
+        with_path, _ = jax.tree_util.tree_flatten_with_path(tree)
+        names = [path_name(p) for p, _ in with_path]
+        if len(_leaf_names) >= 64:
+            _leaf_names.clear()
+        _leaf_names[treedef] = names
+    return {n: v for n, v in zip(names, leaves) if hasattr(v, "shape")}
+
+
+_leaf_names: dict[Any, list[str]] = {}  # treedef -> its leaves' path names
 
 
 def _deliver(key: str, value: Any) -> None:
@@ -164,7 +176,7 @@ class SummaryCollector:
         self.core: CollectorCore | None = None
         if self.enabled:
             rank = self.process if jax.process_count() > 1 else None
-            self.core = CollectorCore(self.policy, rank=rank, lazy_values=True)
+            self.core = CollectorCore(self.policy, rank=rank, lazy_values=True, read=to_numpy)
             self.core.record.summary_op_sources.append(self._take_ops)
             self.core.begin(total_steps)
         with _lock:
