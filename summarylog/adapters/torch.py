@@ -227,7 +227,8 @@ class _CopyPool:
                                                        self._key(value.detach()))
                 key = known[3]
             elif isinstance(value, torch.Tensor):
-                if value.is_cpu and value.dim() == 0 and value.dtype in _SCALAR_READS:
+                if (value.is_cpu and value.dim() == 0 and value.dtype in _SCALAR_READS
+                        and not value.is_neg()):
                     # a CPU scalar (the loss): its value copied now, straight from memory
                     ctype, np_type = _SCALAR_READS[value.dtype]
                     out.append(np_type(ffi.cast(ctype, value.data_ptr())[0]))

@@ -245,3 +245,20 @@ def test_copy_pool_past_its_cap_falls_back_to_clones():
     held = pool.copy_all([a])[0][0]  # still referenced: the next copy takes another buffer
     other = pool.copy_all([a * 2])[0][0]
     assert held.tolist() == a.tolist() and other.tolist() == (a * 2).tolist()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.tensor(0.25, dtype=torch.float64),  # read straight from memory
+    lambda: torch.tensor(-0.25)._neg_view(),  # a lazily negated view: not read raw
+    lambda: torch.tensor(0.25, dtype=torch.bfloat16),  # no numpy dtype: cloned, read later
+    lambda: torch.tensor([[0.25]]),  # not 0-d: through the copy pool
+], ids=["float64", "neg_view", "bfloat16", "shape_1x1"])
+def test_loss_kinds_are_recorded_with_their_step_value(tmp_path, make):
+    """Every kind of loss tensor is recorded with its value at step(), even
+    when it is changed in place right after."""
+    loss = make()
+    with SummaryCollector(tmp_path) as sc:
+        sc.step(loss=loss)
+        with torch.no_grad():
+            (loss._neg_view() if loss.is_neg() else loss).add_(1000.0)  # the tensor's memory
+    assert Reader(tmp_path).scalars(".", "loss/auto").value.tolist() == [0.25]
