@@ -56,13 +56,20 @@ def named_leaves(tree: Any) -> dict[str, Any]:
     """``{path_name: leaf}`` of a pytree's array leaves, in flattening order
     (the names of a tree structure are worked out once)."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
-    names = _leaf_names.get(treedef)
+    try:
+        names = _leaf_names.get(treedef)
+    except Exception:  # node metadata that cannot be compared (arrays): not cached
+        names, treedef = None, None
     if names is None:
         with_path, _ = jax.tree_util.tree_flatten_with_path(tree)
         names = [path_name(p) for p, _ in with_path]
-        if len(_leaf_names) >= 64:
-            _leaf_names.clear()
-        _leaf_names[treedef] = names
+        if treedef is not None:
+            if len(_leaf_names) >= 64:
+                _leaf_names.clear()
+            try:
+                _leaf_names[treedef] = names
+            except Exception:
+                pass
     return {n: v for n, v in zip(names, leaves) if hasattr(v, "shape")}
 
 

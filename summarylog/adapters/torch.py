@@ -206,12 +206,13 @@ class _CopyPool:
         self._bytes = 0
         self._bufs: dict[tuple[Any, ...], deque[tuple[np.ndarray, int]]] = {}
         self._jobs = ffi.new("uint64_t[]", 48)  # slg_copy_many's (dst, src, bytes) words
-        # a Parameter's checks, made once: id -> (parameter, data_ptr, shape, buffer key)
+        # a Parameter's checks, made once:
+        # id -> (parameter, data_ptr, shape, strides, dtype, buffer key)
         self._params: dict[int, tuple[torch.Tensor, int, Any, tuple[Any, ...] | None]] = {}
 
     def copy_all(self, values: list[Any]) -> tuple[list[Any], int]:
         """Private copies of ``values`` (tensors; anything else as it is),
-        and the bytes of the pool's copies."""
+        and their bytes (the pool's copies and the clones)."""
         out: list[Any] = []
         total = 0
         jobs = self._jobs
@@ -222,10 +223,14 @@ class _CopyPool:
             if type(value) is torch.nn.Parameter:
                 ptr = value.data_ptr()
                 known = self._params.get(id(value))
-                if known is None or known[1] != ptr or known[2] != value.shape:
-                    known = self._params[id(value)] = (value, ptr, value.shape,
-                                                       self._key(value.detach()))
-                key = known[3]
+                # p.data = ... may swap in other memory, or the same memory seen
+                # another way (a transpose, another dtype): checked again then
+                if (known is None or known[1] != ptr or known[2] != value.shape
+                        or known[3] != value.stride() or known[4] is not value.dtype
+                        or not value.is_cpu):
+                    known = self._params[id(value)] = (value, ptr, value.shape, value.stride(),
+                                                       value.dtype, self._key(value.detach()))
+                key = known[5]
             elif isinstance(value, torch.Tensor):
                 if (value.is_cpu and value.dim() == 0 and value.dtype in _SCALAR_READS
                         and not value.is_neg()):
@@ -241,7 +246,9 @@ class _CopyPool:
                 continue
             buf = self._buffer(key) if key is not None else None
             if buf is None:
-                out.append(_torch_detached(value).clone())
+                clone = _torch_detached(value).clone()
+                out.append(clone)
+                total += clone.numel() * clone.element_size()  # held as well (device memory too)
                 continue
             arr, jobs[n] = buf
             jobs[n + 1] = ptr

@@ -199,3 +199,27 @@ def test_jax_memory_is_let_go_soon(tmp_path, monkeypatch):
     hists = [e for e in Reader(tmp_path / "jax").events(".") if e.kind == "histogram"]
     assert [(e.tag, e.step, e.value["max"]) for e in hists] == \
         [("w", s, float(s)) for s in range(1, 21)]  # all written, in order
+
+
+def test_named_leaves_of_trees_whose_metadata_holds_arrays():
+    """Leaf names are cached per tree structure; a structure whose node
+    metadata can't be compared (a static field holding an array) is named
+    afresh each time instead of failing."""
+
+    @jax.tree_util.register_pytree_node_class
+    class Static:
+        def __init__(self, w, meta):
+            self.w, self.meta = w, meta
+
+        def tree_flatten(self):
+            return (self.w,), self.meta
+
+        @classmethod
+        def tree_unflatten(cls, meta, children):
+            return cls(children[0], meta)
+
+    for i in range(3):
+        tree = {"layer": Static(jnp.full((2,), float(i)), np.arange(3))}
+        named = named_leaves(tree)
+        assert list(named) == ["layer/0"] and float(named["layer/0"][0]) == i
+    assert list(named_leaves({"a": jnp.ones(2), "b": {"c": jnp.zeros(1)}})) == ["a", "b/c"]

@@ -238,7 +238,7 @@ def test_copy_pool_past_its_cap_falls_back_to_clones():
     a, b = torch.arange(100, dtype=torch.float32), torch.arange(50, dtype=torch.float64)
     for i in range(3):
         (ca, cb), nbytes = pool.copy_all([a + i, b + i])
-        assert nbytes == 400  # the pool's copy only
+        assert nbytes == 800  # the pool's copy and the clone: both count against max_buffer
         assert isinstance(ca, np.ndarray) and ca.tolist() == (a + i).tolist()
         assert isinstance(cb, torch.Tensor) and cb.tolist() == (b + i).tolist()  # over the cap
         del ca, cb
@@ -262,3 +262,21 @@ def test_loss_kinds_are_recorded_with_their_step_value(tmp_path, make):
         with torch.no_grad():
             (loss._neg_view() if loss.is_neg() else loss).add_(1000.0)  # the tensor's memory
     assert Reader(tmp_path).scalars(".", "loss/auto").value.tolist() == [0.25]
+
+
+def test_copy_pool_sees_a_parameter_swapped_under_it():
+    """The pool checks a Parameter once, and again whenever ``p.data`` was
+    swapped: other memory, or the same memory seen another way (transposed,
+    another dtype).  The copy is always the parameter's current value."""
+    from summarylog.adapters.torch import _CopyPool
+
+    pool = _CopyPool(max_bytes=1 << 20)
+    p = torch.nn.Parameter(torch.arange(16.0).reshape(4, 4), requires_grad=False)  # int32 below
+    for swap in (None, lambda d: d.t(),  # same memory and shape, transposed
+                 lambda d: d.t().contiguous(),  # other memory
+                 lambda d: d.view(torch.int32)):  # same memory, another dtype
+        if swap is not None:
+            p.data = swap(p.data)
+        (copy,), nbytes = pool.copy_all([p])
+        assert np.asarray(copy).tolist() == p.detach().tolist()
+        assert np.asarray(copy).dtype == p.detach().numpy().dtype and nbytes == 64
