@@ -438,3 +438,37 @@ def test_flush_secs_must_be_finite_and_positive(tmp_path, bad):
             make()
     with pytest.raises(TypeError, match="flush_secs"):
         SummaryRecord(tmp_path / "d", flush_secs="1")
+
+
+@pytest.mark.parametrize("fmt", ["mindinsight", "tensorboard"])
+def test_records_reach_the_os_within_about_flush_secs(tmp_path, fmt, figure):
+    """What is recorded reaches the OS (another reader sees it) on its own,
+    with no flush() or close(): SummaryRecord's thread wakes every
+    flush_secs, writes what is queued (the TensorBoard histograms too) and
+    flushes.  The latency is reported, not asserted (noisy machines); the
+    30 s limit only keeps a broken build from hanging."""
+    import time
+
+    with SummaryRecord(tmp_path, flush_secs=0.2, format=fmt) as rec:
+        rec.record(0)  # the files exist
+        time.sleep(0.5)  # the thread is idle, between two wakes
+        t0 = time.monotonic()
+        for step in (1, 2, 3):
+            rec.add_value("scalar", "loss", 1.0 / step)
+            rec.add_value("histogram", "w", np.arange(100, dtype=np.float32) * step)
+            rec.record(step)
+        seen: list[tuple[str, int]] = []
+        while time.monotonic() - t0 < 30:
+            try:
+                seen = sorted({(e.kind, e.step) for e in Reader(tmp_path).events(".")
+                               if e.kind in ("scalar", "histogram")})
+            except KeyError:  # no event file with content yet
+                seen = []
+            if len(seen) == 6:
+                break
+            time.sleep(0.02)
+        latency = time.monotonic() - t0
+        assert seen == [(k, s) for k in ("histogram", "scalar") for s in (1, 2, 3)], seen
+        assert not rec._closed  # seen before close()
+    figure(f"{fmt}: 3 recorded steps seen by another reader {latency * 1e3:.0f} ms after "
+           f"record(), with flush_secs=0.2 and no flush()")
