@@ -36,9 +36,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from google.protobuf import json_format
 
 from . import shutdown
-from .dialects.mindspore import MindSporeEncoder, lineage_message
+from .dialects.mindspore import MindSporeEncoder, image_grid, lineage_message, user_info_dict
 from .records import MAX_PAYLOAD, RecordWriter
 from .values import Deferred, resolve_array, snapshot_array
 
@@ -534,9 +535,9 @@ class SummaryRecord:
                     # an owned array of a kind checked before (a collector's parameters,
                     # collection after collection) passes as it is
                     key = ((plugin, tag, value.shape, value.dtype)
-                           if owned and type(value) is np.ndarray else None)
+                           if owned and isinstance(value, (np.ndarray, np.generic)) else None)
                     if key is not None and key in self._checked:
-                        item = value
+                        item = np.asarray(value)  # a numpy scalar (the loss) as 0-d, as checked
                     else:
                         if plugin not in SUMMARY_PLUGINS:
                             raise ValueError(f"add_later() takes summary plugins only "
@@ -818,9 +819,6 @@ class SummaryRecord:
     # -- TensorBoard format ---------------------------------------------------------------
     def _write_tensorboard(self, step: int, wall: float,
                            pool: Mapping[str, list[tuple[str, Any]]]) -> None:
-        from .dialects.mindspore import image_grid, user_info_dict
-        from google.protobuf import json_format
-
         w = self._tb
         for tag, arr in pool.get("scalar", []):
             w.add_scalar(tag, float(arr), step, walltime=wall)
