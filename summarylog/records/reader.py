@@ -14,7 +14,9 @@ What the scanner decides (FORMAT.md §9, "scanner target"):
   valid records: damage ``"length_past_eof"``, then the same resync.
 * a bad data CRC: damage ``"bad_data_crc"``; that record is skipped.
 * in a zstd file, a frame that does not decode: damage ``"bad_zstd_frame"``
-  (offset in the compressed file); reading goes on at the next frame.
+  (offset in the compressed file); reading goes on at the next frame.  Only
+  zeros from where a frame should start to the end of the file: a
+  ``"zero_tail"`` (its length in compressed bytes), tried again next read.
 
 Every damage is kept in :attr:`RecordReader.damage`; ``strict=True`` raises
 :class:`~summarylog.errors.CorruptRecordError` instead.  No length read from
@@ -114,6 +116,8 @@ class _ZstdSource:
         # to decode again from when the scanner goes back to a tail's start
         self._frames: list[tuple[int, int]] = [(0, 0)]
         self._quiet = False  # while re-decoding: damage was reported already
+        #: compressed bytes of zeros where the next frame should start (0: none)
+        self.zero_tail = 0
 
     def _frame_at(self, cpos: int) -> None:
         d = self._out_base + len(self._out)
@@ -141,8 +145,11 @@ class _ZstdSource:
         del self._out[:drop]
         self._out_base += drop
 
-    def _resync(self) -> None:
-        # skip to the next frame magic after the bad frame's start
+    def _resync(self) -> bool:
+        """Skip a frame that does not decode, to the next frame magic (damage
+        reported); False when nothing but zeros follows it to the end of the
+        file: a zero-filled tail, not damage, read again next time (a writer
+        may still fill it)."""
         start = self._frame_start + 1
         while True:
             chunk = os.pread(self.fd, 1 << 20, start)
@@ -154,11 +161,29 @@ class _ZstdSource:
                 nxt = start + i
                 break
             start += max(1, len(chunk) - 3)
+        self._dobj = self._dctx.decompressobj()
+        if nxt > self._frame_start and self._all_zero(self._frame_start, nxt):
+            self.zero_tail = nxt - self._frame_start
+            self._cpos = self._frame_start
+            return False
         if not self._quiet:
             self._damage(self._frame_start, nxt - self._frame_start)
         self._frame_start = self._cpos = nxt
-        self._dobj = self._dctx.decompressobj()
         self._frame_at(nxt)
+        return True
+
+    def _all_zero(self, start: int, end: int) -> bool:
+        """Whether the file holds only zero bytes from ``start`` to its end
+        (``end``: where the search for a frame magic stopped)."""
+        size = os.fstat(self.fd).st_size
+        if end < size:  # a frame magic follows: damage in the middle
+            return False
+        while start < size:
+            chunk = os.pread(self.fd, min(1 << 20, size - start), start)
+            if not chunk or chunk.count(0) != len(chunk):
+                return False
+            start += len(chunk)
+        return True
 
     def _pump(self) -> bool:
         """Decode one step; False when no compressed input is left (for now)."""
@@ -168,8 +193,8 @@ class _ZstdSource:
         try:
             out = self._dobj.decompress(chunk)
         except self._zstd.ZstdError:
-            self._resync()
-            return True
+            return self._resync()
+        self.zero_tail = 0
         self._out += out
         self._cpos += len(chunk)
         while self._dobj.eof:
@@ -364,6 +389,9 @@ class RecordReader:
                 end = base + len(buf)
                 kind = "torn" if rc == lib.SLG_SCAN_TORN else "zero_tail"
                 self.tail = Tail(int(st.pos), kind, end - int(st.pos))
+            elif self.compressed and self._source.zero_tail:
+                # zeros where the next frame should start (preallocated, or a crash)
+                self.tail = Tail(int(st.pos), "zero_tail", self._source.zero_tail)
             elif self.compressed and self._source.pending():
                 # the stream ends inside a zstd frame: its records are not here yet
                 self.tail = Tail(int(st.pos), "torn", self._source.pending())

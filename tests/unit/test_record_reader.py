@@ -525,6 +525,47 @@ class TestZstd:
             d = next(d for d in r.damage if d.kind == "bad_zstd_frame")
             assert d.offset == s and d.length == e - s  # compressed offsets
 
+    @pytest.mark.parametrize("zeros", [1, 3, 4, 5000, (1 << 20) + 7])
+    def test_zero_filled_tail_is_a_tail_not_damage(self, tmp_path, zeros) -> None:
+        """Zeros where the next frame should start (a preallocated file, or a
+        crash on a filesystem that extends before it writes) are reported as
+        a "zero_tail", as in a plain file; reading them again later picks up
+        a frame written over them."""
+        path, bounds = _zstd_file(tmp_path, GROUPS[:2])
+        blob = Path(path).read_bytes()
+        p = tmp_path / "zeros.zst"
+        p.write_bytes(blob + bytes(zeros))
+        for strict in (False, True):  # not damage: strict mode reads it too
+            with RecordReader(p, strict=strict, chunk_size=64) as r:
+                assert list(r) == GROUPS[0] + GROUPS[1]
+                assert r.damage == [] and r.tail is not None
+                assert (r.tail.kind, r.tail.length) == ("zero_tail", zeros)
+        # a writer fills the zeros with the next frame; the same reader reads on
+        (tmp_path / "more").mkdir()
+        more, _ = _zstd_file(tmp_path / "more", [GROUPS[2]])
+        with RecordReader(p, chunk_size=64) as r:
+            assert list(r) == GROUPS[0] + GROUPS[1]
+            frame = Path(more).read_bytes()
+            with open(p, "r+b") as f:
+                f.seek(len(blob))
+                f.write(frame)
+                f.truncate(len(blob) + len(frame))
+            assert list(r) == GROUPS[2]
+            assert r.damage == [] and r.tail is None
+
+    def test_zeros_before_a_frame_are_damage(self, tmp_path) -> None:
+        """Zeros with a frame after them are damage in the middle, as before."""
+        path, bounds = _zstd_file(tmp_path, GROUPS)
+        blob = bytearray(Path(path).read_bytes())
+        blob[bounds[1]:bounds[2]] = bytes(bounds[2] - bounds[1])  # the middle frame zeroed
+        p = tmp_path / "mid.zst"
+        p.write_bytes(bytes(blob))
+        got, r = read_all(p, chunk_size=64)
+        assert got == GROUPS[0] + GROUPS[2]
+        assert [(d.kind, d.offset, d.length) for d in r.damage] == \
+            [("bad_zstd_frame", bounds[1], bounds[2] - bounds[1])]
+        assert r.tail is None
+
     def test_corrupt_frame_strict(self, tmp_path) -> None:
         path, bounds = _zstd_file(tmp_path, GROUPS)
         blob = bytearray(Path(path).read_bytes())
