@@ -24,7 +24,6 @@ import os
 import sys
 import threading
 import warnings
-from array import array
 from collections import deque
 from typing import Any, Mapping
 
@@ -208,7 +207,7 @@ class _CopyPool:
         self._jobs = ffi.new("uint64_t[]", 48)  # slg_copy_many's (dst, src, bytes) words
         # a Parameter's checks, made once:
         # id -> (parameter, data_ptr, shape, strides, dtype, buffer key)
-        self._params: dict[int, tuple[torch.Tensor, int, Any, tuple[Any, ...] | None]] = {}
+        self._params: dict[int, tuple[Any, ...]] = {}
 
     def copy_all(self, values: list[Any]) -> tuple[list[Any], int]:
         """Private copies of ``values`` (tensors; anything else as it is),
