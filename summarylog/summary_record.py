@@ -151,6 +151,8 @@ def _check_tensor_size(size: int) -> None:
 
 def _resolve(plugin: str, snap: Any) -> np.ndarray:
     """The numpy value of a checked summary value (background thread)."""
+    if type(snap) is np.ndarray and snap.dtype.kind in "iuf" and plugin != "scalar":
+        return snap  # numbers on the host already (a collector's copies): as they are
     arr = resolve_array(snap)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"a {plugin} summary must be numeric, got dtype {arr.dtype}")
@@ -779,9 +781,6 @@ class SummaryRecord:
         for plugin in SUMMARY_PLUGINS:
             out = []
             for tag, snap in pool.get(plugin, []):
-                if type(snap) is np.ndarray and snap.dtype.kind in "iuf" and plugin != "scalar":
-                    out.append((tag, snap))  # checked numbers already: _resolve's result
-                    continue
                 try:
                     out.append((tag, _resolve(plugin, snap)))
                 except Exception as exc:  # a tensor that cannot be read: this value only
@@ -828,14 +827,15 @@ class SummaryRecord:
             w.add_tensor(tag, arr, step, walltime=wall)
         # bins=0: MindSpore's bucket count rule, from the finite values; the
         # arrays are ours alone; the histograms of all the steps this thread
-        # takes at once go out in one native call (_write_pending)
-        hists = pool.get("histogram", [])
-        self._tb_hists.extend((wall, step, tag, arr, 0) for tag, arr in hists)
-        self._tb_hist_bytes += sum(arr.nbytes for _, arr in hists)
-        # views of a framework's memory (JAX arrays on the CPU) are let go soon: held,
-        # they keep the framework's allocator from reusing it (fresh pages, a page
-        # fault each, for its next outputs)
-        self._tb_hist_borrowed += sum(arr.nbytes for _, arr in hists if not arr.flags.owndata)
+        # takes at once go out in one native call (_write_pending).  Views of
+        # a framework's memory (JAX arrays on the CPU) go out soon: held, they
+        # keep its allocator from reusing it (fresh pages, a page fault each,
+        # for its next outputs)
+        for tag, arr in pool.get("histogram", []):
+            self._tb_hists.append((wall, step, tag, arr, 0))
+            self._tb_hist_bytes += arr.nbytes
+            if not arr.flags.owndata:
+                self._tb_hist_borrowed += arr.nbytes
         if (self._tb_hist_bytes >= self._wake_bytes  # a backlog: don't let it pile up
                 or self._tb_hist_borrowed >= _BORROWED_MAX):
             self._write_pending()
