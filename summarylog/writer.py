@@ -154,16 +154,6 @@ class _Job:
         self.args = args
 
 
-class _Framed:
-    """Records already framed by a native encoder, back to back."""
-
-    __slots__ = ("data", "records")
-
-    def __init__(self, data: bytes, records: int) -> None:
-        self.data = data
-        self.records = records
-
-
 def _check_image(img: Any, dataformats: str, name: str) -> tuple[np.ndarray, list[int]]:
     """Validate an image (batch) and copy it as it is laid out (a plain
     memcpy for contiguous input); returns the copy and the axis order that
@@ -533,7 +523,12 @@ class Writer:
                 log.warning("summarylog: could not encode histograms for %s: %s", self.logdir, exc)
                 return
             for part in parts:
-                self._write_payload(_Framed(*part) if type(part) is tuple else part)
+                if type(part) is tuple:  # records the native encoder framed, back to back
+                    data, records = part  # (each under the size limit: bounded bins)
+                    self._writer().write_framed(data, records)
+                    self._counts["events"] += records
+                else:
+                    self._write_payload(part)
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:
@@ -793,11 +788,7 @@ class Writer:
             walls.append(wall)
         self._encode_columns(len(run), walls, steps, counts, ids, vals)
 
-    def _write_payload(self, payload: Any) -> None:
-        if type(payload) is _Framed:  # each record is under the limit (bounded bins)
-            self._writer().write_framed(payload.data, payload.records)
-            self._counts["events"] += payload.records
-            return
+    def _write_payload(self, payload: bytes) -> None:
         if len(payload) > MAX_PAYLOAD:  # an encoded value grew past the limit: drop it alone
             self._counts["dropped_values"] += 1
             log.warning("summarylog: dropped an event of %d bytes for %s (over 2 GiB - 1)",
