@@ -187,14 +187,9 @@ int64_t slg_tb_encode_histogram_events(uint64_t n, const void *const *values,
         if (room > SLG_FRAME_OVERHEAD)
             len = slg_tb_encode_histogram_event(values[i], is_f64[i], sizes[i], bins[i],
                                                 wall_times[i], steps[i], tag, tag_lens[i],
-                                                o + 12, room - SLG_FRAME_OVERHEAD);
+                                                o + SLG_HEADER_SIZE, room - SLG_FRAME_OVERHEAD);
         status[i] = len;
-        if (len >= 0 && len != SLG_HIST_FALLBACK) { /* framed in place */
-            slg_put_le64(o, (uint64_t)len);
-            slg_put_le32(o + 8, slg_masked_crc32c(o, 8));
-            slg_put_le32(o + 12 + len, slg_masked_crc32c(o + 12, (size_t)len));
-            o += len + SLG_FRAME_OVERHEAD;
-        }
+        if (len >= 0 && len != SLG_HIST_FALLBACK) o += slg_frame_in_place(o, (uint64_t)len);
         tag += tag_lens[i];
     }
     return (int64_t)(o - out);

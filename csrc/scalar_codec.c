@@ -100,12 +100,8 @@ static char *encode_event(const scalar_batch *b, uint64_t i, uint64_t v, uint64_
 /* Frame event i (payload length len) at out; returns the end. */
 static char *frame_event(const scalar_batch *b, uint64_t i, uint64_t v, uint64_t len,
                          uint64_t summary_len, char *out) {
-    slg_put_le64(out, len);
-    slg_put_le32(out + 8, slg_masked_crc32c(out, 8));
-    char *payload = out + SLG_HEADER_SIZE;
-    char *end = encode_event(b, i, v, summary_len, payload);
-    slg_put_le32(end, slg_masked_crc32c(payload, (size_t)len));
-    return end + SLG_FOOTER_SIZE;
+    encode_event(b, i, v, summary_len, out + SLG_HEADER_SIZE);
+    return out + slg_frame_in_place(out, len);
 }
 
 static int check_tags(const scalar_batch *b) {

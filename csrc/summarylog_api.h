@@ -41,6 +41,9 @@ uint32_t slg_crc32c_with(int impl, uint32_t crc, const char *data, size_t n);
 
 /* Frame one payload into out (which holds len + 16 bytes); returns bytes written. */
 uint64_t slg_frame(char *out, const char *payload, uint64_t len);
+/* Frame the len-byte payload an encoder wrote at out + 12 where it lies:
+ * the header before it, the footer after it; returns len + 16. */
+uint64_t slg_frame_in_place(char *out, uint64_t len);
 /* Frame n payloads stored back to back in concat (lengths in lens) into out,
  * which holds sum(lens) + 16 n bytes; returns bytes written. */
 uint64_t slg_frame_many(char *out, const char *concat, const uint64_t *lens, uint64_t n);
