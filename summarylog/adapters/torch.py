@@ -206,7 +206,7 @@ class _CopyPool:
         self._bufs: dict[tuple[Any, ...], deque[tuple[np.ndarray, int]]] = {}
         self._jobs = ffi.new("uint64_t[]", 48)  # slg_copy_many's (dst, src, bytes) words
         # a Parameter's checks, made once:
-        # id -> (parameter, data_ptr, shape, strides, dtype, buffer key)
+        # id -> (parameter, data_ptr, shape, dtype, buffer key)
         self._params: dict[int, tuple[Any, ...]] = {}
 
     def copy_all(self, values: list[Any]) -> tuple[list[Any], int]:
@@ -223,13 +223,14 @@ class _CopyPool:
                 ptr = value.data_ptr()
                 known = self._params.get(id(value))
                 # p.data = ... may swap in other memory, or the same memory seen
-                # another way (a transpose, another dtype): checked again then
+                # another way (a transpose, another dtype): checked again then (a
+                # contiguous tensor's strides follow from its shape)
                 if (known is None or known[1] != ptr or known[2] != value.shape
-                        or known[3] != value.stride() or known[4] is not value.dtype
+                        or known[3] is not value.dtype or not value.is_contiguous()
                         or not value.is_cpu):
-                    known = self._params[id(value)] = (value, ptr, value.shape, value.stride(),
-                                                       value.dtype, self._key(value.detach()))
-                key = known[5]
+                    known = self._params[id(value)] = (value, ptr, value.shape, value.dtype,
+                                                       self._key(value.detach()))
+                key = known[4]
             elif isinstance(value, torch.Tensor):
                 if (value.is_cpu and value.dim() == 0 and value.dtype in _SCALAR_READS
                         and not value.is_neg()):
