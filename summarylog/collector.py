@@ -20,6 +20,7 @@ graph, lineage.  FORMAT.md §12 lists the semantics:
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import math
@@ -277,6 +278,11 @@ class CollectorCore:
         self.network_name = network_name
         self.total: int | None = None
         self._tensor_steps: set[int] = policy.tensor_steps(None)
+        self._tensor_sorted: list[int] = sorted(self._tensor_steps)
+        #: after a step that was due, the next step number that may collect:
+        #: adapters skip step() for numbers between the last one they passed
+        #: and this one (nothing would happen); 0 before the first collection
+        self.quiet_until = 0
         self._first = True  # the first collection takes everything
         self._started = False  # first_step() done
         self._input_ok = policy.enabled("collect_input_data")
@@ -294,6 +300,8 @@ class CollectorCore:
         self.record.set_mode(mode)
         self.total = total
         self._tensor_steps = self.policy.tensor_steps(total)
+        self._tensor_sorted = sorted(self._tensor_steps)
+        self.quiet_until = 0
 
     def first_step(self, current: int, *, graph: Any = None,
                    dataset_graph: Mapping[str, Any] | None = None) -> None:
@@ -327,10 +335,13 @@ class CollectorCore:
             self.last_loss = loss
         if (current % self._freq and not self._first and not force  # the common case
                 and current not in self._tensor_steps):
+            if current >= self.quiet_until:  # past a due step not given (step numbers skip)
+                self.quiet_until = self._next_due(current)
             return False
         if not self._started:
             self.first_step(current, graph=graph, dataset_graph=dataset_graph)
         first, self._first = self._first, False
+        self.quiet_until = self._next_due(current)
         plugins = self.policy.plugins_at(current, self._tensor_steps, first or force)
         if plugins is None or current == self._last_collected:
             return False
@@ -357,6 +368,15 @@ class CollectorCore:
         if first:  # the run's files show up at once; the caller never waits for a device
             rec.flush_soon()
         return True
+
+    def _next_due(self, current: int) -> int:
+        """The first step after ``current`` that is a multiple of
+        ``collect_freq`` or a tensor step."""
+        due = (current // self._freq + 1) * self._freq
+        i = bisect.bisect_right(self._tensor_sorted, current)
+        if i < len(self._tensor_sorted):
+            due = min(due, self._tensor_sorted[i])
+        return due
 
     def _values(self, plugins: Callable[[str], bool], loss: Any, inputs: Any,
                 params: Any) -> tuple[list[tuple[str, str]], list[Any]]:
@@ -473,6 +493,7 @@ class CollectorCore:
         self.record.flush()
 
     def close(self) -> None:
+        self.quiet_until = 0  # adapters' step() checks (and raises) again
         if not self._closed:
             self._closed = True
             self.record.close()

@@ -216,6 +216,14 @@ class SummaryCollector:
         ``optax.inject_hyperparams`` gives it too; ``graph=(fn, args)`` the
         step function and example args for the graph (first step only).
         Returns True when the step was collected."""
+        core = self.core
+        if (type(step) is int and core is not None and self.last_step < step < core.quiet_until
+                and learning_rate is None and opt_state is None):
+            # the common case, a step that collects nothing: no more work than this
+            self.last_step = step
+            if loss is not None:
+                core.last_loss = loss
+            return False
         if self._closed:
             raise ValueError("step() on a closed SummaryCollector")
         if type(step) is not int:

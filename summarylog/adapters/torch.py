@@ -409,6 +409,15 @@ class SummaryCollector:
         """After an optimizer step: collect when the policy says so.  ``loss``
         (a tensor; or ``outputs`` when loss is None: its first element),
         ``inputs`` (the batch's inputs), ``step`` (default: count calls)."""
+        core = self.core
+        if step is None and core is not None and self.global_step + 1 < core.quiet_until:
+            # the common case, a step that collects nothing: no more work than this
+            self.global_step += 1
+            if loss is not None or outputs is not None:
+                core.last_loss = loss if loss is not None else outputs
+            if self._ops:
+                self._ops.clear()
+            return
         if self._closed:
             raise ValueError("step() on a closed SummaryCollector")
         self.global_step = self.global_step + 1 if step is None else int(step)

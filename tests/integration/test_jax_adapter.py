@@ -223,3 +223,26 @@ def test_named_leaves_of_trees_whose_metadata_holds_arrays():
         named = named_leaves(tree)
         assert list(named) == ["layer/0"] and float(named["layer/0"][0]) == i
     assert list(named_leaves({"a": jnp.ones(2), "b": {"c": jnp.zeros(1)}})) == ["a", "b/c"]
+
+
+def test_steps_between_collections_take_the_short_path(tmp_path):
+    """Between collections step() leaves the core alone (step numbers may
+    skip and go back: those calls take the full path); the last loss
+    (lineage) follows every step; a closed collector still raises."""
+    from unittest import mock
+
+    sc = SummaryCollector(tmp_path, collect_freq=5, format="mindinsight", network_name="MLP",
+                          optimizer_name="sgd")
+    steps = [1, 2, 3, 4, 5, 6, 7, 9, 12, 3, 13, 16, 17]
+    with mock.patch.object(sc.core, "step", wraps=sc.core.step) as core_step:
+        for s in steps:
+            assert sc.step(s, loss=jnp.float32(s)) == (s in (1, 5))
+    assert [c.args[0] for c in core_step.call_args_list] == [1, 5, 12, 3, 16]
+    assert sc.last_step == 17
+    sc.close()
+    with pytest.raises(ValueError, match="closed"):
+        sc.step(18, loss=jnp.float32(18))
+    r = Reader(tmp_path)
+    assert r.scalars(".", "loss/auto").step.tolist() == [1, 5]
+    (row,) = r.lineage()
+    assert row["loss"] == 17.0

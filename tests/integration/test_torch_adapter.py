@@ -280,3 +280,38 @@ def test_copy_pool_sees_a_parameter_swapped_under_it():
         (copy,), nbytes = pool.copy_all([p])
         assert np.asarray(copy).tolist() == p.detach().tolist()
         assert np.asarray(copy).dtype == p.detach().numpy().dtype and nbytes == 64
+
+
+def test_steps_between_collections_take_the_short_path(tmp_path):
+    """Between collections step() leaves the core alone, yet the last loss
+    (lineage) follows every step and a quiet step's summary() values are
+    not carried into the next collection; a closed collector still raises."""
+    from unittest import mock
+
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = torch.randn(8, 4), torch.randint(0, 2, (8,))
+    losses = {}
+    sc = SummaryCollector(tmp_path, model=model, optimizer=opt, loss_fn=loss_fn, collect_freq=5,
+                          format="mindinsight")
+    with mock.patch.object(sc.core, "step", wraps=sc.core.step) as core_step:
+        for i in range(1, 24):
+            loss = loss_fn(model(x), y)
+            summary("step_no", torch.tensor(float(i)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sc.step(loss=loss)
+            losses[i] = float(loss.detach())
+    assert [c.args[0] for c in core_step.call_args_list] == [1, 5, 10, 15, 20]
+    assert sc.global_step == 23
+    sc.close()
+    with pytest.raises(ValueError, match="closed"):
+        sc.step(loss=loss)
+    r = Reader(tmp_path)
+    assert r.scalars(".", "loss/auto").step.tolist() == [1, 5, 10, 15, 20]
+    assert r.scalars(".", "step_no").value.tolist() == [1, 5, 10, 15, 20]
+    (row,) = r.lineage()
+    assert row["loss"] == pytest.approx(losses[23], rel=1e-6)

@@ -145,3 +145,30 @@ def test_timeline_over_numpy_values(tmp_path, fmt):
         assert start["optimizer"] == "SGD" and start["team"] == "a"
         assert r.scalars(".", "eval/acc").value.tolist() == [0.5]
     assert GRAPH_TAG not in tags  # no graph given
+
+
+@pytest.mark.parametrize("freq, tensor_freq, total", [(10, None, 95), (10, 7, 60), (4, 3, 40),
+                                                      (5, None, None)])
+def test_steps_before_quiet_until_collect_nothing(tmp_path, freq, tensor_freq, total):
+    """Adapters skip step() for numbers below quiet_until: a core told only
+    of the others collects exactly what a core told of every step does."""
+    def core(d):
+        c = CollectorCore(CollectionPolicy(tmp_path / d, collect_freq=freq,
+                                           collect_tensor_freq=tensor_freq))
+        c.begin(total)
+        return c
+
+    every, skipping = core("every"), core("skipping")
+    assert skipping.quiet_until == 0  # nothing is skipped before the first collection
+    told = []
+    for s in range(1, (total or 60) + 1):
+        every.step(s, loss=1.0)
+        if s < skipping.quiet_until:
+            continue
+        skipping.step(s, loss=1.0)
+        told.append(s)
+    assert skipping.collected_steps == every.collected_steps
+    assert len(told) <= len(every.collected_steps) + 1
+    skipping.close()
+    every.close()
+    assert skipping.quiet_until == 0  # a closed core skips nothing: step() must raise
