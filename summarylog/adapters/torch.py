@@ -411,9 +411,11 @@ class SummaryCollector:
         (a tensor; or ``outputs`` when loss is None: its first element),
         ``inputs`` (the batch's inputs), ``step`` (default: count calls)."""
         core = self.core
-        if step is None and core is not None and self.global_step + 1 < core.quiet_until:
+        current = self.global_step + 1 if step is None else step
+        if (type(current) is int and core is not None
+                and self.global_step < current < core.quiet_until):
             # the common case, a step that collects nothing: no more work than this
-            self.global_step += 1
+            self.global_step = current
             if loss is not None or outputs is not None:
                 core.last_loss = loss if loss is not None else outputs
             if self._ops:

@@ -315,3 +315,18 @@ def test_steps_between_collections_take_the_short_path(tmp_path):
     assert r.scalars(".", "step_no").value.tolist() == [1, 5, 10, 15, 20]
     (row,) = r.lineage()
     assert row["loss"] == pytest.approx(losses[23], rel=1e-6)
+
+
+def test_explicit_step_numbers_take_the_short_path_only_going_forward(tmp_path):
+    """With step= given (as the Lightning callback does), numbers that go
+    back, repeat or skip past a due step take the full path."""
+    from unittest import mock
+
+    sc = SummaryCollector(tmp_path, collect_freq=5)
+    with mock.patch.object(sc.core, "step", wraps=sc.core.step) as core_step:
+        for s in [1, 2, 3, 4, 5, 5, 6, 7, 9, 12, 3, 13, 16, 17]:
+            sc.step(loss=torch.tensor(float(s)), step=s)
+    assert [c.args[0] for c in core_step.call_args_list] == [1, 5, 5, 12, 3, 16]
+    assert sc.global_step == 17
+    sc.close()
+    assert Reader(tmp_path).scalars(".", "loss/auto").step.tolist() == [1, 5]
