@@ -278,7 +278,7 @@ class CollectorCore:
         self.network_name = network_name
         self.total: int | None = None
         self._tensor_steps: set[int] = policy.tensor_steps(None)
-        self._tensor_sorted: list[int] = sorted(self._tensor_steps)
+        self._off_freq = self._due_off_freq()
         #: after a step that was due, the next step number that may collect:
         #: adapters skip step() for numbers between the last one they passed
         #: and this one (nothing would happen); 0 before the first collection
@@ -289,7 +289,8 @@ class CollectorCore:
         self._loss_ok = policy.enabled("collect_metric")
         self.last_loss: Any = None
         self._hist_names: tuple[str, ...] = ()  # the parameter names _hist_specs come from
-        self._hist_specs: list[tuple[str, tuple[str, str]]] = []
+        self._hist_keys: list[str] = []  # the histogrammed names, in order
+        self._hist_specs: list[tuple[str, str]] = []  # their (plugin, tag)
         self.collected_steps: list[int] = []
         self._last_collected: int | None = None
         self._closed = False
@@ -300,7 +301,7 @@ class CollectorCore:
         self.record.set_mode(mode)
         self.total = total
         self._tensor_steps = self.policy.tensor_steps(total)
-        self._tensor_sorted = sorted(self._tensor_steps)
+        self._off_freq = self._due_off_freq()
         self.quiet_until = 0
 
     def first_step(self, current: int, *, graph: Any = None,
@@ -369,13 +370,18 @@ class CollectorCore:
             rec.flush_soon()
         return True
 
+    def _due_off_freq(self) -> list[int]:
+        """The tensor steps that are not multiples of ``collect_freq``, sorted
+        (usually none)."""
+        return sorted(t for t in self._tensor_steps if t % self._freq)
+
     def _next_due(self, current: int) -> int:
         """The first step after ``current`` that is a multiple of
         ``collect_freq`` or a tensor step."""
-        due = (current // self._freq + 1) * self._freq
-        i = bisect.bisect_right(self._tensor_sorted, current)
-        if i < len(self._tensor_sorted):
-            due = min(due, self._tensor_sorted[i])
+        due = current - current % self._freq + self._freq
+        off = self._off_freq
+        if off and off[-1] > current:
+            due = min(due, off[bisect.bisect_right(off, current)])
         return due
 
     def _values(self, plugins: Callable[[str], bool], loss: Any, inputs: Any,
@@ -404,11 +410,10 @@ class CollectorCore:
             names = tuple(named)
             if names != self._hist_names:  # chosen again only when the names change
                 self._hist_names = names
-                self._hist_specs = [(name, ("histogram", f"{name}/auto"))
-                                    for name in self.policy.histogram_names(names)]
-            for name, spec in self._hist_specs:
-                specs.append(spec)
-                out.append(named[name])
+                self._hist_keys = self.policy.histogram_names(names)
+                self._hist_specs = [("histogram", f"{name}/auto") for name in self._hist_keys]
+            specs += self._hist_specs
+            out += map(named.__getitem__, self._hist_keys)
         if self.lazy_values and self.freeze is None:  # the next collection's estimate
             self._later_bytes = sum(getattr(v, "nbytes", 64) for v in out)
         return specs, out

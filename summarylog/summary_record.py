@@ -600,9 +600,13 @@ class SummaryRecord:
                 if ops:
                     self._add_summary_ops(ops)
         with self._pool_lock:
-            pool, self._pool = self._pool, defaultdict(list)
-            if later is not None:
-                pool[_LATER].append(later)
+            pool = self._pool
+            if pool:
+                self._pool = defaultdict(list)
+                if later is not None:
+                    pool[_LATER].append(later)
+            elif later is not None:  # a collection and nothing else (the common case)
+                pool = {_LATER: [later]}
         if later is not None and len(pool) == 1:  # a collection and nothing else: no filtering
             n = later[1]
         else:

@@ -366,7 +366,9 @@ class SummaryCollector:
 
     # -- the loop -----------------------------------------------------------------------
     def _take_ops(self) -> dict[str, torch.Tensor]:
-        ops, self._ops = self._ops, {}
+        ops = self._ops
+        if ops:
+            self._ops = {}
         return ops
 
     def _params(self) -> dict[str, torch.Tensor]:
