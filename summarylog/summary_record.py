@@ -707,7 +707,10 @@ class SummaryRecord:
         while True:
             self._wake.wait(max(0.0, next_flush - time.monotonic()))
             self._wake.clear()
-            while self._q:
+            # what was queued when it woke, not what comes in meanwhile: chasing
+            # the newest steps, it would wait on each one's device values (JAX
+            # spins a while in such a read) and take the GIL at every step
+            for _ in range(len(self._q)):
                 if self._handle(self._q.popleft()):
                     return
             self._write_pending()

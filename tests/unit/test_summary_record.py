@@ -472,3 +472,42 @@ def test_records_reach_the_os_within_about_flush_secs(tmp_path, fmt, figure):
         assert not rec._closed  # seen before close()
     figure(f"{fmt}: 3 recorded steps seen by another reader {latency * 1e3:.0f} ms after "
            f"record(), with flush_secs=0.2 and no flush()")
+
+
+def test_the_thread_handles_what_was_queued_when_it_woke(tmp_path):
+    """Steps recorded while SummaryRecord's thread is busy wait for its next
+    wake (flush_secs, a full buffer, flush() or close()) rather than being
+    chased one by one: chasing, it would wait on each new step's device
+    values and take the GIL at every step."""
+    import threading
+    import time
+
+    gate, started = threading.Event(), threading.Event()
+    built: list[int] = []
+
+    def later(step):
+        def build():
+            if step == 1:
+                started.set()
+                gate.wait(30)
+            built.append(step)
+            return [("scalar", "loss", float(step))]
+        return build
+
+    with SummaryRecord(tmp_path, flush_secs=60, format="tensorboard") as rec:
+        rec.add_later(later(1))
+        rec.record(1)
+        rec.flush_soon()  # wakes the thread: it builds step 1 and blocks there
+        assert started.wait(30)
+        for step in (2, 3):  # queued while the thread is busy
+            rec.add_later(later(step))
+            rec.record(step)
+        gate.set()
+        deadline = time.monotonic() + 30
+        while len(rec._q) > 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # step 1 and the flush are done
+        time.sleep(0.3)
+        assert built == [1] and len(rec._q) == 2  # steps 2 and 3 wait for the next wake
+        rec.flush()
+        assert built == [1, 2, 3]
+    assert Reader(tmp_path).scalars(".", "loss").step.tolist() == [1, 2, 3]
