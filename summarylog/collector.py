@@ -352,18 +352,16 @@ class CollectorCore:
             specs, values = self._values(plugins, loss, inputs, params)
             copies, nbytes = self.freeze(values)
             rec._record_later(current, lambda: _triples(specs, copies), nbytes, self._dropped,
-                              plugins)
+                              plugins, True)
+        elif self.lazy_values:  # immutable values: named, checked and read in the background
+            rec._record_later(current, lambda: self._read_later(plugins, loss, inputs, params),
+                              self._later_bytes, self._dropped, plugins, self.read is not None)
         else:
-            if self.lazy_values:  # immutable values: named, checked and read in the background
-                rec.add_later(lambda: self._read_later(plugins, loss, inputs, params),
-                              nbytes=self._later_bytes, on_error=self._dropped,
-                              owned=self.read is not None)
-            else:
-                for (plugin, tag), value in zip(*self._values(plugins, loss, inputs, params)):
-                    try:
-                        rec.add_value(plugin, tag, value)
-                    except (TypeError, ValueError) as exc:
-                        self._dropped(plugin, tag, exc)
+            for (plugin, tag), value in zip(*self._values(plugins, loss, inputs, params)):
+                try:
+                    rec.add_value(plugin, tag, value)
+                except (TypeError, ValueError) as exc:
+                    self._dropped(plugin, tag, exc)
             rec.record(current, plugin_filter=plugins)
         self.collected_steps.append(current)
         if first:  # the run's files show up at once; the caller never waits for a device

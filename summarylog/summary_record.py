@@ -574,11 +574,11 @@ class SummaryRecord:
 
     def _record_later(self, step: int, build: Callable[[], list[tuple[str, str, Any]]],
                       nbytes: int, on_error: Callable[[str, str, Exception], None] | None,
-                      plugin_filter: Callable[[str], bool] | None) -> bool:
-        """:meth:`add_later` (``owned=True``) and :meth:`record` in one call:
-        a collector's collection, on the training thread, with the arguments
-        already checked by the collector."""
-        return self._record(step, None, plugin_filter, (build, nbytes, on_error, True))
+                      plugin_filter: Callable[[str], bool] | None, owned: bool) -> bool:
+        """:meth:`add_later` and :meth:`record` in one call: a collector's
+        collection, on the training thread, with the arguments already
+        checked by the collector."""
+        return self._record(step, None, plugin_filter, (build, nbytes, on_error, owned))
 
     def _record(self, step: int, train_network: Any, plugin_filter: Callable[[str], bool] | None,
                 later: tuple[Any, ...] | None) -> bool:

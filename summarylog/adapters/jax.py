@@ -21,6 +21,7 @@ import importlib.util
 import logging
 import os
 import threading
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,6 +38,7 @@ log = logging.getLogger("summarylog")
 _KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
 _active: list["SummaryCollector"] = []
 _lock = threading.Lock()
+_NO_OPS: Mapping[str, Any] = types.MappingProxyType({})  # what _take_ops gives when none came
 
 
 def path_name(path: tuple[Any, ...]) -> str:
@@ -189,7 +191,9 @@ class SummaryCollector:
         with _lock:
             _active.append(self)
 
-    def _take_ops(self) -> dict[str, Any]:
+    def _take_ops(self) -> Mapping[str, Any]:
+        if not self._ops:  # the common case, without the lock
+            return _NO_OPS
         with _lock:
             ops, self._ops = self._ops, {}
         return ops
