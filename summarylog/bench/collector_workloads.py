@@ -34,10 +34,6 @@ __all__ = ["bench_torch_collector", "bench_mindspore_collector", "bench_jax_coll
 _MIN_ROUNDS = 9
 
 
-def _rounds(ctx: Context) -> int:
-    return ctx.repeat if ctx.quick else max(ctx.repeat, _MIN_ROUNDS)
-
-
 def _torch_loop(ctx: Context, steps: int,
                 closes: dict[str, list[float]]) -> Callable[[str | None], float]:
     """The timed loop (close() included); ``closes[mode]`` gets close()'s
@@ -113,7 +109,7 @@ def bench_torch_collector(ctx: Context) -> list[Row]:
         candidates["torch_tb"] = lambda: loop("torch_tb")
     except PeerMissing as exc:
         tb_status = str(exc)
-    ctx.log(f"torch_collector: {steps} steps per loop, {_rounds(ctx)} rounds")
+    ctx.log(f"torch_collector: {steps} steps per loop, {ctx.round_count(_MIN_ROUNDS)} rounds")
     res = ctx.rounds(candidates, at_least=_MIN_ROUNDS)
     per_s = lambda xs: [steps / x for x in xs]  # noqa: E731
     rows = [Row("torch_collector", "MLP loop + SummaryCollector", "the loop without logging",
@@ -299,7 +295,7 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
         syncs["in_step"] = False
         assert syncs["n"] == 1, "the device-read counter missed a read"
         syncs["n"] = 0
-        ctx.log(f"jax_collector: {steps} steps per loop, {_rounds(ctx)} rounds")
+        ctx.log(f"jax_collector: {steps} steps per loop, {ctx.round_count(_MIN_ROUNDS)} rounds")
         res = ctx.rounds({"none": lambda: run(False), "ours": lambda: run(True)},
                          at_least=_MIN_ROUNDS)
     finally:

@@ -194,16 +194,20 @@ class Context:
         self._seq += 1
         return os.path.join(self.tmpdir, f"{stem}-{self._seq}")
 
+    def round_count(self, at_least: int = 1) -> int:
+        """``repeat``, raised to ``at_least`` outside --quick."""
+        return self.repeat if self.quick else max(self.repeat, at_least)
+
     def rounds(self, candidates: dict[str, Callable[[], float]],
                at_least: int = 1) -> dict[str, list[float]]:
-        """Run each candidate once per round, ``repeat`` rounds (at least
-        ``at_least`` outside --quick), rotating the order each round so
-        drift (page-cache writeback, CPU boost, a noisy neighbour) does not
-        always favour the same one.  A candidate does its own untimed setup
-        and returns the seconds of its timed part."""
+        """Run each candidate once per round, :meth:`round_count` rounds,
+        rotating the order each round so drift (page-cache writeback, CPU
+        boost, a noisy neighbour) does not always favour the same one.  A
+        candidate does its own untimed setup and returns the seconds of its
+        timed part."""
         names = list(candidates)
         out: dict[str, list[float]] = {n: [] for n in names}
-        for r in range(self.repeat if self.quick else max(self.repeat, at_least)):
+        for r in range(self.round_count(at_least)):
             k = r % len(names) if names else 0
             for n in names[k:] + names[:k]:
                 gc.collect()
