@@ -599,17 +599,17 @@ class SummaryRecord:
                 ops = source()
                 if ops:
                     self._add_summary_ops(ops)
+        n = None
         with self._pool_lock:
             pool = self._pool
-            if pool:
+            if not pool and later is not None:
+                # a collection and nothing else (the common case): no filtering
+                pool, n = {_LATER: [later]}, later[1]
+            elif pool:
                 self._pool = defaultdict(list)
                 if later is not None:
                     pool[_LATER].append(later)
-            elif later is not None:  # a collection and nothing else (the common case)
-                pool = {_LATER: [later]}
-        if later is not None and len(pool) == 1:  # a collection and nothing else: no filtering
-            n = later[1]
-        else:
+        if n is None:
             if plugin_filter is not None:
                 pool = defaultdict(list, {p: v for p, v in pool.items()
                                           if p == _LATER or plugin_filter(p)})
