@@ -534,12 +534,18 @@ class SummaryRecord:
                 if plugin_filter is not None and not plugin_filter(plugin):
                     continue
                 try:
-                    # an owned array of a kind checked before (a collector's parameters,
-                    # collection after collection) passes as it is
-                    key = ((plugin, tag, value.shape, value.dtype)
-                           if owned and isinstance(value, (np.ndarray, np.generic)) else None)
+                    # an owned value of a kind checked before (a collector's parameters
+                    # and loss, collection after collection) passes as it is
+                    if not owned:
+                        key = None
+                    elif isinstance(value, (np.ndarray, np.generic)):
+                        key = (plugin, tag, value.shape, value.dtype)
+                    elif type(value) is float:  # the loss torch's collector read at the step
+                        key = (plugin, tag, (), float)
+                    else:
+                        key = None
                     if key is not None and key in self._checked:
-                        item = np.asarray(value)  # a numpy scalar (the loss) as 0-d, as checked
+                        item = np.asarray(value)  # a number as a 0-d array, as checked
                     else:
                         if plugin not in SUMMARY_PLUGINS:
                             raise ValueError(f"add_later() takes summary plugins only "
