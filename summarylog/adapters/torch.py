@@ -208,10 +208,25 @@ class _CopyPool:
         # a Parameter's checks, made once:
         # id -> (parameter, data_ptr, shape, dtype, buffer key)
         self._params: dict[int, tuple[Any, ...]] = {}
+        self._run: _ParamRun | None = None
 
     def copy_all(self, values: list[Any]) -> tuple[list[Any], int]:
         """Private copies of ``values`` (tensors; anything else as it is),
         and their bytes (the pool's copies and the clones)."""
+        run = self._run
+        if run is not None:  # the common case: the histogrammed parameters, as last time
+            head = len(values) - len(run.params)
+            views = run.take(values, head) if head >= 0 else None
+            if views is not None:
+                out, total = self._copy_each(values[:head]) if head else ([], 0)
+                lib.slg_copy_many(views[1], len(run.params))
+                out += views[0]
+                return out, total + run.nbytes
+        out, total = self._copy_each(values)
+        self._run = _ParamRun.of(values, out, self, run)
+        return out, total
+
+    def _copy_each(self, values: list[Any]) -> tuple[list[Any], int]:
         out: list[Any] = []
         total = 0
         jobs = self._jobs
@@ -289,6 +304,88 @@ class _CopyPool:
 
 # references to a pool buffer no one else holds: its entry and getrefcount's
 _FREE_REFS = 2
+
+
+class _ParamRun:
+    """The Parameters a collection ends with (the histogrammed ones), copied
+    as one when they are the same as the last time: their layout as
+    checked, and sets of buffers (one per collection in flight) with their
+    copy jobs written once.
+
+    ``held`` keeps each parameter's memory alive, so an unchanged data_ptr
+    is the same memory: the check at a collection is the pointer, shape,
+    dtype and contiguity of each.  A set is reused once summarylog's thread
+    holds none of its buffers.
+    """
+
+    __slots__ = ("params", "layout", "held", "sets", "nbytes", "stale", "_pool")
+
+    def __init__(self, params: list[Any], pool: "_CopyPool") -> None:
+        self.params = params
+        self.layout = [(p.data_ptr(), p.shape, p.dtype) for p in params]
+        self.held = [p.detach() for p in params]
+        self.nbytes = sum(p.numel() * p.element_size() for p in params)
+        self.sets: deque[tuple[list[np.ndarray], Any]] = deque()
+        self.stale = False
+        self._pool = pool
+
+    @classmethod
+    def of(cls, values: list[Any], copies: list[Any], pool: "_CopyPool",
+           last: "_ParamRun | None") -> "_ParamRun | None":
+        """The run of the Parameters ``values`` ends with that the pool
+        copied (``copies``: what copy_all made of them): ``last`` while it
+        is the same and still fits them, else a new one; None when there
+        are none (``last`` is then kept for the collections it fits)."""
+        k = 0
+        while (k < len(values) and type(values[-1 - k]) is torch.nn.Parameter
+               and type(copies[-1 - k]) is np.ndarray):
+            k += 1
+        if not k:
+            return last
+        params = values[len(values) - k:]
+        if (last is not None and not last.stale and len(last.params) == k
+                and all(a is b for a, b in zip(last.params, params))):
+            return last
+        if last is not None:  # its sets in flight are freed by whoever holds them
+            pool._bytes -= last.nbytes * len(last.sets)
+        return cls(params, pool)
+
+    def take(self, values: list[Any], head: int) -> tuple[list[np.ndarray], Any] | None:
+        """A free set of buffers and its copy jobs for ``values[head:]``, or
+        None: other values, a parameter swapped (``stale``), or no set free
+        and no room for another under the pool's cap."""
+        i = head
+        for p, (ptr, shape, dtype) in zip(self.params, self.layout):
+            if values[i] is not p:
+                return None
+            if (p.data_ptr() != ptr or p.dtype is not dtype or p.shape != shape
+                    or not p.is_contiguous()):
+                self.stale = True
+                return None
+            i += 1
+        sets = self.sets
+        if sets:
+            for buf in sets[0][0]:  # the oldest set is let go first
+                if sys.getrefcount(buf) != _SET_FREE_REFS:
+                    break
+            else:
+                sets.rotate(-1)
+                return sets[-1]
+        pool = self._pool
+        if pool._bytes + self.nbytes > pool.max_bytes:
+            return None
+        pool._bytes += self.nbytes
+        bufs = [np.empty(tuple(p.shape), _NUMPY_DTYPES[p.dtype]) for p in self.params]
+        jobs = ffi.new("uint64_t[]", 3 * len(bufs))
+        for j, (buf, (ptr, _, _)) in enumerate(zip(bufs, self.layout)):
+            jobs[3 * j], jobs[3 * j + 1], jobs[3 * j + 2] = buf.ctypes.data, ptr, buf.nbytes
+        sets.append((bufs, jobs))
+        return sets[-1]
+
+
+# references to a set's buffer no one else holds: the set's list, the loop's
+# name and getrefcount's
+_SET_FREE_REFS = 3
 
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
                  torch.float16: np.float16, torch.int64: np.int64, torch.int32: np.int32,

@@ -264,6 +264,38 @@ def test_loss_kinds_are_recorded_with_their_step_value(tmp_path, make):
     assert Reader(tmp_path).scalars(".", "loss/auto").value.tolist() == [0.25]
 
 
+def test_copy_pool_copies_the_same_parameters_as_one_set_reused_once_let_go():
+    """Collection after collection of the same Parameters (the histogrammed
+    ones, after the loss), the pool copies them as one set of buffers: a
+    set still held is never written, a set let go is reused, and the cap
+    on the pool's bytes still holds (clones past it)."""
+    from summarylog.adapters.torch import _CopyPool
+
+    a = torch.nn.Parameter(torch.arange(64.0).reshape(8, 8))
+    b = torch.nn.Parameter(torch.arange(8.0))
+    nbytes = (64 + 8) * 4
+    pool = _CopyPool(max_bytes=3 * nbytes)
+    held = []
+    for i in range(4):
+        with torch.no_grad():
+            a.add_(1.0)
+            b.add_(1.0)
+        (loss, ca, cb), n = pool.copy_all([torch.tensor(float(i)), a, b])
+        assert loss == float(i) and n == nbytes
+        held.append((ca, cb, a.detach().clone(), b.detach().clone()))
+    # 1 pair of buffers from the first collection, then sets: the 4th is over the cap
+    assert [type(c[0]) for c in held] == [np.ndarray] * 3 + [torch.Tensor]
+    for ca, cb, wa, wb in held:  # none was written over while held
+        assert np.asarray(ca).tolist() == wa.tolist() and np.asarray(cb).tolist() == wb.tolist()
+    run = pool._run
+    assert run is not None and len(run.sets) == 2
+    first_set = [id(x) for x in held[1][:2]]
+    del held[1:]
+    (_, ca, cb), _ = pool.copy_all([torch.tensor(0.0), a, b])  # the oldest set, let go
+    assert [id(ca), id(cb)] == first_set
+    assert ca.tolist() == a.detach().tolist() and cb.tolist() == b.detach().tolist()
+
+
 def test_copy_pool_sees_a_parameter_swapped_under_it():
     """The pool checks a Parameter once, and again whenever ``p.data`` was
     swapped: other memory, or the same memory seen another way (transposed,
