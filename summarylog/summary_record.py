@@ -787,6 +787,10 @@ class SummaryRecord:
     def _write(self, step: int, wall: float, pool: dict[str, list[tuple[str, Any]]],
                plugin_filter: Callable[[str], bool] | None = None) -> None:
         if _LATER in pool:
+            if (len(pool) == 1 and len(pool[_LATER]) == 1 and self._tb is not None
+                    and not self.export_options
+                    and self._write_checked(step, wall, pool, plugin_filter)):
+                return
             self._build_later(step, pool, plugin_filter)
         if any(pool.get(p) for p in (*SUMMARY_PLUGINS, LANDSCAPE)):
             self._last_step = max(self._last_step, step)
@@ -818,6 +822,66 @@ class SummaryRecord:
             for _, message in pool.get(plugin, []):
                 files.write(enc.lineage(wall, plugin, message), lineage=True)
 
+    def _write_checked(self, step: int, wall: float, pool: dict[str, list[tuple[str, Any]]],
+                       plugin_filter: Callable[[str], bool] | None) -> bool:
+        """A lone collection (TensorBoard format) of scalars and histograms
+        that are the builder's own and of kinds checked before (a
+        collector's, collection after collection), straight to the writer:
+        the few bytecodes this thread holds the GIL for per step.  False
+        when any value needs the general path; ``pool`` then holds the
+        values built, for it."""
+        build, nbytes, on_error, owned = pool[_LATER][0]
+        if not owned:
+            return False
+        try:
+            values = list(build())
+        except Exception:
+            return False  # the general path builds again and reports it
+        checked = self._checked
+        for plugin, tag, value in values:
+            kind = type(value)
+            if kind is float:
+                key: Any = (plugin, tag, (), float)
+            elif kind is np.ndarray and value.dtype.kind in "iuf":
+                key = (plugin, tag, value.shape, value.dtype)
+            else:
+                key = None
+            if key is None or key not in checked or plugin not in ("scalar", "histogram"):
+                pool[_LATER] = [(lambda: values, nbytes, on_error, owned)]
+                return False
+        w = self._tb
+        written = False
+        for plugin, tag, value in values:
+            if plugin_filter is not None and not plugin_filter(plugin):
+                continue
+            written = True
+            if plugin == "scalar":
+                w.add_scalar(tag, float(value), step, walltime=wall)
+            else:
+                self._hold_histogram(wall, step, tag, value)
+        if written:
+            self._last_step = max(self._last_step, step)
+            self._write_held_past_limits()
+        return True
+
+    def _hold_histogram(self, wall: float, step: int, tag: str, arr: np.ndarray) -> None:
+        """Keep a TensorBoard histogram for _write_pending: the histograms
+        of all the steps this thread takes at once go out in one native call
+        (bins=0: MindSpore's bucket count rule, from the finite values)."""
+        self._tb_hists.append((wall, step, tag, arr, 0))
+        self._tb_hist_bytes += arr.nbytes
+        if not arr.flags.owndata:
+            self._tb_hist_borrowed += arr.nbytes
+
+    def _write_held_past_limits(self) -> None:
+        """Write the held histograms now when they pile up, or hold views of
+        a framework's memory (JAX arrays on the CPU): held, those keep its
+        allocator from reusing it (fresh pages, a page fault each, for its
+        next outputs)."""
+        if (self._tb_hist_bytes >= self._wake_bytes
+                or self._tb_hist_borrowed >= _BORROWED_MAX):
+            self._write_pending()
+
     def _export_tensors(self, step: int, tensors: list[tuple[str, Any]]) -> None:
         if not tensors:
             return
@@ -838,20 +902,9 @@ class SummaryRecord:
             w.add_image(tag, image_grid(arr), step, walltime=wall, dataformats="HWC")
         for tag, arr in pool.get("tensor", []):
             w.add_tensor(tag, arr, step, walltime=wall)
-        # bins=0: MindSpore's bucket count rule, from the finite values; the
-        # arrays are ours alone; the histograms of all the steps this thread
-        # takes at once go out in one native call (_write_pending).  Views of
-        # a framework's memory (JAX arrays on the CPU) go out soon: held, they
-        # keep its allocator from reusing it (fresh pages, a page fault each,
-        # for its next outputs)
-        for tag, arr in pool.get("histogram", []):
-            self._tb_hists.append((wall, step, tag, arr, 0))
-            self._tb_hist_bytes += arr.nbytes
-            if not arr.flags.owndata:
-                self._tb_hist_borrowed += arr.nbytes
-        if (self._tb_hist_bytes >= self._wake_bytes  # a backlog: don't let it pile up
-                or self._tb_hist_borrowed >= _BORROWED_MAX):
-            self._write_pending()
+        for tag, arr in pool.get("histogram", []):  # the arrays are ours alone
+            self._hold_histogram(wall, step, tag, arr)
+        self._write_held_past_limits()
         for tag, message in pool.get(LANDSCAPE, []):
             from .dialects.mindspore import tensor_to_numpy
 

@@ -189,6 +189,63 @@ def test_add_later_builds_checks_and_filters_on_the_background_thread(tmp_path, 
     assert [(v.tag, v.scalar_value) for v in e4.summary.value] == [("loss", 5.0)]
 
 
+def test_owned_values_of_checked_kinds_skip_the_checks_and_others_still_get_them(tmp_path,
+                                                                                monkeypatch):
+    """A lone collection of owned values whose kinds were checked before goes
+    straight to the TensorBoard writer; a new shape, a new tag or a value
+    that fails its check takes the general path, with the values the
+    builder made once (it is called once per record), and nothing is lost."""
+    calls: list[int] = []
+    errors: list[tuple[str, str, type]] = []
+
+    def later(step, hist, loss=None):
+        def build():
+            calls.append(step)
+            return [("scalar", "loss/auto", float(step) if loss is None else loss),
+                    ("histogram", "w/auto", hist)]
+        return build
+
+    fast: list[int] = []
+    orig = SummaryRecord._write_checked
+
+    def spy(self, step, *a):
+        if orig(self, step, *a):
+            fast.append(step)
+            return True
+        return False
+
+    monkeypatch.setattr(SummaryRecord, "_write_checked", spy)
+    with SummaryRecord(tmp_path, format="tensorboard", flush_secs=60) as rec:
+        steps = [(1, np.arange(6.0)), (2, np.arange(6.0) + 1), (3, np.arange(6.0) + 2),
+                 (4, np.arange(8.0)),  # a new shape: checked
+                 (5, np.arange(8.0) + 1)]
+        for step, hist in steps:
+            rec.add_later(later(step, hist), owned=True,
+                          on_error=lambda p, t, e: errors.append((p, t, type(e))))
+            rec.record(step)
+        rec.add_later(later(6, np.arange(8.0), loss="junk"), owned=True,
+                      on_error=lambda p, t, e: errors.append((p, t, type(e))))
+        rec.record(6)  # the loss fails its check: dropped alone
+        rec.add_later(later(7, np.arange(8.0)[::2]), owned=True)  # a strided view: resolved
+        rec.record(7)
+        rec.flush()
+        checked = rec._checked.copy()
+    assert calls == [1, 2, 3, 4, 5, 6, 7]
+    assert fast == [2, 3, 5]
+    assert errors == [("scalar", "loss/auto", TypeError)]
+    assert ("histogram", "w/auto", (8,), np.dtype(np.float64)) in checked
+    r = Reader(tmp_path)
+    loss = r.scalars(".", "loss/auto")
+    assert loss.step.tolist() == [1, 2, 3, 4, 5, 7] and loss.value.tolist() == [1, 2, 3, 4, 5, 7]
+    hists = [e for e in r.events(".") if e.kind == "histogram"]
+    assert [e.step for e in hists] == [1, 2, 3, 4, 5, 6, 7]
+    counts = {e.step: e.value["num"] for e in hists}
+    assert counts == {1: 6, 2: 6, 3: 6, 4: 8, 5: 8, 6: 8, 7: 4}
+    sums = {e.step: e.value["sum"] for e in hists}
+    assert sums[3] == pytest.approx(float((np.arange(6.0) + 2).sum()))
+    assert sums[7] == pytest.approx(float(np.arange(8.0)[::2].sum()))
+
+
 # -- packaging rules ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("n, bins", [(0, 0), (1, 2), (5, 2), (6, 3), (10, 3), (11, 2), (880, 89),
