@@ -296,6 +296,33 @@ def test_copy_pool_copies_the_same_parameters_as_one_set_reused_once_let_go():
     assert ca.tolist() == a.detach().tolist() and cb.tolist() == b.detach().tolist()
 
 
+def test_copy_pool_lays_out_sets_in_one_arena_then_past_it_on_their_own():
+    """Sets come from one arena sized for what summarylog's thread holds
+    between two wakes (``in_flight``), then from memory of their own; held
+    copies are never written over, whichever memory they are in."""
+    from summarylog.adapters.torch import _CopyPool
+
+    a = torch.nn.Parameter(torch.arange(1000.0))
+    b = torch.nn.Parameter(torch.arange(3.0, dtype=torch.float64))
+    pool = _CopyPool(max_bytes=1 << 20)
+    pool.in_flight = 2 * (4000 + 24)  # room for 2 sets, + 2 spare: 4 from the arena
+    held = []
+    for i in range(7):
+        with torch.no_grad():
+            a.add_(1.0)
+            b.mul_(2.0)
+        (ca, cb), _ = pool.copy_all([a, b])
+        held.append((ca, cb, a.detach().clone(), b.detach().clone()))
+    run = pool._run
+    assert run._arena is not None and run._carved == 4 * (4032 + 64)
+    in_arena = [np.shares_memory(ca, run._arena) for ca, *_ in held]
+    assert in_arena == [False, True, True, True, True, False, False]
+    for (ca, cb, wa, wb), arena in zip(held, in_arena):
+        assert ca.tolist() == wa.tolist() and cb.tolist() == wb.tolist()
+        assert ca.flags.c_contiguous and cb.dtype == np.float64
+        assert not arena or (ca.ctypes.data % 64 == 0 and cb.ctypes.data % 64 == 0)
+
+
 def test_copy_pool_sees_a_parameter_swapped_under_it():
     """The pool checks a Parameter once, and again whenever ``p.data`` was
     swapped: other memory, or the same memory seen another way (transposed,
