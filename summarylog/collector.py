@@ -343,7 +343,10 @@ class CollectorCore:
             self.first_step(current, graph=graph, dataset_graph=dataset_graph)
         first, self._first = self._first, False
         self.quiet_until = self._next_due(current)
-        plugins = self.policy.plugins_at(current, self._tensor_steps, first or force)
+        if first or force or current in self._tensor_steps:
+            plugins = self.policy.plugins_at(current, self._tensor_steps, first or force)
+        else:  # a multiple of collect_freq (the quiet test above), the common case
+            plugins = _all_but_tensors
         if plugins is None or current == self._last_collected:
             return False
         self._last_collected = current
@@ -387,14 +390,15 @@ class CollectorCore:
         """The ``(plugin, tag)`` pairs of one collection, and their values."""
         specs: list[tuple[str, str]] = []
         out: list[Any] = []
-        if self._input_ok and inputs is not None and plugins("image"):
+        every = plugins is _all_but_tensors  # (the common case) takes all three below
+        if self._input_ok and inputs is not None and (every or plugins("image")):
             img = image_nchw(inputs)
             if img is None:
                 self._input_ok = False  # as MindSpore: the first non-image input stops it
             else:
                 specs.append(("image", INPUT_TAG))
                 out.append(img)
-        if self._loss_ok and loss is not None and plugins("scalar"):
+        if self._loss_ok and loss is not None and (every or plugins("scalar")):
             value = _mean(loss)
             if value is None:
                 self._loss_ok = False
@@ -403,7 +407,7 @@ class CollectorCore:
             else:
                 specs.append(("scalar", LOSS_TAG))
                 out.append(value)
-        if params is not None and plugins("histogram"):
+        if params is not None and (every or plugins("histogram")):
             named = params() if callable(params) else params
             names = tuple(named)
             if names != self._hist_names:  # chosen again only when the names change
