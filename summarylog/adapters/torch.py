@@ -222,7 +222,12 @@ class _CopyPool:
             head = len(values) - len(run.params)
             views = run.take(values, head) if head >= 0 else None
             if views is not None:
-                out, total = self._copy_each(values[:head]) if head else ([], 0)
+                first = values[0] if head == 1 else None
+                loss = _read_scalar(first) if type(first) is torch.Tensor else None
+                if loss is not None:  # the usual head: the loss
+                    out, total = [loss], 0
+                else:
+                    out, total = self._copy_each(values[:head]) if head else ([], 0)
                 lib.slg_copy_many(views[1], len(run.params))
                 out += views[0]
                 return out, total + run.nbytes
@@ -251,12 +256,9 @@ class _CopyPool:
                                                        self._key(value.detach()))
                 key = known[4]
             elif isinstance(value, torch.Tensor):
-                if (value.is_cpu and value.dim() == 0 and value.dtype in _SCALAR_READS
-                        and not value.is_neg()):
-                    # a CPU scalar (the loss): its value copied now, straight from
-                    # memory, as a Python float (exact for both dtypes; a numpy
-                    # scalar made here cost ~15 us with the caches cold)
-                    out.append(ffi.cast(_SCALAR_READS[value.dtype], value.data_ptr())[0])
+                number = _read_scalar(value)
+                if number is not None:
+                    out.append(number)
                     continue
                 value = _torch_detached(value)
                 key = self._key(value)
@@ -457,6 +459,17 @@ _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
 
 # 0-d CPU tensors read from memory by copy_all: dtype -> cffi pointer type (parsed once)
 _SCALAR_READS = {torch.float32: ffi.typeof("float *"), torch.float64: ffi.typeof("double *")}
+
+
+def _read_scalar(value: torch.Tensor) -> float | None:
+    """A 0-d CPU float tensor's value (the loss), read straight from memory
+    now as a Python float (exact for both dtypes; a numpy scalar made here
+    cost ~15 us with the caches cold); None for any other tensor."""
+    if value.is_cpu and value.dim() == 0 and not value.is_neg():
+        ptr_type = _SCALAR_READS.get(value.dtype)
+        if ptr_type is not None:
+            return ffi.cast(ptr_type, value.data_ptr())[0]
+    return None
 
 
 class SummaryCollector:
