@@ -417,7 +417,8 @@ class SummaryRecord:
         # woken early past this much queued: the values stay few (and the
         # buffers they sit in stay warm in the caller's reused memory)
         self._wake_bytes = min(max_buffer // 8, 8 << 20)
-        self._room = threading.Condition()
+        self._room_lock = threading.Lock()  # taken as it is where no one waits (cheaper)
+        self._room = threading.Condition(self._room_lock)
         self._thread = threading.Thread(target=self._run, name="summarylog-summary-record",
                                         daemon=True)
         self._thread.start()
@@ -606,13 +607,18 @@ class SummaryRecord:
                 if ops:
                     self._add_summary_ops(ops)
         n = None
-        with self._pool_lock:
-            pool = self._pool
-            if not pool and later is not None:
-                # a collection and nothing else (the common case): no filtering
-                pool, n = {_LATER: [later]}, later[1]
-            elif pool:
-                self._pool = defaultdict(list)
+        if not self._pool and later is not None:
+            # a collection and nothing else (the common case): no filtering, and
+            # self._pool stays as it is (a value another thread adds meanwhile
+            # goes with the next record, as if added just after this one)
+            pool, n = {_LATER: [later]}, later[1]
+        else:
+            with self._pool_lock:
+                pool = self._pool
+                if pool:
+                    self._pool = defaultdict(list)
+                elif later is not None:  # emptied by another thread's record() meanwhile
+                    pool = defaultdict(list)
                 if later is not None:
                     pool[_LATER].append(later)
         if n is None:
@@ -622,7 +628,7 @@ class SummaryRecord:
             if not any(pool.values()):
                 return True
             n = _pool_bytes(pool)
-        with self._room:  # the disk is behind: wait for room (one step always fits)
+        with self._room_lock:  # the disk is behind: wait for room (one step always fits)
             while (self._queued_bytes and self._queued_bytes + n > self.max_buffer // 2
                    and self._thread.is_alive()):
                 self._wake.set()
