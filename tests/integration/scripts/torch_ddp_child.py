@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import sys
+import traceback
 
 import torch
 import torch.distributed as dist
@@ -48,8 +49,16 @@ try:
             losses[sc.global_step] = float(loss.detach())
         info = {"enabled": sc.enabled, "rank_seen": sc.rank, "world_size": sc.world_size}
     info.update(rank=rank, pid=os.getpid(), losses=losses, files=sc.files)
-    dist.barrier()  # both ranks are done (and closed) before either exits
-finally:
-    dist.destroy_process_group()
-with open(out_path, "w") as f:
-    json.dump(info, f)
+    with open(out_path, "w") as f:
+        json.dump(info, f)
+    dist.barrier()  # both ranks are done (and closed, their reports written) before either exits
+except BaseException:
+    traceback.print_exc()
+    sys.stdout.flush()
+    os._exit(1)
+# Out without gloo's teardown (destroy_process_group, the interpreter's exit): once the
+# other rank has gone, it sometimes aborts the process ("terminate called without an active
+# exception", seen on a rank with no collector at all); the sockets close with the process
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
