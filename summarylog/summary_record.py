@@ -31,6 +31,7 @@ import threading
 import time
 import urllib.parse
 import warnings
+import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -56,6 +57,19 @@ _CHECKED_MAX = 4096  # (plugin, tag, shape, dtype) kinds of owned arrays known t
 #: written once this many bytes pile up (JAX on the CPU: 12 000 page faults
 #: per 2 000-step run of the bench's MLP when held to 8 MiB, ~300 so)
 _BORROWED_MAX = 1 << 20
+
+# ids of the arrays whose views are a collector's private copies (torch's copy
+# buffers, carved from one arena): holding them keeps no framework's memory, so
+# they don't count toward _BORROWED_MAX (see mark_private)
+_private_bases: set[int] = set()
+
+
+def mark_private(base: np.ndarray) -> None:
+    """Views of ``base`` (the ``.base`` numpy gives them) are a collector's
+    own memory, not a framework's: histograms of them may wait for the next
+    wake like those of arrays that own their data.  Forgotten with ``base``."""
+    _private_bases.add(id(base))
+    weakref.finalize(base, _private_bases.discard, id(base))
 _ALL_PLUGINS = (*SUMMARY_PLUGINS, *LINEAGE_PLUGINS, "graph", LANDSCAPE)
 _SUMMARY_OP_NAME = re.compile(r"(.+)\[:(.+)\]")
 
@@ -861,8 +875,10 @@ class SummaryRecord:
             if plugin_filter is not None and not plugin_filter(plugin):
                 continue
             written = True
-            if plugin == "scalar":
-                w.add_scalar(tag, float(value), step, walltime=wall)
+            kind = type(value)
+            if plugin == "scalar":  # a float, or a one-value array of any shape
+                w.add_scalar(tag, value if kind is float else float(value.reshape(())), step,
+                             walltime=wall)
             else:
                 self._hold_histogram(wall, step, tag, value)
         if written:
@@ -876,7 +892,7 @@ class SummaryRecord:
         (bins=0: MindSpore's bucket count rule, from the finite values)."""
         self._tb_hists.append((wall, step, tag, arr, 0))
         self._tb_hist_bytes += arr.nbytes
-        if not arr.flags.owndata:
+        if not arr.flags.owndata and id(arr.base) not in _private_bases:
             self._tb_hist_borrowed += arr.nbytes
 
     def _write_held_past_limits(self) -> None:

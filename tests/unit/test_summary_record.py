@@ -246,6 +246,18 @@ def test_owned_values_of_checked_kinds_skip_the_checks_and_others_still_get_them
     assert sums[7] == pytest.approx(float(np.arange(8.0)[::2].sum()))
 
 
+def test_one_value_arrays_of_any_shape_are_scalars_collection_after_collection(tmp_path):
+    """A loss of shape (1,) (or (1, 1)) is a scalar at every collection, not
+    only at the first one, when its kind was checked before."""
+    with SummaryRecord(tmp_path, format="tensorboard") as rec:
+        for step in range(1, 5):
+            loss = np.full((1,) if step % 2 else (1, 1), float(step), np.float32)
+            rec.add_later(lambda loss=loss: [("scalar", "loss/auto", loss)], owned=True)
+            rec.record(step)
+    loss = Reader(tmp_path).scalars(".", "loss/auto")
+    assert loss.step.tolist() == [1, 2, 3, 4] and loss.value.tolist() == [1, 2, 3, 4]
+
+
 # -- packaging rules ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("n, bins", [(0, 0), (1, 2), (5, 2), (6, 3), (10, 3), (11, 2), (880, 89),
