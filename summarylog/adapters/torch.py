@@ -33,6 +33,7 @@ import torch
 
 from .._native import ffi, lib
 from ..collector import CollectionPolicy, CollectorCore
+from ..summary_record import mark_private
 from ..values import _torch_detached
 
 __all__ = ["SummaryCollector", "summary"]
@@ -282,6 +283,15 @@ class _CopyPool:
             lib.slg_copy_many(jobs, n // 3)
         return out, total
 
+    def _drop_buffers(self, params: list[Any]) -> None:
+        """Let go of the per-tensor buffers of ``params``' buffer keys (a run
+        copies them now); one still held is freed by whoever holds it."""
+        for p in params:
+            known = self._params.pop(id(p), None)
+            bufs = self._bufs.pop(known[4], None) if known is not None else None
+            if bufs:
+                self._bytes -= bufs[0][0].nbytes * len(bufs)
+
     @staticmethod
     def _key(t: torch.Tensor) -> tuple[Any, ...] | None:
         """The buffer key (shape, numpy dtype) of a tensor the pool can copy
@@ -293,7 +303,7 @@ class _CopyPool:
 
     def _buffer(self, key: tuple[Any, ...]) -> tuple[np.ndarray, int] | None:
         bufs = self._bufs.get(key)
-        if bufs and sys.getrefcount(bufs[0][0]) == _FREE_REFS:  # the oldest is let go first
+        if bufs and sys.getrefcount(bufs[0][0]) == _LIST_REFS:  # the oldest is let go first
             bufs.rotate(-1)
             return bufs[-1]
         shape, dtype = key
@@ -308,8 +318,6 @@ class _CopyPool:
         return bufs[-1]
 
 
-# references to a pool buffer no one else holds: its entry and getrefcount's
-_FREE_REFS = 2
 
 
 class _ParamRun:
@@ -344,20 +352,28 @@ class _ParamRun:
            last: "_ParamRun | None") -> "_ParamRun | None":
         """The run of the Parameters ``values`` ends with that the pool
         copied (``copies``: what copy_all made of them): ``last`` while it
-        is the same and still fits them, else a new one; None when there
-        are none (``last`` is then kept for the collections it fits)."""
+        is the same parameters and still fits them (this time past the
+        cap, say), else a new one; with none, ``last`` unless it is stale
+        (it holds the parameters' old memory)."""
+        if last is not None and not last.stale:
+            n = len(last.params)
+            if n <= len(values) and all(a is b for a, b in zip(last.params, values[-n:])):
+                return last
         k = 0
         while (k < len(values) and type(values[-1 - k]) is torch.nn.Parameter
                and type(copies[-1 - k]) is np.ndarray):
             k += 1
         if not k:
+            if last is not None and last.stale:
+                pool._bytes -= last.bytes
+                return None
             return last
         params = values[len(values) - k:]
-        if (last is not None and not last.stale and len(last.params) == k
-                and all(a is b for a, b in zip(last.params, params))):
-            return last
-        if last is not None:  # its sets in flight are freed by whoever holds them
+        if last is not None:
+            # its sets still held are freed by whoever holds them: until then the
+            # pool's memory may pass max_bytes by up to that run's (parameters swapped)
             pool._bytes -= last.bytes
+        pool._drop_buffers(params)  # their buffers from the collection before the run
         return cls(params, pool)
 
     def take(self, values: list[Any], head: int) -> tuple[list[np.ndarray], Any] | None:
@@ -374,13 +390,9 @@ class _ParamRun:
                 return None
             i += 1
         sets = self.sets
-        if sets:
-            for buf in sets[0][0]:  # the oldest set is let go first
-                if sys.getrefcount(buf) != _SET_FREE_REFS:
-                    break
-            else:
-                sets.rotate(-1)
-                return sets[-1]
+        if sets and not _held_elsewhere(sets[0][0]):  # the oldest set is let go first
+            sets.rotate(-1)
+            return sets[-1]
         bufs = self._new_set()
         if bufs is None:
             return None
@@ -398,7 +410,7 @@ class _ParamRun:
         own; None past the pool's cap."""
         pool = self._pool
         stride = sum(_aligned(p.numel() * p.element_size()) for p in self.params)
-        if self._arena is None and not self.sets:
+        if self._arena is None and not self.sets and stride:
             count = min(-(-pool.in_flight // stride) + 2,
                         (pool.max_bytes - pool._bytes) // stride)
             if count >= 2:
@@ -438,8 +450,11 @@ def _hugepage_memory(nbytes: int) -> np.ndarray:
     try:
         mm = mmap.mmap(-1, nbytes + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     except (AttributeError, OSError, ValueError):  # no anonymous private mmap: plain memory
-        return np.empty(nbytes, np.uint8)
+        plain = np.empty(nbytes, np.uint8)
+        mark_private(plain)
+        return plain
     whole = np.frombuffer(mm, np.uint8)
+    mark_private(whole)  # the .base of the buffers carved from it
     off = -whole.ctypes.data % _HUGE_PAGE
     try:
         mm.madvise(mmap.MADV_HUGEPAGE, off, nbytes)
@@ -448,9 +463,27 @@ def _hugepage_memory(nbytes: int) -> np.ndarray:
     return whole[off:off + nbytes]
 
 
-# references to a set's buffer no one else holds: the set's list, the loop's
-# name and getrefcount's
-_SET_FREE_REFS = 3
+def _held_elsewhere(bufs: list[np.ndarray]) -> bool:
+    """Whether anyone but ``bufs`` holds one of its arrays (summarylog's
+    thread, a record in its queue).  Views of them don't count: the pool's
+    consumers hold the arrays themselves."""
+    for i in range(len(bufs)):
+        if sys.getrefcount(bufs[i]) != _LIST_REFS:
+            return True
+    return False
+
+
+def _list_refs() -> int:
+    """getrefcount of an array only a list holds, counted as _held_elsewhere
+    counts it: measured, as what the interpreter counts for the call's
+    argument differs between versions (3.14 borrows some references)."""
+    bufs = [np.empty(0)]
+    for i in range(len(bufs)):
+        return sys.getrefcount(bufs[i])
+    raise AssertionError("unreachable")
+
+
+_LIST_REFS = _list_refs()
 
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
                  torch.float16: np.float16, torch.int64: np.int64, torch.int32: np.int32,

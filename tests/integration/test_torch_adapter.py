@@ -323,6 +323,51 @@ def test_copy_pool_lays_out_sets_in_one_arena_then_past_it_on_their_own():
         assert not arena or (ca.ctypes.data % 64 == 0 and cb.ctypes.data % 64 == 0)
 
 
+def test_copy_pool_runs_let_go_of_what_they_no_longer_copy():
+    """A run whose parameters became uncopyable (bfloat16: cloned instead)
+    goes, with the old memory it held and its bytes; parameters with no
+    values (an empty run) copy without an arena; the per-tensor buffers of
+    the first collection go once a run copies those parameters."""
+    from summarylog.adapters.torch import _CopyPool
+
+    a = torch.nn.Parameter(torch.arange(1000.0))
+    pool = _CopyPool(max_bytes=1 << 20)
+    for _ in range(3):
+        pool.copy_all([a])
+    assert pool._run is not None and pool._bytes == pool._run.bytes and not pool._bufs
+    a.data = a.data.to(torch.bfloat16)
+    ((clone,), _) = pool.copy_all([a])
+    assert isinstance(clone, torch.Tensor) and clone.dtype == torch.bfloat16
+    assert pool._run is None and pool._bytes == 0
+
+    empty = torch.nn.Parameter(torch.zeros(0))
+    pool = _CopyPool(max_bytes=1 << 20)
+    for _ in range(3):
+        ((copy,), n) = pool.copy_all([empty])
+        assert copy.shape == (0,) and n == 0
+    assert pool._run is not None and pool._run._arena is None
+
+
+def test_histograms_of_the_pool_wait_for_the_wake_unlike_a_frameworks_memory(tmp_path):
+    """Histograms held on summarylog's thread count toward the early write
+    of a framework's memory only when they are views of it: the copy pool's
+    buffers, carved from its arena, are the collector's own."""
+    from summarylog import SummaryRecord
+    from summarylog.adapters.torch import _CopyPool
+
+    p = torch.nn.Parameter(torch.arange(4096.0))
+    pool = _CopyPool(max_bytes=1 << 20)
+    copies = [pool.copy_all([p])[0][0] for _ in range(3)]
+    assert not copies[-1].flags.owndata  # carved from the arena
+    foreign = np.frombuffer(bytearray(16384), np.float32)  # a view of someone else's memory
+    with SummaryRecord(tmp_path, format="tensorboard") as rec:
+        rec._hold_histogram(1.0, 1, "w", copies[-1])
+        assert rec._tb_hist_borrowed == 0
+        rec._hold_histogram(1.0, 2, "w", foreign)
+        assert rec._tb_hist_borrowed == foreign.nbytes
+        rec._write_pending()
+
+
 def test_copy_pool_sees_a_parameter_swapped_under_it():
     """The pool checks a Parameter once, and again whenever ``p.data`` was
     swapped: other memory, or the same memory seen another way (transposed,
