@@ -119,6 +119,7 @@ def bench_torch_collector(ctx: Context) -> list[Row]:
                      "histograms at step 1 and every 10th; close() included); >= 0.97 is "
                      "within 3 %; "
                      + _unpaired(res["none"], res["ours"]) + "; "
+                     + _spread(res["none"], res["ours"]) + "; "
                      + _steady(res["none"], res["ours"], closes["ours"]),
                 extra={"close_s": closes["ours"]}, paired=True)]
     rows.append(Row("torch_collector", "MLP loop + SummaryCollector",
@@ -145,6 +146,18 @@ def _unpaired(none: list[float], ours: list[float]) -> str:
     import statistics as st
 
     return f"ratio of the medians {st.median(none) / st.median(ours):.3f}x"
+
+
+def _spread(none: list[float], ours: list[float]) -> str:
+    """The middle half of the rounds' paired ratios: how far one round moves
+    (a median over N rounds moves about 1.25 / sqrt(N) of that range's width)."""
+    import statistics as st
+
+    ratios = [n / o for n, o in zip(none, ours)]
+    if len(ratios) < 4:
+        return f"rounds' ratios {min(ratios):.3f}-{max(ratios):.3f}x"
+    q1, _, q3 = st.quantiles(ratios, n=4)
+    return f"middle half of the rounds' ratios {q1:.3f}-{q3:.3f}x"
 
 
 def _steady(none: list[float], ours: list[float], closes: list[float]) -> str:
@@ -236,10 +249,12 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
         return optax.apply_updates(p, updates), s, loss
 
     # Device reads made inside sc.step() on the training thread: summarylog's
-    # read points (values.to_numpy / resolve_scalar: np.asarray takes a JAX
-    # array through the buffer protocol, past any Python method) and the
-    # array's own read methods.  The loop's own reads are not counted.
+    # read points (values.to_numpy / resolve_scalar, and the JAX collector's
+    # reader, jax._to_host: np.asarray takes a JAX array through the buffer
+    # protocol, past any Python method) and the array's own read methods.
+    # The loop's own reads are not counted.
     from .. import values as values_mod
+    from ..adapters import jax as jax_adapter
 
     main = threading.current_thread()
     syncs = {"n": 0, "in_step": False}
@@ -247,6 +262,7 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
     patched: list[tuple[Any, str, Any]] = [
         (values_mod, "to_numpy", values_mod.to_numpy),
         (values_mod, "resolve_scalar", values_mod.resolve_scalar),
+        (jax_adapter, "_to_host", jax_adapter._to_host),
         *((array_type, name, getattr(array_type, name)) for name in
           ("__array__", "item", "block_until_ready", "tolist", "__float__")
           if hasattr(array_type, name))]
@@ -308,6 +324,7 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
                      f"in the same round "
                      f"(loss, 5 histograms at step 1 and every 10th; close() included); "
                      f"{_unpaired(res['none'], res['ours'])}; "
+                     f"{_spread(res['none'], res['ours'])}; "
                      f"{_steady(res['none'], res['ours'], closes)}; "
                      f"device reads inside step() on the training thread: {syncs['n']} (goal 0)",
                 extra={"training_thread_syncs": syncs["n"], "close_s": closes}, paired=True)]
