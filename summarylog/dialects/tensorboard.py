@@ -47,6 +47,7 @@ _TENSOR = tb.DataClass.values_by_name["DATA_CLASS_TENSOR"].number
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)  # what the native binning takes
 
+
 def _plugin_metadata(plugin: str, content: bytes = b"", data_class: int = 0) -> Any:
     md = tb.SummaryMetadata(data_class=data_class)
     md.plugin_data.plugin_name = plugin
@@ -224,7 +225,7 @@ class TensorBoardEncoder:
         from_buffer = ffi.from_buffer
         for k, (wall, step, tag, values, bins) in enumerate(items):
             dt = values.dtype
-            if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
+            if dt not in (_F32, _F64):  # (identity first: the usual dtypes are these objects)
                 continue
             if not values.flags.c_contiguous:
                 values = np.ascontiguousarray(values)
