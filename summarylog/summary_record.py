@@ -70,6 +70,19 @@ def mark_private(base: np.ndarray) -> None:
     wake like those of arrays that own their data.  Forgotten with ``base``."""
     _private_bases.add(id(base))
     weakref.finalize(base, _private_bases.discard, id(base))
+
+
+def _kind_key(plugin: str, tag: str, value: Any) -> tuple[Any, ...] | None:
+    """What an owned value's checks depend on (``SummaryRecord._checked``):
+    its plugin, tag, shape and dtype; for a Python float (the loss torch's
+    collector reads at the step) ``()`` and ``float``; None for others."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return (plugin, tag, value.shape, value.dtype)
+    if type(value) is float:
+        return (plugin, tag, (), float)
+    return None
+
+
 _ALL_PLUGINS = (*SUMMARY_PLUGINS, *LINEAGE_PLUGINS, "graph", LANDSCAPE)
 _SUMMARY_OP_NAME = re.compile(r"(.+)\[:(.+)\]")
 
@@ -551,14 +564,7 @@ class SummaryRecord:
                 try:
                     # an owned value of a kind checked before (a collector's parameters
                     # and loss, collection after collection) passes as it is
-                    if not owned:
-                        key = None
-                    elif isinstance(value, (np.ndarray, np.generic)):
-                        key = (plugin, tag, value.shape, value.dtype)
-                    elif type(value) is float:  # the loss torch's collector read at the step
-                        key = (plugin, tag, (), float)
-                    else:
-                        key = None
+                    key = _kind_key(plugin, tag, value) if owned else None
                     if key is not None and key in self._checked:
                         item = np.asarray(value)  # a number as a 0-d array, as checked
                     else:
@@ -859,14 +865,11 @@ class SummaryRecord:
             return False  # the general path builds again and reports it
         checked = self._checked
         for plugin, tag, value in values:
+            # as _resolve would give them: floats, and host arrays of numbers
             kind = type(value)
-            if kind is float:
-                key: Any = (plugin, tag, (), float)
-            elif kind is np.ndarray and value.dtype.kind in "iuf":
-                key = (plugin, tag, value.shape, value.dtype)
-            else:
-                key = None
-            if key is None or key not in checked or plugin not in ("scalar", "histogram"):
+            if (plugin not in ("scalar", "histogram")
+                    or not (kind is float or (kind is np.ndarray and value.dtype.kind in "iuf"))
+                    or _kind_key(plugin, tag, value) not in checked):
                 pool[_LATER] = [(lambda: values, nbytes, on_error, owned)]
                 return False
         w = self._tb
@@ -875,10 +878,9 @@ class SummaryRecord:
             if plugin_filter is not None and not plugin_filter(plugin):
                 continue
             written = True
-            kind = type(value)
             if plugin == "scalar":  # a float, or a one-value array of any shape
-                w.add_scalar(tag, value if kind is float else float(value.reshape(())), step,
-                             walltime=wall)
+                w.add_scalar(tag, value if type(value) is float else float(value.reshape(())),
+                             step, walltime=wall)
             else:
                 self._hold_histogram(wall, step, tag, value)
         if written:
