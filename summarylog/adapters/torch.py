@@ -318,8 +318,6 @@ class _CopyPool:
         return bufs[-1]
 
 
-
-
 class _ParamRun:
     """The Parameters a collection ends with (the histogrammed ones), copied
     as one when they are the same as the last time: their layout as
@@ -332,14 +330,16 @@ class _ParamRun:
     holds none of its buffers.
     """
 
-    __slots__ = ("params", "layout", "held", "sets", "nbytes", "bytes", "stale", "_pool",
-                 "_arena", "_carved")
+    __slots__ = ("params", "layout", "held", "sizes", "sets", "nbytes", "stride", "bytes",
+                 "stale", "_pool", "_arena", "_carved")
 
     def __init__(self, params: list[Any], pool: "_CopyPool") -> None:
         self.params = params
         self.layout = [(p.data_ptr(), p.shape, p.dtype) for p in params]
         self.held = [p.detach() for p in params]
-        self.nbytes = sum(p.numel() * p.element_size() for p in params)  # of one set
+        self.sizes = [p.numel() * p.element_size() for p in params]  # bytes of each
+        self.nbytes = sum(self.sizes)  # of one set
+        self.stride = sum(map(_aligned, self.sizes))  # of one set in the arena
         self.bytes = 0  # of the memory its sets take, counted in the pool's
         self.sets: deque[tuple[list[np.ndarray], Any]] = deque()
         self.stale = False
@@ -402,14 +402,13 @@ class _ParamRun:
         sets.append((bufs, jobs))
         return sets[-1]
 
-
     def _new_set(self) -> list[np.ndarray] | None:
         """Buffers for one more set: carved from the run's arena, made at the
         second collection for as many sets as summarylog's thread holds
         between two wakes (the pool's ``in_flight`` bytes), past it of their
         own; None past the pool's cap."""
         pool = self._pool
-        stride = sum(_aligned(p.numel() * p.element_size()) for p in self.params)
+        stride = self.stride
         if self._arena is None and not self.sets and stride:
             count = min(-(-pool.in_flight // stride) + 2,
                         (pool.max_bytes - pool._bytes) // stride)
@@ -420,10 +419,8 @@ class _ParamRun:
         arena = self._arena
         if arena is not None and self._carved + stride <= arena.nbytes:
             bufs = []
-            for p in self.params:
-                n = p.numel() * p.element_size()
-                dtype = _NUMPY_DTYPES[p.dtype]
-                bufs.append(arena[self._carved:self._carved + n].view(dtype)
+            for p, n in zip(self.params, self.sizes):
+                bufs.append(arena[self._carved:self._carved + n].view(_NUMPY_DTYPES[p.dtype])
                             .reshape(tuple(p.shape)))
                 self._carved += _aligned(n)
             return bufs
