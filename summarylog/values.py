@@ -147,8 +147,11 @@ def to_numpy(x: Any, name: str = "values") -> np.ndarray:
         arr = np.asarray(x)
     except Exception as exc:
         raise TypeError(f"{name} must be array-like, got {type(x).__name__}: {exc}") from None
-    if arr.dtype == object:
+    kind = arr.dtype.kind  # (one attribute: JAX collections read six arrays through here)
+    if kind in "biuf":
+        return arr
+    if kind == "O":
         raise TypeError(f"{name} must be numeric array-like, got {type(x).__name__} of objects")
-    if arr.dtype.name == "bfloat16" or (arr.dtype.kind == "V"):
+    if kind == "V" or arr.dtype.name == "bfloat16":
         arr = arr.astype(np.float32)
     return arr

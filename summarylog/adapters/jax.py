@@ -78,17 +78,6 @@ def named_leaves(tree: Any) -> dict[str, Any]:
 _leaf_names: dict[Any, list[str]] = {}  # treedef -> its leaves' path names
 
 
-def _to_host(x: Any) -> np.ndarray:
-    """A collected value as numpy, on summarylog's thread (which holds the
-    GIL meanwhile): a plain numeric array as np.asarray gives it, in a few
-    bytecodes; anything else (objects, bfloat16 and other ml_dtypes) through
-    :func:`to_numpy`'s checks and conversions."""
-    arr = np.asarray(x)
-    if arr.dtype.kind in "biuf":
-        return arr
-    return to_numpy(x)
-
-
 def _deliver(key: str, value: Any) -> None:
     """Host side of :func:`summary`: queue into the active collector."""
     with _lock:
@@ -196,7 +185,7 @@ class SummaryCollector:
         self.core: CollectorCore | None = None
         if self.enabled:
             rank = self.process if jax.process_count() > 1 else None
-            self.core = CollectorCore(self.policy, rank=rank, lazy_values=True, read=_to_host)
+            self.core = CollectorCore(self.policy, rank=rank, lazy_values=True, read=to_numpy)
             self.core.record.summary_op_sources.append(self._take_ops)
             self.core.begin(total_steps)
         with _lock:

@@ -249,9 +249,9 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
         return optax.apply_updates(p, updates), s, loss
 
     # Device reads made inside sc.step() on the training thread: summarylog's
-    # read points (values.to_numpy / resolve_scalar, and the JAX collector's
-    # reader, jax._to_host: np.asarray takes a JAX array through the buffer
-    # protocol, past any Python method) and the array's own read methods.
+    # read points (values.to_numpy / resolve_scalar, also under the name the
+    # JAX collector reads with: np.asarray takes a JAX array through the
+    # buffer protocol, past any Python method) and the array's own read methods.
     # The loop's own reads are not counted.
     from .. import values as values_mod
     from ..adapters import jax as jax_adapter
@@ -262,7 +262,7 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
     patched: list[tuple[Any, str, Any]] = [
         (values_mod, "to_numpy", values_mod.to_numpy),
         (values_mod, "resolve_scalar", values_mod.resolve_scalar),
-        (jax_adapter, "_to_host", jax_adapter._to_host),
+        (jax_adapter, "to_numpy", jax_adapter.to_numpy),
         *((array_type, name, getattr(array_type, name)) for name in
           ("__array__", "item", "block_until_ready", "tolist", "__float__")
           if hasattr(array_type, name))]
