@@ -6,7 +6,8 @@
  * exactly as protobuf serializes them (proto3: zero scalars and empty
  * repeated fields omitted; packed doubles).  The rules are those of
  * summarylog/dialects/tensorboard.py:histogram_proto, which stays the
- * reference (and takes the cases this file returns SLG_HIST_FALLBACK for). */
+ * reference (and takes the case this file returns SLG_HIST_FALLBACK for:
+ * edges that collapsed, which finite float32/float64 extremes never give). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +87,6 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
                                       uint64_t tag_len, char *out, uint64_t cap) {
     slg_value_stats_t st;
     slg_value_stats(values, is_f64, n, &st);
-    if (st.finite == 0) return SLG_HIST_FALLBACK; /* only NaN/±inf (or nothing): Python's rules */
     if (bins <= 0) bins = slg_ms_bins(st.finite);
     if ((uint64_t)bins > (1u << 20)) return -22; /* -EINVAL */
     if (cap < slg_tb_histogram_event_bound(tag_len, bins)) return -28; /* -ENOSPC */
@@ -94,14 +94,32 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
     uint64_t k; /* buckets written */
     double *limits = NULL;
     int64_t *counts = NULL;
-    double one_limit;
-    int64_t one_count;
-    if (st.min == st.max) { /* one distinct value: one zero-width bucket holding all */
+    double two_limits[2];
+    int64_t two_counts[2];
+    if (st.finite == 0) {
+        /* only NaN and ±inf (or nothing): ±inf in one bucket per sign, at
+         * limits 0 and +inf when both come; NaN only in num; no sums */
+        uint64_t neg = st.neg_inf_count, pos = st.pos_inf_count;
+        st.min = neg ? -INFINITY : pos ? INFINITY : 0.0;
+        st.max = pos ? INFINITY : neg ? -INFINITY : 0.0;
+        st.sum = st.sum_squares = 0.0;
+        limits = two_limits;
+        counts = two_counts;
+        if (neg && pos) {
+            k = 2;
+            two_limits[0] = 0.0, two_limits[1] = INFINITY;
+            two_counts[0] = (int64_t)neg, two_counts[1] = (int64_t)pos;
+        } else {
+            k = neg || pos ? 1 : 0;
+            two_limits[0] = st.max;
+            two_counts[0] = (int64_t)(neg + pos);
+        }
+    } else if (st.min == st.max) { /* one distinct value: one zero-width bucket holding all */
         k = 1;
-        one_limit = st.max;
-        one_count = (int64_t)(st.finite + st.neg_inf_count + st.pos_inf_count);
-        limits = &one_limit;
-        counts = &one_count;
+        two_limits[0] = st.max;
+        two_counts[0] = (int64_t)(st.finite + st.neg_inf_count + st.pos_inf_count);
+        limits = two_limits;
+        counts = two_counts;
     } else {
         k = (uint64_t)bins;
         limits = malloc((k + 1) * sizeof *limits);
@@ -122,9 +140,9 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
         limits++; /* bucket_limit holds the right edges */
     }
 
-    uint64_t packed = 8 * k;
+    uint64_t packed = 8 * k; /* (proto3 omits an empty repeated field) */
     uint64_t histo = dbl_len(st.min) + dbl_len(st.max) + dbl_len((double)n) + dbl_len(st.sum) +
-                     dbl_len(st.sum_squares) + 2 * (1 + vlen(packed) + packed);
+                     dbl_len(st.sum_squares) + (k ? 2 * (1 + vlen(packed) + packed) : 0);
     uint64_t value = (tag_len ? 1 + vlen(tag_len) + tag_len : 0) + 1 + vlen(histo) + histo;
     uint64_t summary = 1 + vlen(value) + value;
     uint64_t event = dbl_len(wall_time) + (step ? 1 + vlen((uint64_t)step) : 0) + 1 +
@@ -153,44 +171,46 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
     p = put_dbl(p, 0x19, (double)n);
     p = put_dbl(p, 0x21, st.sum);
     p = put_dbl(p, 0x29, st.sum_squares);
-    *p++ = 0x32;
-    p = put_varint(p, packed);
-    for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of(limits[i]));
-    *p++ = 0x3A;
-    p = put_varint(p, packed);
-    for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of((double)counts[i]));
-    if (counts != &one_count) {
+    if (k) {
+        *p++ = 0x32;
+        p = put_varint(p, packed);
+        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of(limits[i]));
+        *p++ = 0x3A;
+        p = put_varint(p, packed);
+        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of((double)counts[i]));
+    }
+    if (counts != two_counts) {
         free(limits - 1);
         free(counts);
     }
     return (int64_t)event == p - out ? (int64_t)event : -5; /* -EIO: a size mismatch (a bug) */
 }
 
-/* Many histogram events in one call: the GIL is released once for all of
- * them (a Python loop of single calls took it back between values, and every
- * time it did, the training thread could wait for it). */
-uint64_t slg_tb_histogram_events_bound(uint64_t n, uint64_t tags_len, int64_t max_bins) {
-    return n * (slg_tb_histogram_event_bound(0, max_bins) + SLG_FRAME_OVERHEAD) + tags_len;
+/* Many histogram events in one call: the binner's job (csrc/binner.c), with
+ * no GIL held (a Python loop of single calls took it back between values,
+ * and every time it did, the training thread could wait for it). */
+uint64_t slg_tb_histogram_items_bound(const slg_hist_item *items, uint64_t n) {
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t one = slg_tb_histogram_event_bound(items[i].tag_len, items[i].bins);
+        if (one > UINT64_MAX - SLG_FRAME_OVERHEAD - total) return UINT64_MAX;
+        total += one + SLG_FRAME_OVERHEAD;
+    }
+    return total;
 }
 
-int64_t slg_tb_encode_histogram_events(uint64_t n, const void *const *values,
-                                       const uint8_t *is_f64, const uint64_t *sizes,
-                                       const int64_t *bins, const double *wall_times,
-                                       const int64_t *steps, const char *tags,
-                                       const uint64_t *tag_lens, char *out, uint64_t cap,
-                                       int64_t *status) {
+int64_t slg_tb_encode_histogram_items(slg_hist_item *items, uint64_t n, char *out, uint64_t cap) {
     char *o = out;
-    const char *tag = tags;
     for (uint64_t i = 0; i < n; i++) {
+        slg_hist_item *it = &items[i];
         uint64_t room = cap - (uint64_t)(o - out);
         int64_t len = -28; /* -ENOSPC */
         if (room > SLG_FRAME_OVERHEAD)
-            len = slg_tb_encode_histogram_event(values[i], is_f64[i], sizes[i], bins[i],
-                                                wall_times[i], steps[i], tag, tag_lens[i],
+            len = slg_tb_encode_histogram_event(it->values, it->is_f64, it->n, it->bins,
+                                                it->wall_time, it->step, it->tag, it->tag_len,
                                                 o + SLG_HEADER_SIZE, room - SLG_FRAME_OVERHEAD);
-        status[i] = len;
+        it->status = len;
         if (len >= 0 && len != SLG_HIST_FALLBACK) o += slg_frame_in_place(o, (uint64_t)len);
-        tag += tag_lens[i];
     }
     return (int64_t)(o - out);
 }

@@ -247,7 +247,7 @@ int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const doubl
                          uint64_t bins, int64_t *counts);
 
 /* ---- A TensorBoard histogram event in one call (histogram_event.c) ------ */
-#define SLG_HIST_FALLBACK 1     /* no finite value: use the Python encoder */
+#define SLG_HIST_FALLBACK 1     /* edges that collapsed: use the Python encoder */
 #define SLG_MS_MAX_BINS 90      /* MindSpore's bucket rule: at most 90 buckets */
 
 /* MindSpore's bucket count for `finite` finite values: 1 (none), 2 (<= 5),
@@ -259,28 +259,118 @@ uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins);
  * values into out (cap bytes, at least the bound): `bins` equal-width
  * buckets over the finite range (bins <= 0: MindSpore's rule), edges as
  * np.linspace in the values' dtype, ±inf in the edge buckets, NaN only in
- * num.  Returns the length, SLG_HIST_FALLBACK (no finite value, or edges
- * collapsed), or -errno. */
+ * num; with no finite value, one bucket per sign of ±inf (limits 0 and +inf
+ * when both come).  Returns the length, SLG_HIST_FALLBACK (edges collapsed),
+ * or -errno. */
 int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n, int64_t bins,
                                       double wall_time, int64_t step, const char *tag,
                                       uint64_t tag_len, char *out, uint64_t cap);
-/* Bytes slg_tb_encode_histogram_events may need for n values whose tags
- * total tags_len bytes and whose bins are at most max_bins (<= 0: MindSpore's
- * rule). */
-uint64_t slg_tb_histogram_events_bound(uint64_t n, uint64_t tags_len, int64_t max_bins);
-/* n histogram events, each framed as a TFRecord, back to back into out (cap
- * bytes, at least the bound): values[i] holds sizes[i] float32 (is_f64[i] =
- * 0) or float64 values, binned with bins[i] (as above) into an event at
- * wall_times[i], steps[i], tagged with the next tag_lens[i] bytes of tags.
- * status[i] is the payload length of event i, SLG_HIST_FALLBACK (not
- * written: the caller encodes it) or -errno (not written).  Returns the
- * bytes written. */
-int64_t slg_tb_encode_histogram_events(uint64_t n, const void *const *values,
-                                       const uint8_t *is_f64, const uint64_t *sizes,
-                                       const int64_t *bins, const double *wall_times,
-                                       const int64_t *steps, const char *tags,
-                                       const uint64_t *tag_lens, char *out, uint64_t cap,
-                                       int64_t *status);
+/* One histogram event to make (the binner's job items; see csrc/binner.c). */
+typedef struct {
+    const void *values;     /* n float32 (is_f64 = 0) or float64 values */
+    uint64_t n;
+    int64_t bins;           /* <= 0: MindSpore's rule */
+    int64_t step;
+    double wall_time;
+    const char *tag;        /* tag_len bytes of UTF-8 */
+    uint64_t tag_len;
+    int32_t is_f64;
+    int32_t _pad;
+    int64_t status;         /* out: payload length, SLG_HIST_FALLBACK (not written:
+                               the caller encodes it) or -errno (not written) */
+} slg_hist_item;
+
+/* Bytes slg_tb_encode_histogram_items may need for these items (UINT64_MAX
+ * if that overflows). */
+uint64_t slg_tb_histogram_items_bound(const slg_hist_item *items, uint64_t n);
+/* The items' histogram events (as slg_tb_encode_histogram_event), each framed
+ * as a TFRecord, back to back into out (cap bytes, at least the bound), in
+ * order; each item's status is set.  Returns the bytes written. */
+int64_t slg_tb_encode_histogram_items(slg_hist_item *items, uint64_t n, char *out, uint64_t cap);
+
+/* ---- Histogram events on a low-priority native thread (binner.c) ------- */
+/* A job: items to bin, encode, frame and write into `writer`, in order, as
+ * one batch, after an optional scalar event (a collection's loss).  The job,
+ * its items and their values are the caller's; the binner reads them until
+ * slg_binner_done() reaches the job's ticket, and writes only the out fields. */
+typedef struct {
+    slg_writer *writer;
+    slg_hist_item *items;
+    uint64_t n;
+    const char *scalar_tag; /* has_scalar: one scalar event first */
+    uint64_t scalar_tag_len;
+    double scalar;
+    int64_t scalar_step;
+    double scalar_wall_time;
+    int32_t has_scalar;
+    int32_t write_status;   /* out: 0, SLG_DROPPED or -errno (writer or memory) */
+    uint64_t ticket;        /* out (at submit): done() reaches it when finished */
+    uint64_t records;       /* out: events the writer took */
+    void *next;             /* the binner's queue link */
+} slg_hist_job;
+
+typedef struct slg_binner slg_binner;
+
+/* Start a binner whose thread runs at `nice` (0..19, added to the process's;
+ * 19: it takes a CPU only when training threads leave one idle) and looks
+ * for queued lane jobs at least every poll_secs. */
+int slg_binner_open(int nice, double poll_secs, slg_binner **out);
+/* Queue a job (FIFO) and wake the thread.  With stamp != 0 every item (and
+ * the scalar) gets step and wall_time first.  0, -EINVAL (no writer, or the
+ * job is still queued), -EBADF (closed), -ECHILD (in a forked child: the
+ * thread is the parent's). */
+int slg_binner_submit(slg_binner *b, slg_hist_job *job, int stamp, int64_t step,
+                      double wall_time);
+/* The latest ticket finished: every job with a ticket up to it is done. */
+uint64_t slg_binner_done(slg_binner *b);
+/* Return once `ticket` is done (the GIL released: the caller only waits). */
+int slg_binner_wait(slg_binner *b, uint64_t ticket);
+/* Return once every job queued before the call is done. */
+int slg_binner_flush(slg_binner *b);
+/* Finish every queued job and stop the thread.  Idempotent. */
+int slg_binner_close(slg_binner *b);
+/* Close if needed and free (in a forked child: nothing, the memory is left). */
+void slg_binner_free(slg_binner *b);
+
+/* ---- A collector's lane: copy and queue a collection in one call ------- */
+#define SLG_LANE_BUSY 1         /* collect(): the next slot is still queued */
+#define SLG_LANE_CLOSED 2       /* collect(): the binner is closed */
+
+typedef struct slg_lane slg_lane;
+
+typedef struct {
+    uint64_t collections;   /* collections queued */
+    uint64_t busy;          /* collect() calls that found no free slot */
+    uint64_t events;        /* events written (of finished jobs) */
+    uint64_t failed;        /* histograms the encoder refused or left to Python */
+    uint64_t slots;
+    uint64_t slot_bytes;
+} slg_lane_stats;
+
+/* A ring of `slots` private copies of n tensors (counts[i] float32 or
+ * float64 values at address srcs[i], C-contiguous) with their histogram
+ * tags, and an optional scalar tag (scalar_tag_len 0: none): each collect()
+ * copies the tensors into the next slot (streaming stores) and queues the
+ * slot's job -- the scalar's event, then the n histogram events, bins by
+ * MindSpore's rule -- on binner b, writing into w.  The caller keeps the
+ * sources valid while the lane is used, and b and w alive until freed. */
+int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs,
+                  const uint64_t *counts, const uint8_t *is_f64, const char *tags,
+                  const uint64_t *tag_lens, const char *scalar_tag, uint64_t scalar_tag_len,
+                  uint64_t slots, slg_lane **out);
+/* One collection at step and wall_time (the scalar's value with has_scalar).
+ * 0: queued; SLG_LANE_BUSY: the next slot's job has not finished (nothing
+ * copied or queued); SLG_LANE_CLOSED: the binner is closed (nothing queued);
+ * -errno: queued, and an earlier job of the lane failed to write (each error
+ * reported once); -ECHILD: a forked child (nothing queued). */
+int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
+                     double wall_time);
+/* Account finished jobs and fill *out. */
+void slg_lane_get_stats(slg_lane *l, slg_lane_stats *out);
+/* An unreported write error of a finished job (-errno, then cleared), else 0. */
+int slg_lane_take_error(slg_lane *l);
+/* Wait for the lane's jobs and free it (in a forked child: nothing). */
+void slg_lane_free(slg_lane *l);
 
 /* ---- Private copies of a step's tensors (copy.c) ----------------------- */
 /* n copies, each three words of jobs: destination address, source address,

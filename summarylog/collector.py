@@ -257,7 +257,9 @@ class CollectorCore:
     def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
                  rank: int | None = None, lazy_values: bool = False,
                  freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None,
-                 read: Callable[[Any], Any] | None = None) -> None:
+                 read: Callable[[Any], Any] | None = None,
+                 direct: Callable[[int, list[tuple[str, str]], list[Any]], bool] | None = None
+                 ) -> None:
         self.policy = policy
         #: collections are checked and read on the background thread
         #: (SummaryRecord.add_later), not the caller's: values that never
@@ -270,6 +272,10 @@ class CollectorCore:
         #: thread (JAX's to_numpy); what it returns is the collector's own, so
         #: it is neither copied again nor re-checked once its kind passed
         self.read = read
+        #: with freeze: takes a whole collection ``(step, specs, values)`` its
+        #: own way first (torch's lane: copied and queued in one native call);
+        #: False leaves it to freeze
+        self.direct = direct
         self._freq = policy.collect_freq
         self._later_bytes = 0  # memory of the last lazy collection
         self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
@@ -353,12 +359,16 @@ class CollectorCore:
         rec = self.record
         if self.freeze is not None:  # copied now; checked and read in the background
             specs, values = self._values(plugins, loss, inputs, params)
-            copies, nbytes = self.freeze(values)
-            rec._record_later(current, lambda: _triples(specs, copies), nbytes, self._dropped,
-                              plugins, True)
+            # the adapter's lane (copy and queue in one native call), else
+            # private copies checked and written on the record's thread
+            if self.direct is None or not self.direct(current, specs, values):
+                copies, nbytes = self.freeze(values)
+                rec._record_later(current, lambda: _triples(specs, copies), nbytes,
+                                  self._dropped, plugins, True)
         elif self.lazy_values:  # immutable values: named, checked and read in the background
             rec._record_later(current, lambda: self._read_later(plugins, loss, inputs, params),
-                              self._later_bytes, self._dropped, plugins, self.read is not None)
+                              self._later_bytes, self._dropped, plugins, self.read is not None,
+                              borrowed=True)
         else:
             for (plugin, tag), value in zip(*self._values(plugins, loss, inputs, params)):
                 try:

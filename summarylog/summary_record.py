@@ -40,6 +40,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from . import shutdown
+from .binner import BINNABLE, Lane
 from .dialects.mindspore import MindSporeEncoder, image_grid, lineage_message, user_info_dict
 from .records import MAX_PAYLOAD, RecordWriter
 from .values import Deferred, resolve_array, snapshot_array
@@ -440,6 +441,9 @@ class SummaryRecord:
         self._wake = threading.Event()
         self._checked: set[tuple[Any, ...]] = set()  # see _build_later (background thread)
         self._queued_bytes = 0  # of the recorded steps waiting in _q
+        self._borrowed_queued = 0  # of those, the ones holding a framework's memory
+        self._pending_records = 0  # recorded steps whose values this thread has not written
+        self._lane_waits = False  # a lane waits for them (_direct_ok): written at once
         self._dirty = False  # written since the last flush (background thread)
         # woken early past this much queued: the values stay few (and the
         # buffers they sit in stay warm in the caller's reused memory)
@@ -601,14 +605,74 @@ class SummaryRecord:
 
     def _record_later(self, step: int, build: Callable[[], list[tuple[str, str, Any]]],
                       nbytes: int, on_error: Callable[[str, str, Exception], None] | None,
-                      plugin_filter: Callable[[str], bool] | None, owned: bool) -> bool:
+                      plugin_filter: Callable[[str], bool] | None, owned: bool,
+                      borrowed: bool = False) -> bool:
         """:meth:`add_later` and :meth:`record` in one call: a collector's
         collection, on the training thread, with the arguments already
-        checked by the collector."""
-        return self._record(step, None, plugin_filter, (build, nbytes, on_error, owned))
+        checked by the collector.  ``borrowed``: ``build`` holds a
+        framework's memory (JAX arrays) that its allocator can't reuse
+        until this thread lets go of it (see :meth:`_run`)."""
+        return self._record(step, None, plugin_filter, (build, nbytes, on_error, owned), borrowed)
+
+    def _open_lane(self, scalar_tag: str | None,
+                   entries: list[tuple[str, int, int, np.ndarray]]) -> Lane | None:
+        """A :class:`~summarylog.binner.Lane` into this record's TensorBoard
+        file, for a collector whose collections are the same tensors again
+        and again: ``entries`` are ``(tag, address, count, example)`` (the
+        example: a copy of that memory as the collector made it, with the
+        shape and dtype the lane will copy), ``scalar_tag`` the loss's (None:
+        none).  Each collection is then copied and queued in one native call
+        on the training thread (see :meth:`_direct_ok`), and binned, encoded
+        and written by the writer's low-priority native thread: this
+        record's thread does nothing for it, and takes no GIL.  None when
+        collections can't go that way (yet): another dialect, a file that
+        rotates or is not made yet, exports, or values of kinds not checked
+        here before (the record's own path checks them first)."""
+        tb = self._tb
+        if (tb is None or self.export_options or tb.max_file_size is not None or self._closed
+                or self._stopped):
+            return None
+        checked = self._checked
+        if any(example.dtype not in BINNABLE for _, _, _, example in entries):
+            return None
+        if ((scalar_tag is not None and ("scalar", scalar_tag, (), float) not in checked)
+                or any(_kind_key("histogram", tag, example) not in checked
+                       for tag, _, _, example in entries)):
+            if self._pending_records:  # checked once these are written: soon, then
+                self._lane_waits = True
+                self._wake.set()
+            return None
+        return tb._open_lane(scalar_tag, [(tag, address, count, example.dtype.itemsize == 8)
+                                          for tag, address, count, example in entries])
+
+    def _direct_ok(self) -> bool:
+        """Whether a collection may go through a lane now: recording, and no
+        recorded step still waiting for this record's thread (the lane's
+        events would overtake its: file order is step order).  Such steps
+        are then written at once, so that the lane's next collection may go."""
+        tb = self._tb
+        if self._pending_records or tb._q or tb._drain_lock.locked():
+            # steps (or their scalars, in the writer's queue) not written yet
+            self._lane_waits = True
+            self._wake.set()
+            return False
+        return not (self._pool or self._mode != "train" or self._closed or self._stopped
+                    or self._error is not None)
+
+    @property
+    def _lanes_possible(self) -> bool:
+        """Whether :meth:`_open_lane` may ever give a lane (TensorBoard
+        files that don't rotate, no exports)."""
+        return (self._tb is not None and self._tb.max_file_size is None
+                and not self.export_options)
+
+    def _took_direct(self, step: int) -> None:
+        """A lane took a collection at ``step`` (lineage metrics' step)."""
+        if step > self._last_step:
+            self._last_step = step
 
     def _record(self, step: int, train_network: Any, plugin_filter: Callable[[str], bool] | None,
-                later: tuple[Any, ...] | None) -> bool:
+                later: tuple[Any, ...] | None, borrowed: bool = False) -> bool:
         if self._error is not None:
             self._raise_pending()
         if self._closed:
@@ -654,8 +718,13 @@ class SummaryRecord:
                 self._wake.set()
                 self._room.wait(0.5)
             self._queued_bytes += n
-            wake = self._queued_bytes > self._wake_bytes
-        self._q.append(("record", step, time.time(), pool, n, plugin_filter))
+            self._pending_records += 1
+            # (a lane waiting for the steps before it: this one is written at once)
+            wake = self._queued_bytes > self._wake_bytes or self._lane_waits
+            if borrowed:
+                self._borrowed_queued += 1
+                wake = wake or self._borrowed_queued > 1
+        self._q.append(("record", step, time.time(), pool, n, plugin_filter, borrowed))
         if wake:
             self._wake.set()
         return True
@@ -741,11 +810,37 @@ class SummaryRecord:
             self._wake.clear()
             # what was queued when it woke, not what comes in meanwhile: chasing
             # the newest steps, it would wait on each one's device values (JAX
-            # spins a while in such a read) and take the GIL at every step
-            for _ in range(len(self._q)):
-                if self._handle(self._q.popleft()):
+            # spins a while in such a read) and take the GIL at every step.
+            # The newest of them too, unless it holds a framework's memory: such
+            # a step was often just dispatched (its values still being computed),
+            # so it waits for the next wake, which the step after it brings; the
+            # framework gets its memory back within about two collections
+            # (held longer, JAX's next outputs take fresh memory: ~5 % slower).
+            # Past half of flush_secs it is taken anyway (the loop paused).
+            n = len(self._q)
+            if n:
+                newest = self._q[n - 1]
+                if (newest[0] == "record" and newest[6]
+                        and time.time() - newest[2] < self.flush_secs / 2):
+                    n -= 1
+            records = 0
+            for _ in range(n):
+                item = self._q.popleft()
+                records += item[0] == "record"
+                if self._handle(item):
                     return
             self._write_pending()
+            waits = self._lane_waits and self._tb is not None
+            if waits:  # a lane waits for these steps: their scalars too, now
+                try:
+                    self._tb._drain()
+                except Exception as exc:
+                    self._fail(exc)
+            if records:  # their values are written: lanes may go ahead (_direct_ok)
+                with self._room:
+                    self._pending_records -= records
+            if waits and not self._pending_records:
+                self._lane_waits = False
             now = time.monotonic()
             if now >= next_flush:
                 next_flush = now + self.flush_secs
@@ -767,6 +862,7 @@ class SummaryRecord:
                 finally:
                     with self._room:
                         self._queued_bytes -= item[4]
+                        self._borrowed_queued -= item[6]
                         self._room.notify_all()
             elif kind == "flush":
                 self._write_pending()

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import shutdown
+from .binner import BINNABLE, Binner, HistogramJob, Lane
 from ._native import ffi, lib
 from ._speedups import pack_log as _pack_log
 from .dialects.tensorboard import TensorBoardEncoder
@@ -303,6 +304,8 @@ class Writer:
         self._io_errors_logged = False
         self._pid = os.getpid()
         self._counts = {"events": 0, "dropped_values": 0}
+        self._binner: Binner | None = None  # histogram batches (csrc/binner.c), on first use
+        self._lanes: list[Lane] = []  # collectors' lanes into the current file
 
     def _reset_after_fork(self) -> None:
         # the child gets its own file (its pid is in the name) on its next event
@@ -508,27 +511,88 @@ class Writer:
 
     def _write_histograms_now(self, items: list[tuple[float, int, str, np.ndarray, int]]) -> None:
         """Histogram events of ``(walltime, step, tag, values, bins)``, all
-        checked already (summarylog's SummaryRecord), binned, encoded and
-        framed in one native call and written on the calling thread (that
-        SummaryRecord's): no second thread wakes for them, and the arrays
-        are let go at once."""
+        checked already (summarylog's SummaryRecord), written before this
+        returns: float arrays binned, encoded and framed by the native binner
+        (csrc/binner.c: a low-priority thread, no GIL), the rest here; the
+        arrays are let go once it returns."""
         self._check_open()
         if not items:
             return
         with self._drain_lock:
-            try:
-                parts = self._enc.histograms_framed(items)
-            except Exception as exc:
-                self._counts["dropped_values"] += len(items)
-                log.warning("summarylog: could not encode histograms for %s: %s", self.logdir, exc)
-                return
-            for part in parts:
-                if type(part) is tuple:  # records the native encoder framed, back to back
-                    data, records = part  # (each under the size limit: bounded bins)
-                    self._writer().write_framed(data, records)
-                    self._counts["events"] += records
+            rw = self._writer()
+            native: list[tuple[Any, ...]] = []
+            where: list[int] = []  # items[where[i]] is native[i]
+            rest: list[int] = []
+            for k, (wall, step, tag, values, bins) in enumerate(items):
+                if values.dtype in BINNABLE and rw.compression is None:
+                    if not values.flags.c_contiguous:
+                        values = np.ascontiguousarray(values)
+                    native.append((tag, values, bins, step, wall))
+                    where.append(k)
                 else:
-                    self._write_payload(part)
+                    rest.append(k)
+            if native:
+                job = HistogramJob(rw, native)
+                binner = self._binner_of()
+                binner.wait(binner.submit(job))
+                self._binned(job)
+                rest += [where[i] for i in job.fallbacks()]
+            for k in sorted(rest):  # the Python encoder's: other dtypes, no finite value
+                try:
+                    payload = self._enc.histogram(*items[k])
+                except Exception as exc:
+                    self._counts["dropped_values"] += 1
+                    log.warning("summarylog: could not encode the histogram %r for %s: %s",
+                                items[k][2], self.logdir, exc)
+                    continue
+                self._write_payload(payload)
+
+    def _binner_of(self) -> Binner:
+        """This writer's binner (started on first use).  Its jobs write into
+        the current file: closing or rotating it waits for them."""
+        binner = self._binner
+        if binner is None:
+            with self._lock:
+                binner = self._binner
+                if binner is None:
+                    binner = self._binner = Binner(poll_secs=self.flush_secs / 2)
+        return binner
+
+    def _open_lane(self, scalar_tag: str | None,
+                   entries: list[tuple[str, int, int, bool]]) -> Lane | None:
+        """A collector's :class:`~summarylog.binner.Lane` into the current
+        file (None: no file yet, or one the binner can't write: compressed,
+        rotating).  Its events count in :attr:`stats`; closing waits for it."""
+        rw = self._rw
+        if (rw is None or rw.compression is not None or self.max_file_size is not None
+                or self._closed or self._pid != os.getpid()):
+            return None
+        for tag, _, _, _ in entries:
+            _check_tag(tag)
+        if scalar_tag is not None:
+            _check_tag(scalar_tag)
+        lane = Lane(self._binner_of(), rw, scalar_tag or "", entries)
+        with self._lock:
+            self._lanes.append(lane)
+        return lane
+
+    def _binned(self, job: HistogramJob) -> None:
+        """Account a finished binner job: its events, the entries it refused,
+        and the file's I/O error (raised when strict, as the file's own)."""
+        failed = job.failed()
+        with self._lock:  # (jobs finish on other threads than the drain's)
+            self._counts["dropped_values"] += len(failed)
+        for tag, reason in failed:
+            log.warning("summarylog: could not encode the histogram %r for %s: %s", tag,
+                        self.logdir, reason)
+        events = job.report()
+        with self._lock:
+            self._counts["events"] += events
+
+    def _binner_flush(self) -> None:
+        """Return once the binner finished every job given so far."""
+        if self._binner is not None and self._pid == os.getpid():
+            self._binner.flush()
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:
@@ -690,6 +754,7 @@ class Writer:
         elif self.max_file_size is not None:
             st = rw.stats
             if st.file_size + st.buffered_bytes >= self.max_file_size:
+                self._binner_flush()  # its jobs write into this file
                 rw.close()
                 rw = self._rw = self._open_file()
         return rw
@@ -890,6 +955,7 @@ class Writer:
         if self._error is not None:
             err, self._error = self._error, None
             raise err
+        self._binner_flush()
         if self._rw is not None:
             self._rw.flush()
 
@@ -907,10 +973,16 @@ class Writer:
             if self._pid == os.getpid():
                 self._drain()  # what the thread did not take (or no thread ran)
         finally:
-            rw = self._rw
-            if rw is not None:
-                rw.close()
-            self._finished = True
+            try:
+                if self._binner is not None and self._pid == os.getpid():
+                    self._binner.close()  # its last jobs first: they write into the file
+                    for lane in self._lanes:
+                        lane.take_error()  # (raised when strict, as the file's own)
+            finally:
+                rw = self._rw
+                if rw is not None:
+                    rw.close()
+                self._finished = True
             _open_writers.discard(self)
             shutdown.unregister(self)
         if self._error is not None:
@@ -930,6 +1002,10 @@ class Writer:
         record stats."""
         out: dict[str, Any] = dict(self._counts, queued=len(self._q), files=len(self._files),
                                    queued_bytes=self._heavy_bytes + len(self._q) * _ITEM_BYTES)
+        for lane in list(self._lanes):  # collections a collector's lane took
+            st = lane.stats
+            out["events"] += st["events"]
+            out["dropped_values"] += st["failed"]
         if self._rw is not None:
             out["file"] = self._rw.stats._asdict()
         return out

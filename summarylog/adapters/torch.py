@@ -24,6 +24,7 @@ import mmap
 import os
 import sys
 import threading
+import time
 import warnings
 from collections import deque
 from typing import Any, Mapping
@@ -502,6 +503,56 @@ def _read_scalar(value: torch.Tensor) -> float | None:
     return None
 
 
+class _LaneRun:
+    """The collections a lane takes: the loss (a 0-d CPU float tensor), if
+    any, then the same Parameters, CPU, contiguous, float32/float64, laid
+    out as when the lane was opened.  ``held`` keeps each parameter's
+    memory alive, so an unchanged data_ptr is the same memory (the lane
+    copies from those addresses)."""
+
+    __slots__ = ("lane", "specs", "scalar", "params", "layout", "held")
+
+    def __init__(self, lane: Any, specs: list[tuple[str, str]], params: list[Any]) -> None:
+        self.lane = lane
+        self.specs = specs
+        self.scalar = specs[0][0] == "scalar"
+        self.params = params
+        self.layout = [(p.data_ptr(), p.shape, p.dtype) for p in params]
+        self.held = [p.detach() for p in params]
+
+    @classmethod
+    def of(cls, rec: Any, specs: list[tuple[str, str]], values: list[Any]) -> "_LaneRun | None":
+        """A run over this collection's values, or None when they are not
+        a loss and Parameters a lane can copy, or the record opens no lane."""
+        head = 1 if specs and specs[0][0] == "scalar" else 0
+        if head and type(values[0]) is not torch.Tensor:
+            return None
+        params = values[head:]
+        entries = []
+        for (plugin, tag), p in zip(specs[head:], params):
+            dtype = _NUMPY_DTYPES.get(p.dtype) if type(p) is torch.nn.Parameter else None
+            if (plugin != "histogram" or dtype not in (np.float32, np.float64) or not p.is_cpu
+                    or not p.is_contiguous() or p.is_neg()):
+                return None
+            example = np.empty(tuple(p.shape), dtype)  # (shape and dtype: the record's checks)
+            entries.append((tag, p.data_ptr(), p.numel(), example))
+        lane = rec._open_lane(specs[0][1] if head else None, entries)
+        return cls(lane, list(specs), list(params)) if lane is not None else None
+
+    def takes(self, specs: list[tuple[str, str]], values: list[Any]) -> bool:
+        """Whether this collection is the run's: the same specs, and the
+        same Parameters laid out as before."""
+        if specs != self.specs:
+            return False
+        i = 1 if self.scalar else 0
+        for p, (ptr, shape, dtype) in zip(self.params, self.layout):
+            if (values[i] is not p or p.data_ptr() != ptr or p.dtype is not dtype
+                    or p.shape != shape or not p.is_contiguous()):
+                return False
+            i += 1
+        return True
+
+
 class SummaryCollector:
     """Collect loss, input images, parameter histograms, the graph and lineage
     from a PyTorch training loop, with MindSpore's SummaryCollector rules.
@@ -554,8 +605,10 @@ class SummaryCollector:
             # each collected value is copied at the step (the optimizer changes parameters
             # in place), then checked and read on summarylog's thread
             self._copies = _CopyPool(64 << 20)
+            self._lane: _LaneRun | None = None
+            self._lane_tries = 0  # collections since a failed lane try (0: try now)
             self.core = CollectorCore(self.policy, rank=self.rank if self.world_size > 1 else None,
-                                      freeze=self._copies.copy_all)
+                                      freeze=self._copies.copy_all, direct=self._direct)
             self.core.record.summary_op_sources.append(self._take_ops)
             self._copies.in_flight = self.core.record._wake_bytes
             total = None
@@ -641,6 +694,50 @@ class SummaryCollector:
                        dataset_graph=(_dataset_graph(self.train_loader)
                                       if first and self.train_loader is not None else None))
         self._ops.clear()
+
+    def _direct(self, current: int, specs: list[tuple[str, str]], values: list[Any]) -> bool:
+        """A collection of the loss and the histogrammed parameters, through
+        the lane: checked (the same CPU parameters, laid out as before), then
+        the loss read, the parameters copied and the collection queued in one
+        native call (summarylog.binner.Lane).  False: the copy pool's path."""
+        run = self._lane
+        rec = self.core.record  # type: ignore[union-attr]
+        if self._ops:
+            return False
+        if run is None or not run.takes(specs, values):
+            run = self._lane = self._new_lane(specs, values, run)
+            if run is None:
+                return False
+        if not rec._direct_ok():
+            return False
+        loss = None
+        if run.scalar:
+            loss = values[0]
+            loss = _read_scalar(loss) if type(loss) is torch.Tensor else None
+            if loss is None:  # not a 0-d CPU float tensor
+                return False
+        if not run.lane.collect(loss, current, time.time()):
+            return False
+        rec._took_direct(current)
+        return True
+
+    def _new_lane(self, specs: list[tuple[str, str]], values: list[Any],
+                  old: "_LaneRun | None") -> "_LaneRun | None":
+        """A lane for this collection's parameters, if the record opens one
+        (it does once their kinds passed its checks, usually from the second
+        collection on); tried at each collection until then, every 10th
+        after a failed try of a run that had one (``old``: values it can't
+        take, say a GPU loss)."""
+        rec = self.core.record  # type: ignore[union-attr]
+        if not rec._lanes_possible:
+            return None
+        if self._lane_tries:
+            self._lane_tries = (self._lane_tries + 1) % 10
+            return None
+        run = _LaneRun.of(rec, specs, values)
+        if run is None and old is not None:
+            self._lane_tries = 1
+        return run
 
     def epoch_end(self) -> None:
         """At the end of an epoch: flush (what MindSpore does)."""

@@ -45,9 +45,6 @@ _BLOB_SEQUENCE = tb.DataClass.values_by_name["DATA_CLASS_BLOB_SEQUENCE"].number
 _TENSOR = tb.DataClass.values_by_name["DATA_CLASS_TENSOR"].number
 
 
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)  # what the native binning takes
-
-
 def _plugin_metadata(plugin: str, content: bytes = b"", data_class: int = 0) -> Any:
     md = tb.SummaryMetadata(data_class=data_class)
     md.plugin_data.plugin_name = plugin
@@ -155,10 +152,6 @@ class TensorBoardEncoder:
 
     name = "tensorboard"
 
-    def __init__(self) -> None:
-        self._tag_bytes: dict[str, bytes] = {}  # histograms_framed's tags, UTF-8
-        self._spare: list[Any] = []  # histograms_framed's output buffer, reused
-
     def file_header(self, wall_time: float) -> bytes:
         ev = tb.Event(wall_time=wall_time, file_version=FILE_VERSION)
         ev.source_metadata.writer = WRITER_NAME
@@ -182,7 +175,8 @@ class TensorBoardEncoder:
                   bins: int) -> bytes:
         """A histogram event; ``bins <= 0``: MindSpore's bucket rule.  Float
         values with a finite one are binned and encoded in one C call
-        (csrc/histogram_event.c, no GIL); the rest by :func:`histogram_proto`."""
+        (csrc/histogram_event.c, no GIL); the rest by :func:`histogram_proto`.
+        (Batches go to the native binner instead: summarylog/binner.py.)"""
         if values.dtype == np.float32 or values.dtype == np.float64:
             from ..histograms import as_float_array
 
@@ -202,87 +196,6 @@ class TensorBoardEncoder:
 
             bins = lib.slg_ms_bins(value_stats(as_float_array(np.ravel(values))).finite)
         return _event(wall_time, step, tag=tag, histo=histogram_proto(values, bins)).SerializeToString()
-
-    def histograms_framed(self, items: Sequence[tuple[float, int, str, np.ndarray, int]]
-                          ) -> list[bytes | tuple[bytes, int]]:
-        """Histogram events of ``(wall_time, step, tag, values, bins)``, in
-        order, as parts: ``(framed, records)`` runs of TFRecords that one C
-        call binned, encoded and framed for all the float arrays
-        (csrc/histogram_event.c; the GIL is released once for all of them),
-        and the payloads (bytes) of the values that call does not take (no
-        finite value, other dtypes).  The Python work per item is a few
-        bytecodes: its caller (summarylog's thread) holds the GIL for it,
-        which the training thread may be waiting for."""
-        index: list[int] = []
-        walls: list[float] = []
-        steps: list[int] = []
-        tags: list[bytes] = []
-        views: list[Any] = []
-        is_f64 = bytearray()
-        sizes: list[int] = []
-        bins_: list[int] = []
-        tag_bytes = self._tag_bytes
-        from_buffer = ffi.from_buffer
-        for k, (wall, step, tag, values, bins) in enumerate(items):
-            dt = values.dtype
-            if dt not in (_F32, _F64):  # (identity first: the usual dtypes are these objects)
-                continue
-            if not values.flags.c_contiguous:
-                values = np.ascontiguousarray(values)
-            tb_ = tag_bytes.get(tag)
-            if tb_ is None:
-                if len(tag_bytes) >= 4096:
-                    tag_bytes.clear()
-                tb_ = tag_bytes[tag] = tag.encode("utf-8")
-            index.append(k)
-            walls.append(wall)
-            steps.append(step)
-            tags.append(tb_)
-            views.append(from_buffer("char[]", values))
-            is_f64.append(dt.itemsize == 8)
-            sizes.append(values.size)
-            bins_.append(bins)
-        fallback = lib.SLG_HIST_FALLBACK
-        status_of: list[int] = [fallback] * len(items)
-        out = b""
-        n = len(index)
-        if n:
-            tag_data = b"".join(tags)
-            cap = lib.slg_tb_histogram_events_bound(
-                n, len(tag_data), max(b if b > 0 else lib.SLG_MS_MAX_BINS for b in bins_))
-            try:  # a buffer of an earlier call (atomic pop: callers on other threads)
-                buf = self._spare.pop()
-            except IndexError:
-                buf = None
-            if buf is None or len(buf) < cap:  # fresh: zeroed, and page-faulted when large
-                buf = ffi.new("char[]", max(cap, 1 << 16))
-            status = ffi.new("int64_t[]", n)
-            size = lib.slg_tb_encode_histogram_events(
-                n, ffi.new("void *[]", views), bytes(is_f64), ffi.new("uint64_t[]", sizes),
-                ffi.new("int64_t[]", bins_), ffi.new("double[]", walls),
-                ffi.new("int64_t[]", steps), tag_data, ffi.new("uint64_t[]", list(map(len, tags))),
-                buf, cap, status)
-            out = ffi.buffer(buf, size)[:]
-            self._spare.append(buf)
-            for i, k in enumerate(index):
-                status_of[k] = status[i]
-        parts: list[bytes | tuple[bytes, int]] = []
-        start = end = records = 0  # the run of framed events not yet in parts
-        overhead = lib.SLG_FRAME_OVERHEAD
-        for k, rc in enumerate(status_of):
-            if rc < 0:
-                raise OSError(-rc, f"slg_tb_encode_histogram_events: {os.strerror(-rc)}")
-            if rc != fallback:
-                end += rc + overhead
-                records += 1
-                continue
-            if records:
-                parts.append((out[start:end], records))
-                start, records = end, 0
-            parts.append(self.histogram(*items[k]))
-        if records:
-            parts.append((out[start:end], records))
-        return parts
 
     def images(self, wall_time: float, step: int, tag: str, pngs: Sequence[bytes],
                height: int, width: int, channels: int) -> bytes:

@@ -434,3 +434,96 @@ def test_explicit_step_numbers_take_the_short_path_only_going_forward(tmp_path):
     assert sc.global_step == 17
     sc.close()
     assert Reader(tmp_path).scalars(".", "loss/auto").step.tolist() == [1, 5]
+
+
+def _histogram_of(values: np.ndarray) -> dict:
+    """The histogram the Python reference encoder makes of ``values``
+    (MindSpore's bucket rule), decoded as the Reader decodes one."""
+    from summarylog.dialects.tensorboard import TensorBoardEncoder, decode_event
+
+    (ev,) = decode_event(TensorBoardEncoder().histogram(0.0, 0, "t", values.ravel(), 0))
+    return ev.value
+
+
+def test_collections_go_through_the_lane_with_their_step_values(tmp_path):
+    """From the second collection on, the loss and the parameters are
+    copied and queued in one native call (the lane): every collection is
+    recorded, each histogram the parameter's value at that step, and the
+    events come out in step order."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = torch.randn(16, 32), torch.randint(0, 3, (16,))
+    seen, losses = {}, {}
+    with SummaryCollector(tmp_path, model=model, optimizer=opt, loss_fn=loss_fn,
+                          collect_specified_data={"collect_graph": False}) as sc:
+        for i in range(1, 301):
+            loss = loss_fn(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sc.step(loss=loss, inputs=x)
+            if i == 1 or i % 10 == 0:
+                seen[i] = {n: p.detach().numpy().copy() for n, p in model.named_parameters()}
+                losses[i] = float(loss.detach())
+        stats = sc._lane.lane.stats
+    assert stats["collections"] >= 25 and stats["busy"] == 0 and stats["failed"] == 0
+    r = Reader(tmp_path)
+    s = r.scalars(".", "loss/auto")
+    assert s.step.tolist() == sorted(seen)
+    assert s.value.tolist() == pytest.approx([losses[k] for k in sorted(seen)], rel=1e-6)
+    for name in ("0.weight", "0.bias", "2.weight", "2.bias"):
+        got = [e for e in r.events(".") if e.tag == f"{name}/auto"]
+        assert [e.step for e in got] == sorted(seen)
+        for e in got:
+            want = _histogram_of(seen[e.step][name])
+            assert e.value["counts"] == want["counts"] and e.value["limits"] == want["limits"]
+            assert (e.value["min"], e.value["max"], e.value["num"]) == \
+                (want["min"], want["max"], want["num"])
+
+
+def test_a_swapped_parameter_gets_a_new_lane_and_its_new_values(tmp_path):
+    """``p.data = ...`` (other memory) or a transposed view of the same
+    memory makes the lane stale: the next collection opens another one over
+    the parameters as they are, and what is recorded is their value."""
+    model = nn.Linear(8, 8, bias=False)
+    w = model.weight
+    with SummaryCollector(tmp_path, model=model) as sc:
+        for i in range(1, 61):
+            if i == 25:
+                w.data = torch.full((8, 8), 3.0)  # other memory
+            if i == 45:
+                w.data = w.data.t()  # same memory and shape, transposed: not contiguous
+            with torch.no_grad():
+                w.add_(1.0)
+            sc.step(loss=torch.tensor(float(i)))
+    got = {e.step: e.value for e in Reader(tmp_path).events(".") if e.tag == "weight/auto"}
+    assert sorted(got) == [1, 10, 20, 30, 40, 50, 60]
+    assert got[30]["min"] == got[30]["max"] == 3.0 + (30 - 24)
+    assert got[50]["min"] == got[50]["max"] == 3.0 + (50 - 24)
+
+
+def test_summary_ops_and_images_take_the_record_path_in_step_order(tmp_path):
+    """A collection with summary() values or input images is not the lane's:
+    it goes through the record's thread, and the lane's collections wait
+    for it, so each tag's steps come out in order."""
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.rand(8, 1, 8, 8), torch.randint(0, 2, (8,))
+    with SummaryCollector(tmp_path, model=model, optimizer=opt, loss_fn=model.loss_fn) as sc:
+        for i in range(1, 121):
+            out = model(x) if i % 20 == 0 else model.fc(torch.relu(model.conv(x)).flatten(1))
+            loss = model.loss_fn(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sc.step(loss=loss, inputs=x if i < 50 else x.flatten(1))
+    r = Reader(tmp_path)
+    want = [1] + list(range(10, 121, 10))
+    assert r.scalars(".", "loss/auto").step.tolist() == want
+    assert r.scalars(".", "act_mean").step.tolist() == [20, 40, 60, 80, 100, 120]
+    for tag in ("conv.weight/auto", "fc.bias/auto"):
+        assert [e.step for e in r.events(".") if e.tag == tag] == want
+    assert [e.step for e in r.events(".") if e.tag == "input_data/auto"] == [1, 10, 20, 30, 40]

@@ -1,0 +1,497 @@
+/* binner.c - TensorBoard histogram events binned, encoded and framed on a
+ * native thread of low priority, then written into a writer; and the
+ * collectors' lanes, which copy a collection and queue it in one call.
+ *
+ * Binning is the CPU-heavy part of logging (two passes over every value).
+ * Done on a Python thread it competes with training twice: for the GIL
+ * around each call, and for a CPU with the framework's own threads (XLA's
+ * pool, torch's intra-op threads), which lose more than the binning costs
+ * when one of them waits at a barrier for a preempted peer.  This thread
+ * never touches Python, and it runs at `nice` (19 from Python): the
+ * scheduler gives it a CPU that training leaves idle, and takes it back as
+ * soon as a training thread wakes.  It still gets a small share of a busy
+ * machine, so jobs always finish.
+ *
+ * Jobs are the caller's memory (a lane's slots are the lane's), linked into
+ * a FIFO.  `done` is the ticket of the latest job finished, read without the
+ * lock: an acquire load pairs with the worker's release store, made after
+ * the job's results are written.  The thread wakes when someone waits
+ * (submit from Python, wait, flush, close), when WAKE_JOBS jobs are queued,
+ * and every poll_secs otherwise, so a lane's collections (queued without a
+ * wake-up: no system call on the training thread) reach the writer within
+ * poll_secs. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "summarylog_api.h"
+
+#define WAKE_JOBS 4 /* queued lane jobs that wake the thread before its timer */
+
+struct slg_binner {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;    /* the worker waits here for jobs */
+    pthread_cond_t settled; /* wait() waits here for tickets */
+    pthread_t thread;
+    int thread_started;
+    int closing, closed;
+    int urgent; /* someone waits: run the queue now */
+    int nice;
+    double poll_secs;
+    unsigned fork_gen;
+    slg_hist_job *head, *tail;
+    uint64_t queued; /* jobs in the queue */
+    uint64_t issued; /* the latest ticket given */
+    uint64_t done;   /* the latest ticket finished (atomic) */
+    char *buf;       /* the worker's encode buffer */
+    uint64_t cap;
+};
+
+/* fork() copies a binner but not its thread (and maybe a locked mutex): in
+ * the child every entry point refuses before locking, as writer.c does. */
+static volatile unsigned fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void on_fork_child(void) { fork_generation++; }
+static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+#define FORKED(b) ((b)->fork_gen != fork_generation)
+
+/* The scalar event of a job (its loss), framed, at out (NULL: only size it). */
+static int64_t encode_scalar(const slg_hist_job *job, char *out, uint64_t cap) {
+    uint32_t count = 1, tag_id = 0;
+    uint64_t offsets[2] = {0, job->scalar_tag_len};
+    return slg_tb_encode_scalars(out, cap, 1, &job->scalar_wall_time, &job->scalar_step, &count,
+                                 &tag_id, &job->scalar, job->scalar_tag, offsets, 1);
+}
+
+/* Make room for `need` bytes in the worker's buffer (with slack, so that the
+ * next jobs seldom grow it).  0 or -ENOMEM. */
+static int reserve(slg_binner *b, uint64_t need) {
+    if (need <= b->cap) return 0;
+    if (need >= UINT64_MAX / 2) return -ENOMEM;
+    uint64_t want = need + need / 2;
+    char *grown = realloc(b->buf, (size_t)want);
+    if (!grown) return -ENOMEM;
+    b->buf = grown;
+    b->cap = want;
+    return 0;
+}
+
+/* Bin, encode and write one job (no lock held). */
+static void run_job(slg_binner *b, slg_hist_job *job) {
+    job->records = 0;
+    job->write_status = 0;
+    int64_t scalar_len = job->has_scalar ? encode_scalar(job, NULL, 0) : 0;
+    uint64_t hist = slg_tb_histogram_items_bound(job->items, job->n);
+    int rc = scalar_len < 0 ? (int)scalar_len
+             : hist > UINT64_MAX - (uint64_t)scalar_len ? -ENOMEM
+                                                         : reserve(b, (uint64_t)scalar_len + hist);
+    if (rc) {
+        for (uint64_t i = 0; i < job->n; i++) job->items[i].status = rc;
+        job->write_status = rc;
+        return;
+    }
+    uint64_t len = 0, records = 0;
+    if (job->has_scalar) {
+        len = (uint64_t)encode_scalar(job, b->buf, b->cap);
+        records = 1;
+    }
+    if (job->n) len += (uint64_t)slg_tb_encode_histogram_items(job->items, job->n, b->buf + len,
+                                                               b->cap - len);
+    for (uint64_t i = 0; i < job->n; i++)
+        if (job->items[i].status >= 0 && job->items[i].status != SLG_HIST_FALLBACK) records++;
+    if (!len) return;
+    rc = slg_writer_write_raw(job->writer, b->buf, len, records);
+    job->write_status = rc;
+    if (rc == 0) job->records = records;
+}
+
+static void deadline_after(struct timespec *ts, double secs) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    time_t whole = (time_t)secs;
+    long frac = (long)((secs - (double)whole) * 1e9);
+    ts->tv_sec += whole;
+    ts->tv_nsec += frac;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *binner_main(void *arg) {
+    slg_binner *b = arg;
+#if defined(__linux__) && defined(SYS_gettid)
+    if (b->nice > 0) /* this thread only (Linux keeps a nice value per thread) */
+        (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), b->nice);
+#endif
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        struct timespec deadline;
+        deadline_after(&deadline, b->poll_secs);
+        while (!b->closing && !b->urgent && b->queued < WAKE_JOBS)
+            if (pthread_cond_timedwait(&b->wake, &b->mu, &deadline) == ETIMEDOUT) break;
+        b->urgent = 0;
+        slg_hist_job *job;
+        while ((job = b->head) != NULL) { /* everything queued, in order */
+            b->head = job->next;
+            if (!b->head) b->tail = NULL;
+            b->queued--;
+            pthread_mutex_unlock(&b->mu);
+
+            run_job(b, job);
+
+            pthread_mutex_lock(&b->mu);
+            job->next = NULL;
+            __atomic_store_n(&b->done, job->ticket, __ATOMIC_RELEASE);
+            pthread_cond_broadcast(&b->settled);
+        }
+        if (b->closing) break;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+int slg_binner_open(int nice, double poll_secs, slg_binner **out) {
+    *out = NULL;
+    if (nice < 0 || nice > 19 || !(poll_secs > 0) || poll_secs > 1e6) return -EINVAL;
+    pthread_once(&atfork_once, register_atfork);
+    slg_binner *b = calloc(1, sizeof *b);
+    if (!b) return -ENOMEM;
+    b->nice = nice;
+    b->poll_secs = poll_secs;
+    b->fork_gen = fork_generation;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&b->settled, NULL);
+    int rc = pthread_create(&b->thread, NULL, binner_main, b);
+    if (rc != 0) {
+        pthread_cond_destroy(&b->settled);
+        pthread_cond_destroy(&b->wake);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        return -rc;
+    }
+    b->thread_started = 1;
+    *out = b;
+    return 0;
+}
+
+/* Link a job (lock held); the caller checked it.  Wakes the worker when
+ * asked to or when WAKE_JOBS are queued. */
+static void enqueue(slg_binner *b, slg_hist_job *job, int urgent) {
+    job->next = NULL;
+    job->ticket = ++b->issued;
+    job->records = 0;
+    job->write_status = 0;
+    if (b->tail) b->tail->next = job;
+    else b->head = job;
+    b->tail = job;
+    b->queued++;
+    if (urgent) b->urgent = 1;
+    if (urgent || b->queued == WAKE_JOBS) pthread_cond_signal(&b->wake);
+}
+
+static void stamp_job(slg_hist_job *job, int64_t step, double wall_time) {
+    for (uint64_t i = 0; i < job->n; i++) {
+        job->items[i].step = step;
+        job->items[i].wall_time = wall_time;
+    }
+    job->scalar_step = step;
+    job->scalar_wall_time = wall_time;
+}
+
+int slg_binner_submit(slg_binner *b, slg_hist_job *job, int stamp, int64_t step,
+                      double wall_time) {
+    if (FORKED(b)) return -ECHILD;
+    if (!job || !job->writer || (job->n && !job->items)) return -EINVAL;
+    if (job->has_scalar && job->scalar_tag_len && !job->scalar_tag) return -EINVAL;
+    pthread_mutex_lock(&b->mu);
+    if (b->closing || b->closed) {
+        pthread_mutex_unlock(&b->mu);
+        return -EBADF;
+    }
+    /* a job still queued (its ticket not done) must not be linked twice */
+    if (job->ticket > __atomic_load_n(&b->done, __ATOMIC_RELAXED)) {
+        pthread_mutex_unlock(&b->mu);
+        return -EINVAL;
+    }
+    if (stamp) stamp_job(job, step, wall_time);
+    enqueue(b, job, 1);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+uint64_t slg_binner_done(slg_binner *b) {
+    if (FORKED(b)) return 0;
+    return __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+}
+
+int slg_binner_wait(slg_binner *b, uint64_t ticket) {
+    if (FORKED(b)) return -ECHILD;
+    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) >= ticket) return 0;
+    pthread_mutex_lock(&b->mu);
+    if (ticket > b->issued) { /* never given: it would never come */
+        pthread_mutex_unlock(&b->mu);
+        return -EINVAL;
+    }
+    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket) {
+        b->urgent = 1;
+        pthread_cond_signal(&b->wake);
+    }
+    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket)
+        pthread_cond_wait(&b->settled, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+int slg_binner_flush(slg_binner *b) {
+    if (FORKED(b)) return -ECHILD;
+    pthread_mutex_lock(&b->mu);
+    uint64_t target = b->issued;
+    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < target) {
+        b->urgent = 1;
+        pthread_cond_signal(&b->wake);
+    }
+    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < target)
+        pthread_cond_wait(&b->settled, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+int slg_binner_close(slg_binner *b) {
+    if (FORKED(b)) return 0;
+    pthread_mutex_lock(&b->mu);
+    if (b->closed) {
+        pthread_mutex_unlock(&b->mu);
+        return 0;
+    }
+    b->closing = 1;
+    pthread_cond_signal(&b->wake);
+    pthread_mutex_unlock(&b->mu);
+    if (b->thread_started) pthread_join(b->thread, NULL); /* it finishes the queue first */
+    pthread_mutex_lock(&b->mu);
+    b->thread_started = 0;
+    b->closed = 1;
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+void slg_binner_free(slg_binner *b) {
+    if (!b || FORKED(b)) return;
+    slg_binner_close(b);
+    pthread_cond_destroy(&b->settled);
+    pthread_cond_destroy(&b->wake);
+    pthread_mutex_destroy(&b->mu);
+    free(b->buf);
+    free(b);
+}
+
+/* ---- lanes ------------------------------------------------------------- */
+
+typedef struct {
+    slg_hist_job job;
+    slg_hist_item *items;
+    char *mem; /* the copies: n tensors, each at a 64-byte boundary */
+} lane_slot;
+
+struct slg_lane {
+    slg_binner *b;
+    uint64_t n, nslots, next;
+    uint64_t *copy_jobs; /* (dst, src, bytes) for slot 0; others by offset */
+    uint64_t slot_bytes;
+    char *tags;
+    char *scalar_tag;
+    char *arena;
+    size_t arena_len;
+    int arena_mapped;
+    lane_slot *slots;
+    uint64_t settled; /* slots accounted in the stats (by ticket) */
+    slg_lane_stats st;
+    int pending_err;
+    unsigned fork_gen;
+};
+
+static uint64_t aligned64(uint64_t n) { return (n + 63) & ~(uint64_t)63; }
+
+int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs,
+                  const uint64_t *counts, const uint8_t *is_f64, const char *tags,
+                  const uint64_t *tag_lens, const char *scalar_tag, uint64_t scalar_tag_len,
+                  uint64_t slots, slg_lane **out) {
+    *out = NULL;
+    if (FORKED(b)) return -ECHILD;
+    if (!w || slots == 0 || slots > 4096 || n > (1u << 20)) return -EINVAL;
+    uint64_t slot_bytes = 0, tags_len = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t bytes = counts[i] * (is_f64[i] ? 8u : 4u);
+        if (counts[i] > (UINT64_MAX >> 5) || slot_bytes > UINT64_MAX / 2 - aligned64(bytes))
+            return -EINVAL;
+        slot_bytes += aligned64(bytes);
+        tags_len += tag_lens[i];
+    }
+    if (slot_bytes > (UINT64_MAX >> 16) / slots) return -EINVAL;
+    slg_lane *l = calloc(1, sizeof *l);
+    if (!l) return -ENOMEM;
+    l->b = b;
+    l->n = n;
+    l->nslots = slots;
+    l->slot_bytes = slot_bytes;
+    l->fork_gen = fork_generation;
+    l->slots = calloc((size_t)slots, sizeof *l->slots);
+    l->copy_jobs = calloc((size_t)(3 * n + 1), sizeof *l->copy_jobs);
+    l->tags = malloc((size_t)tags_len + 1);
+    l->scalar_tag = malloc((size_t)scalar_tag_len + 1);
+    /* the copies in one mapping the kernel may back with 2 MiB pages (one
+     * page fault per 2 MiB instead of per 4 KiB on the training thread) */
+    l->arena_len = (size_t)(slot_bytes * slots);
+    if (l->arena_len) {
+        void *m = mmap(NULL, l->arena_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m != MAP_FAILED) {
+            l->arena = m;
+            l->arena_mapped = 1;
+#ifdef MADV_HUGEPAGE
+            (void)madvise(m, l->arena_len, MADV_HUGEPAGE);
+#endif
+        }
+    }
+    int ok = l->slots && l->copy_jobs && l->tags && l->scalar_tag && (l->arena || !l->arena_len);
+    for (uint64_t k = 0; ok && k < slots; k++) {
+        l->slots[k].items = calloc((size_t)(n ? n : 1), sizeof(slg_hist_item));
+        ok = l->slots[k].items != NULL;
+    }
+    if (!ok) {
+        slg_lane_free(l);
+        return -ENOMEM;
+    }
+    if (tags_len) memcpy(l->tags, tags, (size_t)tags_len);
+    if (scalar_tag_len) memcpy(l->scalar_tag, scalar_tag, (size_t)scalar_tag_len);
+    for (uint64_t k = 0; k < slots; k++) {
+        lane_slot *s = &l->slots[k];
+        s->mem = l->arena + k * slot_bytes;
+        uint64_t off = 0, toff = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            slg_hist_item *it = &s->items[i];
+            uint64_t bytes = counts[i] * (is_f64[i] ? 8u : 4u);
+            it->values = s->mem + off;
+            it->n = counts[i];
+            it->bins = 0; /* MindSpore's rule, as the collectors' histograms */
+            it->tag = l->tags + toff;
+            it->tag_len = tag_lens[i];
+            it->is_f64 = is_f64[i] ? 1 : 0;
+            if (k == 0) {
+                l->copy_jobs[3 * i] = (uint64_t)(uintptr_t)(s->mem + off);
+                l->copy_jobs[3 * i + 1] = srcs[i];
+                l->copy_jobs[3 * i + 2] = bytes;
+            }
+            off += aligned64(bytes);
+            toff += tag_lens[i];
+        }
+        s->job.writer = w;
+        s->job.items = s->items;
+        s->job.n = n;
+        s->job.scalar_tag = l->scalar_tag;
+        s->job.scalar_tag_len = scalar_tag_len;
+    }
+    l->st.slots = slots;
+    l->st.slot_bytes = slot_bytes;
+    *out = l;
+    return 0;
+}
+
+/* Fold the finished jobs into the stats, oldest first; a slot's job is
+ * folded in before the slot is reused (the lane is not thread-safe: its
+ * owner calls this). */
+static void settle(slg_lane *l, uint64_t done) {
+    while (l->settled < l->st.collections) {
+        lane_slot *s = &l->slots[l->settled % l->nslots];
+        if (s->job.ticket > done) break;
+        l->st.events += s->job.records;
+        for (uint64_t i = 0; i < l->n; i++)
+            if (s->items[i].status < 0 || s->items[i].status == SLG_HIST_FALLBACK) l->st.failed++;
+        if (s->job.write_status < 0 && !l->pending_err) l->pending_err = s->job.write_status;
+        l->settled++;
+    }
+}
+
+int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
+                     double wall_time) {
+    if (FORKED(l->b) || l->fork_gen != fork_generation) return -ECHILD;
+    slg_binner *b = l->b;
+    /* one reading of `done` for both: a slot is reused only once its last
+     * job is accounted */
+    uint64_t done = __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+    settle(l, done);
+    lane_slot *s = &l->slots[l->next % l->nslots];
+    if (s->job.ticket > done) { /* (0: never used) */
+        l->st.busy++;
+        return SLG_LANE_BUSY;
+    }
+    /* the copy before the lock: the worker never reads a free slot */
+    uint64_t delta = (uint64_t)(s->mem - l->slots[0].mem);
+    uint64_t jobs[3 * 64];
+    for (uint64_t i = 0; i < l->n; i += 64) {
+        uint64_t m = l->n - i < 64 ? l->n - i : 64;
+        for (uint64_t j = 0; j < m; j++) {
+            jobs[3 * j] = l->copy_jobs[3 * (i + j)] + delta;
+            jobs[3 * j + 1] = l->copy_jobs[3 * (i + j) + 1];
+            jobs[3 * j + 2] = l->copy_jobs[3 * (i + j) + 2];
+        }
+        slg_copy_many(jobs, m);
+    }
+    s->job.has_scalar = has_scalar ? 1 : 0;
+    s->job.scalar = scalar;
+    stamp_job(&s->job, step, wall_time);
+    pthread_mutex_lock(&b->mu);
+    if (b->closing || b->closed) {
+        pthread_mutex_unlock(&b->mu);
+        return SLG_LANE_CLOSED;
+    }
+    enqueue(b, &s->job, 0);
+    pthread_mutex_unlock(&b->mu);
+    l->next++;
+    l->st.collections++;
+    int err = l->pending_err;
+    l->pending_err = 0;
+    return err;
+}
+
+void slg_lane_get_stats(slg_lane *l, slg_lane_stats *out) {
+    if (!FORKED(l->b)) settle(l, __atomic_load_n(&l->b->done, __ATOMIC_ACQUIRE));
+    *out = l->st;
+}
+
+int slg_lane_take_error(slg_lane *l) {
+    if (FORKED(l->b)) return -ECHILD;
+    settle(l, __atomic_load_n(&l->b->done, __ATOMIC_ACQUIRE));
+    int err = l->pending_err;
+    l->pending_err = 0;
+    return err;
+}
+
+void slg_lane_free(slg_lane *l) {
+    if (!l || l->fork_gen != fork_generation) return;
+    if (l->slots && l->st.collections) { /* its jobs read the slots: let them finish */
+        uint64_t last = l->slots[(l->next - 1) % l->nslots].job.ticket;
+        slg_binner_wait(l->b, last); /* (a closed binner finished them all) */
+    }
+    if (l->slots)
+        for (uint64_t k = 0; k < l->nslots; k++) free(l->slots[k].items);
+    free(l->slots);
+    free(l->copy_jobs);
+    free(l->tags);
+    free(l->scalar_tag);
+    if (l->arena_mapped) munmap(l->arena, l->arena_len);
+    free(l);
+}

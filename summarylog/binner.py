@@ -1,0 +1,213 @@
+"""TensorBoard histogram events binned, encoded and written by a native
+thread of low priority (``slg_binner_*``, ``slg_lane_*``: csrc/binner.c).
+
+Binning is the CPU-heavy part of logging.  On this thread it holds no GIL
+and runs at nice 19, so it takes a CPU only when the training threads leave
+one idle (on a 2-core VM, a jitted JAX loop lost ~4 % when the same work
+ran at normal priority on a Python thread).
+
+- :class:`HistogramJob`: a batch of histograms for one file; its arrays
+  stay untouched until :meth:`Binner.done` reaches its ticket.
+- :class:`Lane`: a collector's collections of the same tensors, each copied
+  and queued in one native call on the training thread.
+
+    binner = Binner()
+    job = HistogramJob(rw, [("w/auto", weights, 0)])   # (tag, values, bins)
+    binner.wait(binner.submit(job, step=10, wall_time=time.time()))
+    job.report()                                      # events written, errors
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ._native import ffi, lib
+
+if TYPE_CHECKING:
+    from .records.writer import RecordWriter
+
+__all__ = ["Binner", "HistogramJob", "Lane", "BINNABLE", "LOW_PRIORITY"]
+
+#: dtypes the native encoder takes (others take the Python encoder)
+BINNABLE = (np.dtype(np.float32), np.dtype(np.float64))
+#: nice value of the binner's thread (0..19): the lowest priority there is
+LOW_PRIORITY = 19
+
+
+class HistogramJob:
+    """Histogram events of ``(tag, values, bins)`` entries (values: C-contiguous
+    float32/float64 numpy arrays; ``bins <= 0``: MindSpore's bucket rule) for
+    one file, in order, with one step and wall time given at submit, or each
+    entry's own as ``(tag, values, bins, step, wall_time)``.  The job keeps
+    the arrays alive (a buffer view of each)."""
+
+    __slots__ = ("rw", "tags", "n", "_job", "_items", "_tags", "_views")
+
+    def __init__(self, rw: "RecordWriter", entries: Sequence[tuple[Any, ...]]) -> None:
+        if rw.compression is not None:
+            raise ValueError("the binner writes framed records: the file must not be compressed")
+        self.rw = rw
+        self.n = n = len(entries)
+        self.tags = [e[0] for e in entries]
+        tags = [t.encode("utf-8") for t in self.tags]
+        self._tags = ffi.new("char[]", b"".join(tags) or b"\0")
+        self._items = items = ffi.new("slg_hist_item[]", max(n, 1))
+        self._views: list[Any] = []
+        off = 0
+        for i, (entry, tag) in enumerate(zip(entries, tags)):
+            arr = entry[1]
+            if arr.dtype not in BINNABLE or not arr.flags.c_contiguous:
+                raise TypeError(f"values of {entry[0]!r} must be C-contiguous float32 or "
+                                f"float64, got {arr.dtype} (contiguous: {arr.flags.c_contiguous})")
+            view = ffi.from_buffer(arr)
+            self._views.append(view)
+            it = items[i]
+            it.values = view
+            it.n = arr.size
+            it.bins = entry[2]
+            if len(entry) > 3:
+                it.step, it.wall_time = entry[3], entry[4]
+            it.tag = self._tags + off
+            it.tag_len = len(tag)
+            it.is_f64 = arr.dtype.itemsize == 8
+            off += len(tag)
+        self._job = job = ffi.new("slg_hist_job *")
+        job.writer = rw._h
+        job.items = items
+        job.n = n
+
+    @property
+    def ticket(self) -> int:
+        """0 before the first submit."""
+        return int(self._job.ticket)
+
+    def fallbacks(self) -> list[int]:
+        """Indexes of the entries the native encoder left to Python (no
+        finite value, or edges that collapsed in float32): not written."""
+        fallback = lib.SLG_HIST_FALLBACK
+        items = self._items
+        return [i for i in range(self.n) if items[i].status == fallback]
+
+    def failed(self) -> list[tuple[str, str]]:
+        """``(tag, reason)`` of the entries the encoder refused (not written)."""
+        items = self._items
+        return [(self.tags[i], os.strerror(-items[i].status)) for i in range(self.n)
+                if items[i].status < 0]
+
+    def report(self) -> int:
+        """After the job finished: the events written.  The writer's I/O
+        error is raised (strict files) or counted and logged once (others)
+        as the file's own writes report theirs."""
+        rc = self._job.write_status
+        if rc:
+            self.rw._status(rc)
+        return int(self._job.records)
+
+
+class Binner:
+    """A native thread that bins, encodes and writes :class:`HistogramJob`
+    batches and :class:`Lane` collections in order (FIFO), at ``nice``
+    (default :data:`LOW_PRIORITY`); lane collections reach the file within
+    ``poll_secs`` (default 0.5 s)."""
+
+    def __init__(self, nice: int = LOW_PRIORITY, poll_secs: float = 0.5) -> None:
+        h = ffi.new("slg_binner **")
+        rc = lib.slg_binner_open(nice, poll_secs, h)
+        if rc:
+            raise OSError(-rc, f"slg_binner_open: {errno.errorcode.get(-rc, rc)}")
+        self._h = ffi.gc(h[0], lib.slg_binner_free)
+
+    def submit(self, job: HistogramJob, step: int | None = None,
+               wall_time: float | None = None) -> int:
+        """Queue ``job`` (with ``step`` and ``wall_time``: for every entry);
+        returns its ticket.  Its file must stay open until it finished."""
+        stamp = step is not None
+        rc = lib.slg_binner_submit(self._h, job._job, stamp, step if stamp else 0,
+                                   wall_time if stamp else 0.0)
+        if rc:
+            if rc == -errno.EBADF:
+                raise ValueError("the binner is closed")
+            raise OSError(-rc, f"slg_binner_submit: {errno.errorcode.get(-rc, rc)}")
+        return int(job._job.ticket)
+
+    def done(self) -> int:
+        """The latest ticket finished."""
+        return int(lib.slg_binner_done(self._h))
+
+    def wait(self, ticket: int) -> None:
+        """Return once ``ticket`` finished (the GIL released meanwhile)."""
+        rc = lib.slg_binner_wait(self._h, ticket)
+        if rc:
+            raise OSError(-rc, f"slg_binner_wait: {errno.errorcode.get(-rc, rc)}")
+
+    def flush(self) -> None:
+        """Return once every job queued before the call finished."""
+        rc = lib.slg_binner_flush(self._h)
+        if rc:
+            raise OSError(-rc, f"slg_binner_flush: {errno.errorcode.get(-rc, rc)}")
+
+    def close(self) -> None:
+        """Finish the queued jobs and stop the thread.  Idempotent."""
+        lib.slg_binner_close(self._h)
+
+
+class Lane:
+    """A collector's collections of the same tensors, each copied and queued
+    on a :class:`Binner` in one native call (``slg_lane_collect``): a ring
+    of ``slots`` private copies of ``entries`` -- ``(tag, address, count,
+    is_f64)`` of C-contiguous float32/float64 memory the caller keeps valid
+    -- whose histogram events (MindSpore's bucket rule), after the scalar
+    event of ``scalar_tag``, go into ``rw``.  Not thread-safe: its owner
+    collects."""
+
+    __slots__ = ("rw", "binner", "tags", "scalar_tag", "_h")
+
+    def __init__(self, binner: Binner, rw: "RecordWriter", scalar_tag: str,
+                 entries: Sequence[tuple[str, int, int, bool]], slots: int = 8) -> None:
+        if rw.compression is not None:
+            raise ValueError("the binner writes framed records: the file must not be compressed")
+        self.rw, self.binner = rw, binner  # (kept alive while the lane is)
+        self.tags = [e[0] for e in entries]
+        self.scalar_tag = scalar_tag
+        tags = [t.encode("utf-8") for t in self.tags]
+        stag = scalar_tag.encode("utf-8")
+        n = len(entries)
+        h = ffi.new("slg_lane **")
+        rc = lib.slg_lane_open(binner._h, rw._h, n, [e[1] for e in entries],
+                               [e[2] for e in entries], bytes(bool(e[3]) for e in entries),
+                               b"".join(tags), list(map(len, tags)), stag, len(stag), slots, h)
+        if rc:
+            raise OSError(-rc, f"slg_lane_open: {errno.errorcode.get(-rc, rc)}")
+        self._h = ffi.gc(h[0], lib.slg_lane_free)
+
+    def collect(self, scalar: float | None, step: int, wall_time: float) -> bool:
+        """Copy the tensors now and queue the collection; False when it was
+        not taken (every slot still queued, the binner closed, a forked
+        child): the caller takes its other path.  An earlier collection's
+        write error is raised (strict files) or counted and logged once."""
+        rc = lib.slg_lane_collect(self._h, scalar is not None, scalar or 0.0, step, wall_time)
+        if rc == 0:
+            return True
+        if rc > 0 or rc == -errno.ECHILD:
+            return False
+        self.rw._status(rc)  # queued; the error is an earlier one's
+        return True
+
+    def take_error(self) -> None:
+        """Report a finished collection's write error, as :meth:`collect` does."""
+        rc = lib.slg_lane_take_error(self._h)
+        if rc and rc != -errno.ECHILD:
+            self.rw._status(rc)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """collections, busy (not taken: no free slot), events written,
+        failed (histograms not written), slots, slot_bytes."""
+        st = ffi.new("slg_lane_stats *")
+        lib.slg_lane_get_stats(self._h, st)
+        return {"collections": st.collections, "busy": st.busy, "events": st.events,
+                "failed": st.failed, "slots": st.slots, "slot_bytes": st.slot_bytes}
