@@ -258,8 +258,7 @@ class CollectorCore:
                  rank: int | None = None, lazy_values: bool = False,
                  freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None,
                  read: Callable[[Any], Any] | None = None,
-                 direct: Callable[[int, list[tuple[str, str]], list[Any]], bool] | None = None
-                 ) -> None:
+                 direct: Callable[[int, Any], bool] | None = None) -> None:
         self.policy = policy
         #: collections are checked and read on the background thread
         #: (SummaryRecord.add_later), not the caller's: values that never
@@ -272,9 +271,11 @@ class CollectorCore:
         #: thread (JAX's to_numpy); what it returns is the collector's own, so
         #: it is neither copied again nor re-checked once its kind passed
         self.read = read
-        #: with freeze: takes a whole collection ``(step, specs, values)`` its
-        #: own way first (torch's lane: copied and queued in one native call);
-        #: False leaves it to freeze
+        #: with freeze: ``direct(step, loss)`` takes a collection of the loss
+        #: (None: not collected) and the parameters chosen before (the
+        #: histogram specs of the last collection) its own way first (torch's
+        #: lane: copied and queued in one native call); False leaves it to
+        #: freeze
         self.direct = direct
         self._freq = policy.collect_freq
         self._later_bytes = 0  # memory of the last lazy collection
@@ -294,9 +295,11 @@ class CollectorCore:
         self._input_ok = policy.enabled("collect_input_data")
         self._loss_ok = policy.enabled("collect_metric")
         self.last_loss: Any = None
-        self._hist_names: tuple[str, ...] = ()  # the parameter names _hist_specs come from
-        self._hist_keys: list[str] = []  # the histogrammed names, in order
-        self._hist_specs: list[tuple[str, str]] = []  # their (plugin, tag)
+        self._hist_names: tuple[str, ...] = ()  # the parameter names hist_specs come from
+        #: the histogrammed names, in order, and their (plugin, tag), as the
+        #: last collection chose them
+        self.hist_keys: list[str] = []
+        self.hist_specs: list[tuple[str, str]] = []
         self.collected_steps: list[int] = []
         self._last_collected: int | None = None
         self._closed = False
@@ -358,10 +361,12 @@ class CollectorCore:
         self._last_collected = current
         rec = self.record
         if self.freeze is not None:  # copied now; checked and read in the background
-            specs, values = self._values(plugins, loss, inputs, params)
-            # the adapter's lane (copy and queue in one native call), else
-            # private copies checked and written on the record's thread
-            if self.direct is None or not self.direct(current, specs, values):
+            # the adapter's lane first (a collection of the loss and the same
+            # parameters, copied and queued in one native call: no input
+            # images), else private copies checked on the record's thread
+            if (self.direct is None or first or (self._input_ok and inputs is not None)
+                    or not self.direct(current, loss if self._loss_ok else None)):
+                specs, values = self._values(plugins, loss, inputs, params)
                 copies, nbytes = self.freeze(values)
                 rec._record_later(current, lambda: _triples(specs, copies), nbytes,
                                   self._dropped, plugins, True)
@@ -422,10 +427,10 @@ class CollectorCore:
             names = tuple(named)
             if names != self._hist_names:  # chosen again only when the names change
                 self._hist_names = names
-                self._hist_keys = self.policy.histogram_names(names)
-                self._hist_specs = [("histogram", f"{name}/auto") for name in self._hist_keys]
-            specs += self._hist_specs
-            out += map(named.__getitem__, self._hist_keys)
+                self.hist_keys = self.policy.histogram_names(names)
+                self.hist_specs = [("histogram", f"{name}/auto") for name in self.hist_keys]
+            specs += self.hist_specs
+            out += map(named.__getitem__, self.hist_keys)
         if self.lazy_values and self.freeze is None:  # the next collection's estimate
             self._later_bytes = sum(getattr(v, "nbytes", 64) for v in out)
         return specs, out

@@ -443,7 +443,9 @@ class SummaryRecord:
         self._queued_bytes = 0  # of the recorded steps waiting in _q
         self._borrowed_queued = 0  # of those, the ones holding a framework's memory
         self._pending_records = 0  # recorded steps whose values this thread has not written
-        self._lane_waits = False  # a lane waits for them (_direct_ok): written at once
+        # a lane waits for them (set and cleared by _direct_ok, on the training
+        # thread): each recorded step is written at once, scalars included
+        self._lane_waits = False
         self._dirty = False  # written since the last flush (background thread)
         # woken early past this much queued: the values stay few (and the
         # buffers they sit in stay warm in the caller's reused memory)
@@ -656,6 +658,7 @@ class SummaryRecord:
             self._lane_waits = True
             self._wake.set()
             return False
+        self._lane_waits = False
         return not (self._pool or self._mode != "train" or self._closed or self._stopped
                     or self._error is not None)
 
@@ -830,8 +833,7 @@ class SummaryRecord:
                 if self._handle(item):
                     return
             self._write_pending()
-            waits = self._lane_waits and self._tb is not None
-            if waits:  # a lane waits for these steps: their scalars too, now
+            if self._lane_waits and self._tb is not None:  # their scalars too, now
                 try:
                     self._tb._drain()
                 except Exception as exc:
@@ -839,8 +841,6 @@ class SummaryRecord:
             if records:  # their values are written: lanes may go ahead (_direct_ok)
                 with self._room:
                     self._pending_records -= records
-            if waits and not self._pending_records:
-                self._lane_waits = False
             now = time.monotonic()
             if now >= next_flush:
                 next_flush = now + self.flush_secs

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from .._native import ffi, lib
-from ..collector import CollectionPolicy, CollectorCore
+from ..collector import LOSS_TAG, CollectionPolicy, CollectorCore
 from ..summary_record import mark_private
 from ..values import _torch_detached
 
@@ -510,46 +510,43 @@ class _LaneRun:
     memory alive, so an unchanged data_ptr is the same memory (the lane
     copies from those addresses)."""
 
-    __slots__ = ("lane", "specs", "scalar", "params", "layout", "held")
+    __slots__ = ("lane", "scalar", "params", "layout", "held")
 
-    def __init__(self, lane: Any, specs: list[tuple[str, str]], params: list[Any]) -> None:
+    def __init__(self, lane: Any, scalar: bool, params: list[Any]) -> None:
         self.lane = lane
-        self.specs = specs
-        self.scalar = specs[0][0] == "scalar"
+        self.scalar = scalar
         self.params = params
         self.layout = [(p.data_ptr(), p.shape, p.dtype) for p in params]
         self.held = [p.detach() for p in params]
 
     @classmethod
-    def of(cls, rec: Any, specs: list[tuple[str, str]], values: list[Any]) -> "_LaneRun | None":
-        """A run over this collection's values, or None when they are not
-        a loss and Parameters a lane can copy, or the record opens no lane."""
-        head = 1 if specs and specs[0][0] == "scalar" else 0
-        if head and type(values[0]) is not torch.Tensor:
-            return None
-        params = values[head:]
+    def of(cls, rec: Any, scalar_tag: str | None, specs: list[tuple[str, str]],
+           params: list[Any]) -> "_LaneRun | None":
+        """A run over the loss (``scalar_tag``) and ``params`` (their
+        histogram ``specs``), or None when they are not Parameters a lane
+        can copy, or the record opens no lane."""
         entries = []
-        for (plugin, tag), p in zip(specs[head:], params):
+        if not params or len(specs) != len(params):
+            return None
+        for (plugin, tag), p in zip(specs, params):
             dtype = _NUMPY_DTYPES.get(p.dtype) if type(p) is torch.nn.Parameter else None
             if (plugin != "histogram" or dtype not in (np.float32, np.float64) or not p.is_cpu
                     or not p.is_contiguous() or p.is_neg()):
                 return None
             example = np.empty(tuple(p.shape), dtype)  # (shape and dtype: the record's checks)
             entries.append((tag, p.data_ptr(), p.numel(), example))
-        lane = rec._open_lane(specs[0][1] if head else None, entries)
-        return cls(lane, list(specs), list(params)) if lane is not None else None
+        lane = rec._open_lane(scalar_tag, entries)
+        return cls(lane, scalar_tag is not None, list(params)) if lane is not None else None
 
-    def takes(self, specs: list[tuple[str, str]], values: list[Any]) -> bool:
-        """Whether this collection is the run's: the same specs, and the
-        same Parameters laid out as before."""
-        if specs != self.specs:
+    def takes(self, loss: Any) -> bool:
+        """Whether a collection with this loss (None: none) is the run's:
+        the parameters laid out as before."""
+        if (loss is not None) != self.scalar:
             return False
-        i = 1 if self.scalar else 0
         for p, (ptr, shape, dtype) in zip(self.params, self.layout):
-            if (values[i] is not p or p.data_ptr() != ptr or p.dtype is not dtype
-                    or p.shape != shape or not p.is_contiguous()):
+            if (p.data_ptr() != ptr or p.dtype is not dtype or p.shape != shape
+                    or not p.is_contiguous()):
                 return False
-            i += 1
         return True
 
 
@@ -695,24 +692,23 @@ class SummaryCollector:
                                       if first and self.train_loader is not None else None))
         self._ops.clear()
 
-    def _direct(self, current: int, specs: list[tuple[str, str]], values: list[Any]) -> bool:
+    def _direct(self, current: int, loss: Any) -> bool:
         """A collection of the loss and the histogrammed parameters, through
-        the lane: checked (the same CPU parameters, laid out as before), then
-        the loss read, the parameters copied and the collection queued in one
-        native call (summarylog.binner.Lane).  False: the copy pool's path."""
+        the lane: checked (a 0-d CPU loss, the same CPU parameters laid out
+        as before), then the loss read, the parameters copied and the
+        collection queued in one native call (summarylog.binner.Lane).
+        False: the copy pool's path."""
         run = self._lane
-        rec = self.core.record  # type: ignore[union-attr]
-        if self._ops:
+        if self._ops or self.collect_gradients:
             return False
-        if run is None or not run.takes(specs, values):
-            run = self._lane = self._new_lane(specs, values, run)
+        if run is None or not run.takes(loss):
+            run = self._lane = self._new_lane(loss, run)
             if run is None:
                 return False
+        rec = self.core.record  # type: ignore[union-attr]
         if not rec._direct_ok():
             return False
-        loss = None
-        if run.scalar:
-            loss = values[0]
+        if loss is not None:
             loss = _read_scalar(loss) if type(loss) is torch.Tensor else None
             if loss is None:  # not a 0-d CPU float tensor
                 return False
@@ -721,20 +717,22 @@ class SummaryCollector:
         rec._took_direct(current)
         return True
 
-    def _new_lane(self, specs: list[tuple[str, str]], values: list[Any],
-                  old: "_LaneRun | None") -> "_LaneRun | None":
-        """A lane for this collection's parameters, if the record opens one
-        (it does once their kinds passed its checks, usually from the second
-        collection on); tried at each collection until then, every 10th
-        after a failed try of a run that had one (``old``: values it can't
-        take, say a GPU loss)."""
-        rec = self.core.record  # type: ignore[union-attr]
-        if not rec._lanes_possible:
+    def _new_lane(self, loss: Any, old: "_LaneRun | None") -> "_LaneRun | None":
+        """A lane for the loss and the parameters the last collection
+        histogrammed, if the record opens one (it does once their kinds
+        passed its checks, usually from the second collection on); tried at
+        each collection until then, every 10th after a failed try of a run
+        that had one (``old``: say the parameters moved to a GPU)."""
+        core = self.core
+        assert core is not None
+        if not core.record._lanes_possible:
             return None
         if self._lane_tries:
             self._lane_tries = (self._lane_tries + 1) % 10
             return None
-        run = _LaneRun.of(rec, specs, values)
+        params = [self._selected[k] for k in core.hist_keys] if self._selected else []
+        run = _LaneRun.of(core.record, LOSS_TAG if loss is not None else None,
+                          core.hist_specs, params)
         if run is None and old is not None:
             self._lane_tries = 1
         return run
