@@ -278,7 +278,8 @@ class CollectorCore:
         #: freeze
         self.direct = direct
         self._freq = policy.collect_freq
-        self._later_bytes = 0  # memory of the last lazy collection
+        self._later_bytes = 0  # memory of a lazy collection (estimated once per kind)
+        self._later_count = -1  # the values it was estimated for
         self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
                                     export_options=policy.export_options,
                                     format=policy.format, rank=rank)
@@ -427,11 +428,15 @@ class CollectorCore:
             names = tuple(named)
             if names != self._hist_names:  # chosen again only when the names change
                 self._hist_names = names
+                self._later_count = -1
                 self.hist_keys = self.policy.histogram_names(names)
                 self.hist_specs = [("histogram", f"{name}/auto") for name in self.hist_keys]
             specs += self.hist_specs
             out += map(named.__getitem__, self.hist_keys)
-        if self.lazy_values and self.freeze is None:  # the next collection's estimate
+        if self.lazy_values and self.freeze is None and len(out) != self._later_count:
+            # the next collections' estimate, worked out again when what is collected
+            # changes (a JAX array's nbytes is a Python property: ~2 us each)
+            self._later_count = len(out)
             self._later_bytes = sum(getattr(v, "nbytes", 64) for v in out)
         return specs, out
 

@@ -576,6 +576,23 @@ class Writer:
             self._lanes.append(lane)
         return lane
 
+    def _retire_lane(self, lane: Lane) -> None:
+        """A lane its collector no longer uses (its parameters moved): its
+        jobs are waited for, its counts kept, its write error reported."""
+        with self._lock:
+            if lane not in self._lanes:
+                return
+            self._lanes.remove(lane)
+        self._binner_flush()
+        self._fold_lane(lane)
+
+    def _fold_lane(self, lane: Lane) -> None:
+        st = lane.stats
+        with self._lock:
+            self._counts["events"] += st["events"]
+            self._counts["dropped_values"] += st["failed"]
+        lane.take_error()  # (raised when strict, as the file's own)
+
     def _binned(self, job: HistogramJob) -> None:
         """Account a finished binner job: its events, the entries it refused,
         and the file's I/O error (raised when strict, as the file's own)."""
@@ -976,8 +993,9 @@ class Writer:
             try:
                 if self._binner is not None and self._pid == os.getpid():
                     self._binner.close()  # its last jobs first: they write into the file
-                    for lane in self._lanes:
-                        lane.take_error()  # (raised when strict, as the file's own)
+                    lanes, self._lanes = self._lanes, []
+                    for lane in lanes:
+                        self._fold_lane(lane)
             finally:
                 rw = self._rw
                 if rw is not None:
@@ -1002,7 +1020,7 @@ class Writer:
         record stats."""
         out: dict[str, Any] = dict(self._counts, queued=len(self._q), files=len(self._files),
                                    queued_bytes=self._heavy_bytes + len(self._q) * _ITEM_BYTES)
-        for lane in list(self._lanes):  # collections a collector's lane took
+        for lane in list(self._lanes):  # collections the collectors' lanes took
             st = lane.stats
             out["events"] += st["events"]
             out["dropped_values"] += st["failed"]

@@ -725,6 +725,8 @@ class SummaryCollector:
         that had one (``old``: say the parameters moved to a GPU)."""
         core = self.core
         assert core is not None
+        if old is not None:  # its ring goes (its counts stay in the writer's stats)
+            core.record._tb._retire_lane(old.lane)
         if not core.record._lanes_possible:
             return None
         if self._lane_tries:

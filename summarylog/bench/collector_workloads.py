@@ -28,10 +28,15 @@ __all__ = ["bench_torch_collector", "bench_mindspore_collector", "bench_jax_coll
 
 
 # One round's with/without ratio moves by several per cent on a small VM from
-# the machine alone: the collector benches run at least this many rounds
-# (outside --quick) whatever --repeat says, so their median can speak to a
-# 3 % goal.
-_MIN_ROUNDS = 9
+# the machine alone (a round of the loop against itself, 20 rounds on this
+# 2-core VM: PyTorch's middle half within about +-1.5 %, jitted JAX's within
+# +-3 to +-5 %, its XLA threads scheduled differently from run to run): the
+# collector benches run at least this many rounds (outside --quick) whatever
+# --repeat says, so that their median speaks to a 3 % goal (the median of N
+# rounds moves about 1.25 / sqrt(N) of one round's spread).  A JAX round
+# costs ~1 s, a PyTorch round ~5 s (torch.utils.tensorboard's run included).
+_MIN_ROUNDS_TORCH = 15
+_MIN_ROUNDS_JAX = 41
 
 
 def _torch_loop(ctx: Context, steps: int,
@@ -109,8 +114,9 @@ def bench_torch_collector(ctx: Context) -> list[Row]:
         candidates["torch_tb"] = lambda: loop("torch_tb")
     except PeerMissing as exc:
         tb_status = str(exc)
-    ctx.log(f"torch_collector: {steps} steps per loop, {ctx.round_count(_MIN_ROUNDS)} rounds")
-    res = ctx.rounds(candidates, at_least=_MIN_ROUNDS)
+    ctx.log(f"torch_collector: {steps} steps per loop, "
+            f"{ctx.round_count(_MIN_ROUNDS_TORCH)} rounds")
+    res = ctx.rounds(candidates, at_least=_MIN_ROUNDS_TORCH)
     per_s = lambda xs: [steps / x for x in xs]  # noqa: E731
     rows = [Row("torch_collector", "MLP loop + SummaryCollector", "the loop without logging",
                 "steps/s", per_s(res["ours"]), per_s(res["none"]),
@@ -311,9 +317,10 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
         syncs["in_step"] = False
         assert syncs["n"] == 1, "the device-read counter missed a read"
         syncs["n"] = 0
-        ctx.log(f"jax_collector: {steps} steps per loop, {ctx.round_count(_MIN_ROUNDS)} rounds")
+        ctx.log(f"jax_collector: {steps} steps per loop, "
+                f"{ctx.round_count(_MIN_ROUNDS_JAX)} rounds")
         res = ctx.rounds({"none": lambda: run(False), "ours": lambda: run(True)},
-                         at_least=_MIN_ROUNDS)
+                         at_least=_MIN_ROUNDS_JAX)
     finally:
         for owner, name, orig in patched:
             setattr(owner, name, orig)

@@ -500,6 +500,15 @@ def test_a_swapped_parameter_gets_a_new_lane_and_its_new_values(tmp_path):
             with torch.no_grad():
                 w.add_(1.0)
             sc.step(loss=torch.tensor(float(i)))
+            if i in (24, 44):
+                lanes = sc.core.record._tb._lanes
+                assert len(lanes) == 1 and sc._lane is not None and lanes[0] is sc._lane.lane
+        tb = sc.core.record._tb
+        # the stale lanes went, their counts kept (from 45 on the transposed
+        # parameter is not contiguous: no lane, the copy pool's path)
+        assert tb._lanes == [] and sc._lane is None
+    assert tb.stats["events"] == sum(1 for e in Reader(tmp_path).events(".")
+                                     if e.kind in ("scalar", "histogram", "hparams"))
     got = {e.step: e.value for e in Reader(tmp_path).events(".") if e.tag == "weight/auto"}
     assert sorted(got) == [1, 10, 20, 30, 40, 50, 60]
     assert got[30]["min"] == got[30]["max"] == 3.0 + (30 - 24)
