@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "summarylog_api.h"
+#include "writer.h"
 
 #define WAKE_JOBS 4 /* queued lane jobs that wake the thread before its timer */
 
@@ -43,7 +44,7 @@ struct slg_binner {
     pthread_cond_t settled; /* wait() waits here for tickets */
     pthread_t thread;
     int thread_started;
-    int closing, closed;
+    int closing, joining, closed; /* (one closer joins the thread; others wait) */
     int urgent; /* someone waits: run the queue now */
     int nice;
     double poll_secs;
@@ -85,9 +86,11 @@ static int reserve(slg_binner *b, uint64_t need) {
     return 0;
 }
 
-/* Bin, encode and write one job (no lock held). */
+/* Bin, encode and write one job (no lock held).  The events go into the
+ * writer's buffer under its lock (slg_writer_begin/commit), so that whether
+ * they were taken is known apart from an earlier error the writer reports. */
 static void run_job(slg_binner *b, slg_hist_job *job) {
-    job->records = 0;
+    job->records = job->dropped = 0;
     job->write_status = 0;
     int64_t scalar_len = job->has_scalar ? encode_scalar(job, NULL, 0) : 0;
     uint64_t hist = slg_tb_histogram_items_bound(job->items, job->n);
@@ -95,8 +98,9 @@ static void run_job(slg_binner *b, slg_hist_job *job) {
              : hist > UINT64_MAX - (uint64_t)scalar_len ? -ENOMEM
                                                          : reserve(b, (uint64_t)scalar_len + hist);
     if (rc) {
-        for (uint64_t i = 0; i < job->n; i++) job->items[i].status = rc;
+        for (uint64_t i = 0; i < job->n; i++) job->items[i].status = rc; /* (not made) */
         job->write_status = rc;
+        job->dropped = (uint64_t)(job->has_scalar != 0);
         return;
     }
     uint64_t len = 0, records = 0;
@@ -109,9 +113,16 @@ static void run_job(slg_binner *b, slg_hist_job *job) {
     for (uint64_t i = 0; i < job->n; i++)
         if (job->items[i].status >= 0 && job->items[i].status != SLG_HIST_FALLBACK) records++;
     if (!len) return;
-    rc = slg_writer_write_raw(job->writer, b->buf, len, records);
-    job->write_status = rc;
-    if (rc == 0) job->records = records;
+    char *dst;
+    rc = slg_writer_begin(job->writer, len, records, &dst);
+    if (rc) { /* not taken: SLG_DROPPED (a full buffer, on_full=drop) or -errno */
+        job->write_status = rc;
+        job->dropped = records;
+        return;
+    }
+    memcpy(dst, b->buf, (size_t)len);
+    job->records = records;
+    job->write_status = slg_writer_commit(job->writer, len, records); /* an earlier error */
 }
 
 static void deadline_after(struct timespec *ts, double secs) {
@@ -273,17 +284,19 @@ int slg_binner_flush(slg_binner *b) {
 int slg_binner_close(slg_binner *b) {
     if (FORKED(b)) return 0;
     pthread_mutex_lock(&b->mu);
-    if (b->closed) {
+    if (b->joining || b->closed) { /* another closer joins the thread: wait for it */
+        while (!b->closed) pthread_cond_wait(&b->settled, &b->mu);
         pthread_mutex_unlock(&b->mu);
         return 0;
     }
-    b->closing = 1;
+    b->closing = b->joining = 1;
     pthread_cond_signal(&b->wake);
     pthread_mutex_unlock(&b->mu);
     if (b->thread_started) pthread_join(b->thread, NULL); /* it finishes the queue first */
     pthread_mutex_lock(&b->mu);
     b->thread_started = 0;
     b->closed = 1;
+    pthread_cond_broadcast(&b->settled);
     pthread_mutex_unlock(&b->mu);
     return 0;
 }
@@ -317,7 +330,8 @@ struct slg_lane {
     size_t arena_len;
     int arena_mapped;
     lane_slot *slots;
-    uint64_t settled; /* slots accounted in the stats (by ticket) */
+    pthread_mutex_t mu; /* the stats and the error: collect() and another thread's stats */
+    uint64_t settled;   /* collections accounted in the stats (in order) */
     slg_lane_stats st;
     int pending_err;
     unsigned fork_gen;
@@ -330,15 +344,17 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
                   const uint64_t *tag_lens, const char *scalar_tag, uint64_t scalar_tag_len,
                   uint64_t slots, slg_lane **out) {
     *out = NULL;
+    if (!b || !w || slots == 0 || slots > 4096 || n > (1u << 20)) return -EINVAL;
     if (FORKED(b)) return -ECHILD;
-    if (!w || slots == 0 || slots > 4096 || n > (1u << 20)) return -EINVAL;
+    if (n && (!srcs || !counts || !is_f64 || !tag_lens || !tags)) return -EINVAL;
+    if (scalar_tag_len > (1u << 30) || (scalar_tag_len && !scalar_tag)) return -EINVAL;
     uint64_t slot_bytes = 0, tags_len = 0;
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t bytes = counts[i] * (is_f64[i] ? 8u : 4u);
-        if (counts[i] > (UINT64_MAX >> 5) || slot_bytes > UINT64_MAX / 2 - aligned64(bytes))
-            return -EINVAL;
-        slot_bytes += aligned64(bytes);
-        tags_len += tag_lens[i];
+        if (counts[i] > (UINT64_MAX >> 5) || tag_lens[i] > (1u << 30)) return -EINVAL;
+        uint64_t bytes = aligned64(counts[i] * (is_f64[i] ? 8u : 4u));
+        if (slot_bytes > UINT64_MAX / 2 - bytes) return -EINVAL;
+        slot_bytes += bytes;
+        tags_len += tag_lens[i]; /* <= 2^20 tags of <= 2^30 bytes: no overflow */
     }
     if (slot_bytes > (UINT64_MAX >> 16) / slots) return -EINVAL;
     slg_lane *l = calloc(1, sizeof *l);
@@ -348,6 +364,7 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
     l->nslots = slots;
     l->slot_bytes = slot_bytes;
     l->fork_gen = fork_generation;
+    pthread_mutex_init(&l->mu, NULL);
     l->slots = calloc((size_t)slots, sizeof *l->slots);
     l->copy_jobs = calloc((size_t)(3 * n + 1), sizeof *l->copy_jobs);
     l->tags = malloc((size_t)tags_len + 1);
@@ -410,19 +427,20 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
     return 0;
 }
 
-/* Fold the finished jobs into the stats, oldest first; a slot's job is
- * folded in before the slot is reused (the lane is not thread-safe: its
- * owner calls this). */
+/* Fold the finished jobs into the stats, oldest first, the lane's lock
+ * held; a slot's job is folded in before the slot is reused. */
 static void settle(slg_lane *l, uint64_t done) {
     while (l->settled < l->st.collections) {
         lane_slot *s = &l->slots[l->settled % l->nslots];
         if (s->job.ticket > done) break;
         l->st.events += s->job.records;
+        l->st.dropped += s->job.dropped;
         for (uint64_t i = 0; i < l->n; i++)
             if (s->items[i].status < 0 || s->items[i].status == SLG_HIST_FALLBACK) l->st.failed++;
         if (s->job.write_status < 0 && !l->pending_err) l->pending_err = s->job.write_status;
         l->settled++;
     }
+    l->st.pending = l->st.collections - l->settled;
 }
 
 int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
@@ -432,12 +450,15 @@ int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
     /* one reading of `done` for both: a slot is reused only once its last
      * job is accounted */
     uint64_t done = __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&l->mu);
     settle(l, done);
     lane_slot *s = &l->slots[l->next % l->nslots];
     if (s->job.ticket > done) { /* (0: never used) */
         l->st.busy++;
+        pthread_mutex_unlock(&l->mu);
         return SLG_LANE_BUSY;
     }
+    pthread_mutex_unlock(&l->mu);
     /* the copy before the lock: the worker never reads a free slot */
     uint64_t delta = (uint64_t)(s->mem - l->slots[0].mem);
     uint64_t jobs[3 * 64];
@@ -460,23 +481,34 @@ int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
     }
     enqueue(b, &s->job, 0);
     pthread_mutex_unlock(&b->mu);
+    pthread_mutex_lock(&l->mu);
     l->next++;
     l->st.collections++;
+    l->st.pending++;
     int err = l->pending_err;
     l->pending_err = 0;
+    pthread_mutex_unlock(&l->mu);
     return err;
 }
 
 void slg_lane_get_stats(slg_lane *l, slg_lane_stats *out) {
-    if (!FORKED(l->b)) settle(l, __atomic_load_n(&l->b->done, __ATOMIC_ACQUIRE));
+    if (FORKED(l->b)) { /* (the lock may be held by a thread the child does not have) */
+        *out = l->st;
+        return;
+    }
+    pthread_mutex_lock(&l->mu);
+    settle(l, __atomic_load_n(&l->b->done, __ATOMIC_ACQUIRE));
     *out = l->st;
+    pthread_mutex_unlock(&l->mu);
 }
 
 int slg_lane_take_error(slg_lane *l) {
     if (FORKED(l->b)) return -ECHILD;
+    pthread_mutex_lock(&l->mu);
     settle(l, __atomic_load_n(&l->b->done, __ATOMIC_ACQUIRE));
     int err = l->pending_err;
     l->pending_err = 0;
+    pthread_mutex_unlock(&l->mu);
     return err;
 }
 
@@ -493,5 +525,6 @@ void slg_lane_free(slg_lane *l) {
     free(l->tags);
     free(l->scalar_tag);
     if (l->arena_mapped) munmap(l->arena, l->arena_len);
+    pthread_mutex_destroy(&l->mu);
     free(l);
 }

@@ -51,7 +51,8 @@ static char *put_dbl(char *p, unsigned key, double d) {
 }
 
 uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins) {
-    uint64_t k = bins > 0 ? (uint64_t)bins : SLG_MS_MAX_BINS;
+    /* (more than 2^20 buckets are refused before anything is written) */
+    uint64_t k = bins > (1 << 20) ? (1 << 20) : bins > 0 ? (uint64_t)bins : SLG_MS_MAX_BINS;
     return 64 + 3 * 11 + 11 + tag_len + 5 * 9 + 2 * (1 + 10 + 8 * k);
 }
 

@@ -303,17 +303,22 @@ typedef struct {
     int64_t scalar_step;
     double scalar_wall_time;
     int32_t has_scalar;
-    int32_t write_status;   /* out: 0, SLG_DROPPED or -errno (writer or memory) */
+    int32_t write_status;   /* out: 0; SLG_DROPPED (the writer's buffer was full,
+                               on_full=drop: `dropped` events); -errno: the
+                               events were not written (`dropped`) or, with
+                               records > 0, were, and the writer reported an
+                               earlier error of its own (each once) */
     uint64_t ticket;        /* out (at submit): done() reaches it when finished */
     uint64_t records;       /* out: events the writer took */
+    uint64_t dropped;       /* out: events made but not written */
     void *next;             /* the binner's queue link */
 } slg_hist_job;
 
 typedef struct slg_binner slg_binner;
 
-/* Start a binner whose thread runs at `nice` (0..19, added to the process's;
- * 19: it takes a CPU only when training threads leave one idle) and looks
- * for queued lane jobs at least every poll_secs. */
+/* Start a binner whose thread runs at nice value `nice` (0..19; 19: it takes
+ * a CPU only when training threads leave one idle) and looks for queued lane
+ * jobs at least every poll_secs (0 < poll_secs <= 1e6). */
 int slg_binner_open(int nice, double poll_secs, slg_binner **out);
 /* Queue a job (FIFO) and wake the thread.  With stamp != 0 every item (and
  * the scalar) gets step and wall_time first.  0, -EINVAL (no writer, or the
@@ -342,7 +347,9 @@ typedef struct {
     uint64_t collections;   /* collections queued */
     uint64_t busy;          /* collect() calls that found no free slot */
     uint64_t events;        /* events written (of finished jobs) */
-    uint64_t failed;        /* histograms the encoder refused or left to Python */
+    uint64_t dropped;       /* events made but not written (full buffer, I/O error) */
+    uint64_t failed;        /* histograms the encoder refused (not written) */
+    uint64_t pending;       /* collections queued and not finished yet */
     uint64_t slots;
     uint64_t slot_bytes;
 } slg_lane_stats;
@@ -365,7 +372,7 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
  * reported once); -ECHILD: a forked child (nothing queued). */
 int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
                      double wall_time);
-/* Account finished jobs and fill *out. */
+/* Account finished jobs and fill *out (thread-safe with collect()). */
 void slg_lane_get_stats(slg_lane *l, slg_lane_stats *out);
 /* An unreported write error of a finished job (-errno, then cleared), else 0. */
 int slg_lane_take_error(slg_lane *l);

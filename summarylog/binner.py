@@ -45,7 +45,7 @@ class HistogramJob:
     entry's own as ``(tag, values, bins, step, wall_time)``.  The job keeps
     the arrays alive (a buffer view of each)."""
 
-    __slots__ = ("rw", "tags", "n", "_job", "_items", "_tags", "_views")
+    __slots__ = ("rw", "tags", "n", "_job", "_items", "_tags", "_views", "__weakref__")
 
     def __init__(self, rw: "RecordWriter", entries: Sequence[tuple[Any, ...]]) -> None:
         if rw.compression is not None:
@@ -98,14 +98,16 @@ class HistogramJob:
         return [(self.tags[i], os.strerror(-items[i].status)) for i in range(self.n)
                 if items[i].status < 0]
 
-    def report(self) -> int:
-        """After the job finished: the events written.  The writer's I/O
-        error is raised (strict files) or counted and logged once (others)
-        as the file's own writes report theirs."""
-        rc = self._job.write_status
-        if rc:
+    def report(self) -> tuple[int, int]:
+        """After the job finished: the events written, and those made but
+        not written (a full buffer with ``on_full="drop"``, an I/O error).
+        The writer's I/O error is raised (strict files) or counted and
+        logged once (others) as the file's own writes report theirs."""
+        job = self._job
+        rc = job.write_status
+        if rc < 0:
             self.rw._status(rc)
-        return int(self._job.records)
+        return int(job.records), int(job.dropped)
 
 
 class Binner:
@@ -118,8 +120,11 @@ class Binner:
         h = ffi.new("slg_binner **")
         rc = lib.slg_binner_open(nice, poll_secs, h)
         if rc:
-            raise OSError(-rc, f"slg_binner_open: {errno.errorcode.get(-rc, rc)}")
+            raise OSError(-rc, f"slg_binner_open: {os.strerror(-rc)}")
         self._h = ffi.gc(h[0], lib.slg_binner_free)
+        # jobs queued and maybe not finished: kept alive until they are (the
+        # thread reads their memory), whatever happens to the caller
+        self._queued: dict[int, HistogramJob] = {}
 
     def submit(self, job: HistogramJob, step: int | None = None,
                wall_time: float | None = None) -> int:
@@ -131,28 +136,38 @@ class Binner:
         if rc:
             if rc == -errno.EBADF:
                 raise ValueError("the binner is closed")
-            raise OSError(-rc, f"slg_binner_submit: {errno.errorcode.get(-rc, rc)}")
-        return int(job._job.ticket)
+            raise OSError(-rc, f"slg_binner_submit: {os.strerror(-rc)}")
+        ticket = int(job._job.ticket)
+        self._queued[ticket] = job
+        return ticket
 
     def done(self) -> int:
         """The latest ticket finished."""
         return int(lib.slg_binner_done(self._h))
 
+    def _let_go(self) -> None:
+        done = self.done()
+        for ticket in [t for t in self._queued if t <= done]:
+            self._queued.pop(ticket, None)
+
     def wait(self, ticket: int) -> None:
         """Return once ``ticket`` finished (the GIL released meanwhile)."""
         rc = lib.slg_binner_wait(self._h, ticket)
         if rc:
-            raise OSError(-rc, f"slg_binner_wait: {errno.errorcode.get(-rc, rc)}")
+            raise OSError(-rc, f"slg_binner_wait: {os.strerror(-rc)}")
+        self._let_go()
 
     def flush(self) -> None:
         """Return once every job queued before the call finished."""
         rc = lib.slg_binner_flush(self._h)
         if rc:
-            raise OSError(-rc, f"slg_binner_flush: {errno.errorcode.get(-rc, rc)}")
+            raise OSError(-rc, f"slg_binner_flush: {os.strerror(-rc)}")
+        self._let_go()
 
     def close(self) -> None:
         """Finish the queued jobs and stop the thread.  Idempotent."""
         lib.slg_binner_close(self._h)
+        self._queued.clear()
 
 
 class Lane:
@@ -181,7 +196,7 @@ class Lane:
                                [e[2] for e in entries], bytes(bool(e[3]) for e in entries),
                                b"".join(tags), list(map(len, tags)), stag, len(stag), slots, h)
         if rc:
-            raise OSError(-rc, f"slg_lane_open: {errno.errorcode.get(-rc, rc)}")
+            raise OSError(-rc, f"slg_lane_open: {os.strerror(-rc)}")
         self._h = ffi.gc(h[0], lib.slg_lane_free)
 
     def collect(self, scalar: float | None, step: int, wall_time: float) -> bool:
@@ -206,8 +221,10 @@ class Lane:
     @property
     def stats(self) -> dict[str, int]:
         """collections, busy (not taken: no free slot), events written,
-        failed (histograms not written), slots, slot_bytes."""
+        dropped (made, not written), failed (histograms the encoder refused),
+        pending (queued, not finished), slots, slot_bytes."""
         st = ffi.new("slg_lane_stats *")
         lib.slg_lane_get_stats(self._h, st)
         return {"collections": st.collections, "busy": st.busy, "events": st.events,
-                "failed": st.failed, "slots": st.slots, "slot_bytes": st.slot_bytes}
+                "dropped": st.dropped, "failed": st.failed, "pending": st.pending,
+                "slots": st.slots, "slot_bytes": st.slot_bytes}

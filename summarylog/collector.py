@@ -363,9 +363,11 @@ class CollectorCore:
         rec = self.record
         if self.freeze is not None:  # copied now; checked and read in the background
             # the adapter's lane first (a collection of the loss and the same
-            # parameters, copied and queued in one native call: no input
-            # images), else private copies checked on the record's thread
-            if (self.direct is None or first or (self._input_ok and inputs is not None)
+            # parameters, copied and queued in one native call: not at a step
+            # of tensors alone, no input images), else private copies checked
+            # on the record's thread
+            if (self.direct is None or first or plugins is _tensors_only
+                    or (self._input_ok and inputs is not None)
                     or not self.direct(current, loss if self._loss_ok else None)):
                 specs, values = self._values(plugins, loss, inputs, params)
                 copies, nbytes = self.freeze(values)

@@ -442,6 +442,7 @@ class SummaryRecord:
         self._checked: set[tuple[Any, ...]] = set()  # see _build_later (background thread)
         self._queued_bytes = 0  # of the recorded steps waiting in _q
         self._borrowed_queued = 0  # of those, the ones holding a framework's memory
+        self._room_waits = False  # record() waits for room in the queue
         self._pending_records = 0  # recorded steps whose values this thread has not written
         # a lane waits for them (set and cleared by _direct_ok, on the training
         # thread): each recorded step is written at once, scalars included
@@ -667,7 +668,7 @@ class SummaryRecord:
         """Whether :meth:`_open_lane` may ever give a lane (TensorBoard
         files that don't rotate, no exports)."""
         return (self._tb is not None and self._tb.max_file_size is None
-                and not self.export_options)
+                and self._tb.compression is None and not self.export_options)
 
     def _took_direct(self, step: int) -> None:
         """A lane took a collection at ``step`` (lineage metrics' step)."""
@@ -718,8 +719,10 @@ class SummaryRecord:
         with self._room_lock:  # the disk is behind: wait for room (one step always fits)
             while (self._queued_bytes and self._queued_bytes + n > self.max_buffer // 2
                    and self._thread.is_alive()):
+                self._room_waits = True
                 self._wake.set()
                 self._room.wait(0.5)
+            self._room_waits = False
             self._queued_bytes += n
             self._pending_records += 1
             # (a lane waiting for the steps before it: this one is written at once)
@@ -821,7 +824,7 @@ class SummaryRecord:
             # (held longer, JAX's next outputs take fresh memory: ~5 % slower).
             # Past half of flush_secs it is taken anyway (the loop paused).
             n = len(self._q)
-            if n:
+            if n and not self._room_waits:  # (a full queue: everything, now)
                 newest = self._q[n - 1]
                 if (newest[0] == "record" and newest[6]
                         and time.time() - newest[2] < self.flush_secs / 2):

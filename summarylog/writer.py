@@ -46,6 +46,10 @@ log = logging.getLogger("summarylog")
 _seq = itertools.count()
 _open_writers: "weakref.WeakSet[Writer]" = weakref.WeakSet()
 _time = time.time
+#: a collector's lane: at most this many copies of its tensors, in at most
+#: this many bytes (fewer copies for bigger tensors; none past half of it)
+LANE_SLOTS = 8
+LANE_BYTES = 64 << 20
 _BATCH = 4096  # queued items that wake the background thread early (a power of 2)
 _MAX_VALUE_BYTES = MAX_PAYLOAD - 4096  # room for the tag and the event's other fields
 _ITEM_BYTES = 80  # memory of one queued scalar item (a small bytes object and its slot)
@@ -305,7 +309,9 @@ class Writer:
         self._pid = os.getpid()
         self._counts = {"events": 0, "dropped_values": 0}
         self._binner: Binner | None = None  # histogram batches (csrc/binner.c), on first use
+        self._no_binner = False  # its thread could not start: the Python encoder
         self._lanes: list[Lane] = []  # collectors' lanes into the current file
+        self._retired: list[Lane] = []  # lanes let go of once their collections are written
 
     def _reset_after_fork(self) -> None:
         # the child gets its own file (its pid is in the name) on its next event
@@ -520,11 +526,12 @@ class Writer:
             return
         with self._drain_lock:
             rw = self._writer()
+            binner = self._binner_of() if rw.compression is None else None
             native: list[tuple[Any, ...]] = []
             where: list[int] = []  # items[where[i]] is native[i]
             rest: list[int] = []
             for k, (wall, step, tag, values, bins) in enumerate(items):
-                if values.dtype in BINNABLE and rw.compression is None:
+                if binner is not None and values.dtype in BINNABLE:
                     if not values.flags.c_contiguous:
                         values = np.ascontiguousarray(values)
                     native.append((tag, values, bins, step, wall))
@@ -532,12 +539,12 @@ class Writer:
                 else:
                     rest.append(k)
             if native:
+                assert binner is not None
                 job = HistogramJob(rw, native)
-                binner = self._binner_of()
                 binner.wait(binner.submit(job))
                 self._binned(job)
                 rest += [where[i] for i in job.fallbacks()]
-            for k in sorted(rest):  # the Python encoder's: other dtypes, no finite value
+            for k in sorted(rest):  # the Python encoder's: other dtypes, edges that collapsed
                 try:
                     payload = self._enc.histogram(*items[k])
                 except Exception as exc:
@@ -547,22 +554,30 @@ class Writer:
                     continue
                 self._write_payload(payload)
 
-    def _binner_of(self) -> Binner:
-        """This writer's binner (started on first use).  Its jobs write into
-        the current file: closing or rotating it waits for them."""
+    def _binner_of(self) -> Binner | None:
+        """This writer's binner (started on first use; None when no thread
+        can be started: the Python encoder then).  Its jobs write into the
+        current file: flushing, rotating and closing it wait for them."""
         binner = self._binner
         if binner is None:
             with self._lock:
                 binner = self._binner
-                if binner is None:
-                    binner = self._binner = Binner(poll_secs=self.flush_secs / 2)
+                if binner is None and not self._no_binner:
+                    try:  # (lanes' collections reach the file within poll_secs)
+                        binner = self._binner = Binner(poll_secs=min(self.flush_secs / 2, 60.0))
+                    except OSError as exc:
+                        self._no_binner = True
+                        log.warning("summarylog: no native binner thread for %s (%s): "
+                                    "histograms are encoded in Python", self.logdir, exc)
         return binner
 
     def _open_lane(self, scalar_tag: str | None,
                    entries: list[tuple[str, int, int, bool]]) -> Lane | None:
         """A collector's :class:`~summarylog.binner.Lane` into the current
-        file (None: no file yet, or one the binner can't write: compressed,
-        rotating).  Its events count in :attr:`stats`; closing waits for it."""
+        file: ``entries`` are ``(tag, address, count, is_f64)``.  None: no
+        file yet, one the binner can't write (compressed, rotating), tensors
+        too big for :data:`LANE_BYTES` in two copies, or no memory or thread
+        for it.  Its events count in :attr:`stats`; closing waits for it."""
         rw = self._rw
         if (rw is None or rw.compression is not None or self.max_file_size is not None
                 or self._closed or self._pid != os.getpid()):
@@ -571,40 +586,68 @@ class Writer:
             _check_tag(tag)
         if scalar_tag is not None:
             _check_tag(scalar_tag)
-        lane = Lane(self._binner_of(), rw, scalar_tag or "", entries)
+        size = sum((count * (8 if f64 else 4) + 63) & ~63 for _, _, count, f64 in entries)
+        slots = min(LANE_SLOTS, LANE_BYTES // max(size, 1))
+        binner = self._binner_of()
+        if slots < 2 or binner is None:
+            return None
+        self._fold_retired()
+        try:
+            lane = Lane(binner, rw, scalar_tag or "", entries, slots=slots)
+        except OSError as exc:
+            log.warning("summarylog: no lane for %s (%s): collections take the record's "
+                        "thread", self.logdir, exc)
+            return None
         with self._lock:
             self._lanes.append(lane)
         return lane
 
     def _retire_lane(self, lane: Lane) -> None:
-        """A lane its collector no longer uses (its parameters moved): its
-        jobs are waited for, its counts kept, its write error reported."""
+        """A lane its collector no longer uses (its parameters moved): let go
+        of once its queued collections are written (no wait here: this is
+        the training thread), its counts kept, its write error reported."""
         with self._lock:
-            if lane not in self._lanes:
-                return
-            self._lanes.remove(lane)
-        self._binner_flush()
-        self._fold_lane(lane)
+            if lane in self._lanes:
+                self._lanes.remove(lane)
+                self._retired.append(lane)
+        self._fold_retired()
+
+    def _fold_retired(self) -> None:
+        """Fold the retired lanes whose collections are all written."""
+        if not self._retired:
+            return
+        with self._lock:
+            done = [lane for lane in self._retired if not lane.stats["pending"]]
+            for lane in done:
+                self._retired.remove(lane)
+        for lane in done:
+            self._fold_lane(lane)
 
     def _fold_lane(self, lane: Lane) -> None:
+        """Keep a lane's counts in this writer's and report its error."""
         st = lane.stats
         with self._lock:
             self._counts["events"] += st["events"]
-            self._counts["dropped_values"] += st["failed"]
+            self._counts["dropped_values"] += st["dropped"] + st["failed"]
+        if st["failed"]:
+            log.warning("summarylog: %d histograms of %s could not be encoded (values whose "
+                        "range overflows float64)", st["failed"], self.logdir)
         lane.take_error()  # (raised when strict, as the file's own)
 
     def _binned(self, job: HistogramJob) -> None:
         """Account a finished binner job: its events, the entries it refused,
-        and the file's I/O error (raised when strict, as the file's own)."""
+        those made but not written, and the file's I/O error (raised when
+        strict, as the file's own)."""
         failed = job.failed()
-        with self._lock:  # (jobs finish on other threads than the drain's)
-            self._counts["dropped_values"] += len(failed)
         for tag, reason in failed:
             log.warning("summarylog: could not encode the histogram %r for %s: %s", tag,
                         self.logdir, reason)
-        events = job.report()
+        with self._lock:  # (jobs finish on other threads than the drain's)
+            self._counts["dropped_values"] += len(failed)
+        events, dropped = job.report()
         with self._lock:
             self._counts["events"] += events
+            self._counts["dropped_values"] += dropped
 
     def _binner_flush(self) -> None:
         """Return once the binner finished every job given so far."""
@@ -782,6 +825,8 @@ class Writer:
             n = len(q)
             if not n:
                 return
+            if self._lanes:  # lanes' collections queued before these go first (step order)
+                self._binner_flush()
             pop = q.popleft
             items = [pop() for _ in range(n)]
             run: list[Any] = []  # consecutive scalar items of one kind
@@ -986,6 +1031,7 @@ class Writer:
         self._wake.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join()  # its last drain takes everything queued
+        error: BaseException | None = None  # a lane's, raised (strict) after the rest
         try:
             if self._pid == os.getpid():
                 self._drain()  # what the thread did not take (or no thread ran)
@@ -993,16 +1039,24 @@ class Writer:
             try:
                 if self._binner is not None and self._pid == os.getpid():
                     self._binner.close()  # its last jobs first: they write into the file
-                    lanes, self._lanes = self._lanes, []
-                    for lane in lanes:
-                        self._fold_lane(lane)
+                    lanes, self._lanes = self._lanes + self._retired, []
+                    self._retired = []
+                    for lane in lanes:  # every one, the first error raised after
+                        try:
+                            self._fold_lane(lane)
+                        except Exception as exc:
+                            error = error or exc
             finally:
-                rw = self._rw
-                if rw is not None:
-                    rw.close()
-                self._finished = True
-            _open_writers.discard(self)
-            shutdown.unregister(self)
+                try:
+                    rw = self._rw
+                    if rw is not None:
+                        rw.close()
+                finally:
+                    self._finished = True
+                    _open_writers.discard(self)
+                    shutdown.unregister(self)
+        if error is not None:
+            raise error
         if self._error is not None:
             err, self._error = self._error, None
             raise err
@@ -1020,10 +1074,11 @@ class Writer:
         record stats."""
         out: dict[str, Any] = dict(self._counts, queued=len(self._q), files=len(self._files),
                                    queued_bytes=self._heavy_bytes + len(self._q) * _ITEM_BYTES)
-        for lane in list(self._lanes):  # collections the collectors' lanes took
+        self._fold_retired()
+        for lane in list(self._lanes) + list(self._retired):  # the collectors' lanes'
             st = lane.stats
             out["events"] += st["events"]
-            out["dropped_values"] += st["failed"]
+            out["dropped_values"] += st["dropped"] + st["failed"]
         if self._rw is not None:
             out["file"] = self._rw.stats._asdict()
         return out

@@ -518,6 +518,58 @@ static void test_fork_child_refuses(void) {
     slg_writer_free(w);
 }
 
+static void *close_it(void *arg) {
+    CHECK_EQ(slg_binner_close((slg_binner *)arg), 0);
+    return NULL;
+}
+
+/* Two threads close at once (the shutdown handler and the owner): one joins
+ * the thread, the other waits for it; both return once every queued job is
+ * done.  A full buffer with on_full = DROP: the events are counted dropped
+ * in the job and the lane, and the writer counts them too. */
+static void test_two_closers_and_drops(void) {
+    char path[4096];
+    tmp_path(path, sizeof path, "drop.tfevents");
+    slg_writer *w = NULL;
+    CHECK_EQ(slg_writer_open(path, 0644, 5.0, 1024, 4096, SLG_DURABILITY_NONE, SLG_ON_FULL_DROP,
+                             &w), 0);
+    slg_binner *b = NULL;
+    CHECK_EQ(slg_binner_open(19, 10.0, &b), 0);
+    static float v[20000];
+    for (int i = 0; i < 20000; i++) v[i] = (float)i;
+    uint64_t srcs[1] = {(uint64_t)(uintptr_t)v}, counts[1] = {20000};
+    uint8_t f64[1] = {0};
+    uint64_t tag_lens[1] = {1};
+    slg_lane *l = NULL;
+    CHECK_EQ(slg_lane_open(b, w, 1, srcs, counts, f64, "h", tag_lens, "s", 1, 4, &l), 0);
+    slg_writer_inject_stall(w, 1); /* nothing leaves the buffer: it fills, then drops */
+    for (int k = 0; k < 12; k++) {
+        CHECK_EQ(slg_lane_collect(l, 1, (double)k, k, 1.0), 0);
+        CHECK_EQ(slg_binner_flush(b), 0);
+    }
+    slg_lane_stats st;
+    slg_lane_get_stats(l, &st);
+    CHECK_EQ(st.events + st.dropped, 24);
+    CHECK(st.dropped > 0);
+    CHECK_EQ(st.pending, 0);
+    slg_writer_stats ws;
+    slg_writer_get_stats(w, &ws);
+    CHECK_EQ(ws.records_dropped, st.dropped);
+    slg_writer_inject_stall(w, 0);
+    for (int k = 12; k < 16; k++) CHECK_EQ(slg_lane_collect(l, 1, (double)k, k, 1.0), 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, close_it, b);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    slg_lane_get_stats(l, &st);
+    CHECK_EQ(st.pending, 0); /* the closers returned after the queue was done */
+    CHECK_EQ(st.collections, 16);
+    CHECK_EQ(slg_lane_collect(l, 1, 1.0, 99, 1.0), SLG_LANE_CLOSED);
+    slg_lane_free(l);
+    slg_binner_free(b);
+    CHECK_EQ(slg_writer_close(w), 0);
+    slg_writer_free(w);
+}
+
 static void remove_dir(void) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -545,6 +597,7 @@ int main(void) {
     RUN(test_lane_collections);
     RUN(test_lane_busy_and_errors);
     RUN(test_fork_child_refuses);
+    RUN(test_two_closers_and_drops);
     remove_dir();
     return TEST_SUMMARY();
 }

@@ -3,6 +3,8 @@ CPU, pytorch-lightning), read back with summarylog.Reader and TensorBoard."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -538,3 +540,83 @@ def test_summary_ops_and_images_take_the_record_path_in_step_order(tmp_path):
     for tag in ("conv.weight/auto", "fc.bias/auto"):
         assert [e.step for e in r.events(".") if e.tag == tag] == want
     assert [e.step for e in r.events(".") if e.tag == "input_data/auto"] == [1, 10, 20, 30, 40]
+
+
+def test_collections_a_busy_lane_cannot_take_are_recorded_the_other_way(tmp_path):
+    """When every slot of the lane is still queued (a stalled disk), a
+    collection goes through the copy pool and the record's thread instead:
+    nothing is lost, the values are the step's, the steps stay in order,
+    and the lane takes over again once that step is written."""
+    torch.manual_seed(0)
+    model = nn.Linear(16, 4)
+    w = model.weight
+
+    class Busy:  # the lane, saying busy at some steps
+        def __init__(self, lane):
+            self.lane, self.refused = lane, []
+
+        def collect(self, loss, step, wall):
+            if 100 <= step <= 150 or step == 200:
+                self.refused.append(step)
+                return False
+            return self.lane.collect(loss, step, wall)
+
+    busy = None
+    with SummaryCollector(tmp_path, model=model) as sc:
+        for i in range(1, 301):
+            with torch.no_grad():
+                w.fill_(float(i))
+            time.sleep(0.0005)  # a training step's time, for summarylog's thread
+            sc.step(loss=torch.tensor(float(i)))
+            if sc._lane is not None and busy is None:
+                busy = sc._lane.lane = Busy(sc._lane.lane)
+        lane_stats = busy.lane.stats
+    # (after a refused one the next waits for it to be written: it goes the
+    # record's way too without asking the lane)
+    assert busy.refused[0] == 100 and busy.refused[-1] == 200
+    assert set(busy.refused) <= {100, 110, 120, 130, 140, 150, 200}
+    assert lane_stats["collections"] >= 20
+    r = Reader(tmp_path)
+    want = [1] + list(range(10, 301, 10))
+    assert r.scalars(".", "loss/auto").step.tolist() == want
+    assert r.scalars(".", "loss/auto").value.tolist() == [float(s) for s in want]
+    got = [(e.step, e.value["min"], e.value["max"]) for e in r.events(".")
+           if e.tag == "weight/auto"]
+    assert got == [(s, float(s), float(s)) for s in want]
+
+
+def test_steps_of_tensors_alone_record_no_loss_or_histograms(tmp_path):
+    """With the run's length known, the 20 tensor collections are spread
+    over it, mostly off collect_freq: those steps record summary tensors
+    alone (nothing when there are none), while the lane takes the regular
+    collections."""
+    torch.manual_seed(0)
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = torch.randn(4, 8), torch.randint(0, 2, (4,))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x.repeat(100, 1),
+                                                                        y.repeat(100)),
+                                         batch_size=4)
+    with SummaryCollector(tmp_path, model=model, optimizer=opt, loss_fn=loss_fn,
+                          train_loader=loader, epochs=10) as sc:
+        tensor_steps = sorted(sc.core._tensor_steps)
+        for i in range(1, 1001):
+            out = model(x)
+            if i % 10 and i in tensor_steps[::2]:  # half of them: the others have none
+                summary("logits", out, "tensor")
+            loss = loss_fn(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            time.sleep(0.0002)  # a training step's time, for summarylog's thread
+            sc.step(loss=loss)
+        assert sc._lane is not None and sc._lane.lane.stats["collections"] > 50
+    off = [t for t in tensor_steps if t % 10 and t > 1]
+    assert len(off) >= 15
+    r = Reader(tmp_path)
+    want = [1] + list(range(10, 1001, 10))
+    assert r.scalars(".", "loss/auto").step.tolist() == want
+    assert [e.step for e in r.events(".") if e.tag == "weight/auto"] == want
+    assert [e.step for e in r.events(".") if e.tag == "logits"] == \
+        [t for t in off if t in tensor_steps[::2]]

@@ -64,7 +64,7 @@ def test_jobs_are_the_single_event_bytes_in_order(tmp_path) -> None:
             assert ticket == j + 1
             binner.wait(ticket)
             assert job.fallbacks() == [] and job.failed() == []
-            assert job.report() == len(entries)
+            assert job.report() == (len(entries), 0)
     binner.close()
     assert _payloads(path) == want
 
@@ -75,7 +75,7 @@ def test_entries_with_their_own_steps_and_refused_arrays(tmp_path) -> None:
         v = np.arange(10, dtype=np.float32)
         job = HistogramJob(rw, [("a", v, 0, 5, 1.0), ("b", v, 3, 7, 2.0)])
         binner.wait(binner.submit(job))  # no stamp: each entry's own step and wall time
-        assert job.report() == 2
+        assert job.report() == (2, 0)
         with pytest.raises(TypeError, match="'c'.*float32 or float64.*int64"):
             HistogramJob(rw, [("c", np.arange(3), 0)])
         with pytest.raises(TypeError, match="contiguous"):
@@ -163,16 +163,18 @@ def test_a_lane_with_every_slot_queued_is_busy_and_nothing_is_overwritten(tmp_pa
     rw = RecordWriter(str(tmp_path / "events.out.tfevents.1.h"), max_buffer=4096)  # two events
     lane = _lane(binner, rw, [arr], slots=2)
     lib.slg_writer_inject_stall(rw._h, 1)  # the disk takes nothing: the binner waits
-    taken = 0
-    for k in range(40):
-        if not lane.collect(1.0, k, 1.0):
-            break
-        taken += 1
-        threading.Event().wait(0.005)
-    else:
-        pytest.fail("the lane never said busy")
-    assert lane.stats["busy"] == 1
-    lib.slg_writer_inject_stall(rw._h, 0)
+    try:
+        taken = 0
+        for k in range(40):
+            if not lane.collect(1.0, k, 1.0):
+                break
+            taken += 1
+            threading.Event().wait(0.005)
+        else:
+            pytest.fail("the lane never said busy")
+        assert lane.stats["busy"] == 1
+    finally:
+        lib.slg_writer_inject_stall(rw._h, 0)
     binner.flush()
     assert lane.stats["events"] == 2 * taken
     rw.close()
@@ -249,3 +251,56 @@ def test_no_lane_where_the_binner_cannot_write(tmp_path) -> None:
         w.flush()
         assert w._open_lane("s", entries) is None
         w.close()
+
+
+def test_a_full_buffer_with_on_full_drop_counts_what_the_binner_dropped(tmp_path) -> None:
+    """on_full="drop": a lane's collections that do not fit are dropped by the
+    writer and counted (as the writer's own records are), never lost quietly."""
+    arr = np.arange(20_000, dtype=np.float32)
+    binner = Binner(poll_secs=0.01)
+    rw = RecordWriter(str(tmp_path / "e"), max_buffer=4096, on_full="drop")
+    lane = _lane(binner, rw, [arr], slots=4)
+    lib.slg_writer_inject_stall(rw._h, 1)
+    try:
+        for k in range(30):
+            assert lane.collect(1.0, k, 1.0)  # the binner never waits: no slot stays queued
+            binner.flush()
+    finally:
+        lib.slg_writer_inject_stall(rw._h, 0)
+    st = lane.stats
+    assert st["dropped"] > 0 and st["events"] + st["dropped"] == 30 * 2, st
+    assert rw.stats.records_dropped == st["dropped"]
+    rw.close()
+    assert len(_payloads(str(tmp_path / "e"))) == st["events"]
+
+
+def test_a_job_is_kept_alive_until_it_finished(tmp_path) -> None:
+    """The binner holds a submitted job, and so the arrays it points at,
+    until its thread finished it, whatever the caller does meanwhile (an
+    exception between submit and wait, say)."""
+    import gc
+    import weakref
+
+    binner = Binner(poll_secs=0.01)
+    stalled = RecordWriter(str(tmp_path / "a"), max_buffer=4096)
+    lib.slg_writer_inject_stall(stalled._h, 1)
+    try:
+        big = np.arange(50_000, dtype=np.float32)
+        for i in range(3):  # the thread blocks in the full, stalled writer
+            binner.submit(HistogramJob(stalled, [("b", big, 0)]), step=i, wall_time=1.0)
+        rw = RecordWriter(str(tmp_path / "b"))
+        arr = np.arange(1000, dtype=np.float32)
+        job = HistogramJob(rw, [("h", arr, 0)])
+        ticket = binner.submit(job, step=9, wall_time=1.0)
+        alive = weakref.ref(job)
+        del job, arr
+        gc.collect()
+        assert alive() is not None and binner.done() < ticket
+    finally:
+        lib.slg_writer_inject_stall(stalled._h, 0)
+    binner.flush()
+    gc.collect()
+    assert alive() is None
+    rw.close()
+    stalled.close()
+    assert len(_payloads(str(tmp_path / "b"))) == 1
