@@ -28,15 +28,16 @@ __all__ = ["bench_torch_collector", "bench_mindspore_collector", "bench_jax_coll
 
 
 # One round's with/without ratio moves by several per cent on a small VM from
-# the machine alone (a round of the loop against itself, 20 rounds on this
-# 2-core VM: PyTorch's middle half within about +-1.5 %, jitted JAX's within
-# +-3 to +-5 %, its XLA threads scheduled differently from run to run): the
-# collector benches run at least this many rounds (outside --quick) whatever
-# --repeat says, so that their median speaks to a 3 % goal (the median of N
-# rounds moves about 1.25 / sqrt(N) of one round's spread).  A JAX round
-# costs ~1 s, a PyTorch round ~5 s (torch.utils.tensorboard's run included).
+# the machine alone (on this 2-core VM the middle half of PyTorch's rounds
+# spans about +-1.5 %, jitted JAX's +-4 to +-8 %: its XLA threads are
+# scheduled differently from run to run, 3500-4400 steps/s for the same
+# loop): the collector benches run at least this many rounds (outside
+# --quick) whatever --repeat says, so that their median speaks to a 3 % goal
+# (the median of N rounds moves about 1.25 / sqrt(N) of one round's spread:
+# +-0.5 % for PyTorch at 15, +-1 % for JAX at 81).  A JAX round costs ~1 s, a
+# PyTorch round ~5 s (torch.utils.tensorboard's run included).
 _MIN_ROUNDS_TORCH = 15
-_MIN_ROUNDS_JAX = 41
+_MIN_ROUNDS_JAX = 81
 
 
 def _torch_loop(ctx: Context, steps: int,
