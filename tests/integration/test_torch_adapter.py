@@ -542,7 +542,7 @@ def test_summary_ops_and_images_take_the_record_path_in_step_order(tmp_path):
     assert [e.step for e in r.events(".") if e.tag == "input_data/auto"] == [1, 10, 20, 30, 40]
 
 
-def test_collections_a_busy_lane_cannot_take_are_recorded_the_other_way(tmp_path):
+def test_collections_a_busy_lane_cannot_take_are_recorded_the_other_way(tmp_path, figure):
     """When every slot of the lane is still queued (a stalled disk), a
     collection goes through the copy pool and the record's thread instead:
     nothing is lost, the values are the step's, the steps stay in order,
@@ -583,6 +583,9 @@ def test_collections_a_busy_lane_cannot_take_are_recorded_the_other_way(tmp_path
     got = [(e.step, e.value["min"], e.value["max"]) for e in r.events(".")
            if e.tag == "weight/auto"]
     assert got == [(s, float(s), float(s)) for s in want]
+    figure(f"the lane refused steps {busy.refused}; {lane_stats['collections']} of "
+           f"{len(want)} collections went through it, the rest the record's way: all "
+           f"{len(want)} recorded with the step's values, in step order")
 
 
 def test_steps_of_tensors_alone_record_no_loss_or_histograms(tmp_path):
