@@ -125,18 +125,6 @@ static void run_job(slg_binner *b, slg_hist_job *job) {
     job->write_status = slg_writer_commit(job->writer, len, records); /* an earlier error */
 }
 
-static void deadline_after(struct timespec *ts, double secs) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    time_t whole = (time_t)secs;
-    long frac = (long)((secs - (double)whole) * 1e9);
-    ts->tv_sec += whole;
-    ts->tv_nsec += frac;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static void *binner_main(void *arg) {
     slg_binner *b = arg;
 #if defined(__linux__) && defined(SYS_gettid)
@@ -146,7 +134,7 @@ static void *binner_main(void *arg) {
     pthread_mutex_lock(&b->mu);
     for (;;) {
         struct timespec deadline;
-        deadline_after(&deadline, b->poll_secs);
+        slg_deadline_after(&deadline, b->poll_secs);
         while (!b->closing && !b->urgent && b->queued < WAKE_JOBS)
             if (pthread_cond_timedwait(&b->wake, &b->mu, &deadline) == ETIMEDOUT) break;
         b->urgent = 0;
@@ -180,11 +168,7 @@ int slg_binner_open(int nice, double poll_secs, slg_binner **out) {
     b->poll_secs = poll_secs;
     b->fork_gen = fork_generation;
     pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    slg_cond_init_monotonic(&b->wake);
     pthread_cond_init(&b->settled, NULL);
     int rc = pthread_create(&b->thread, NULL, binner_main, b);
     if (rc != 0) {

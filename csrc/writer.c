@@ -115,6 +115,26 @@ static int write_batch(int fd, uint64_t off, const char *data, uint64_t len, int
     return 0;
 }
 
+void slg_cond_init_monotonic(pthread_cond_t *c) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void slg_deadline_after(struct timespec *ts, double secs) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    time_t whole = (time_t)secs;
+    long frac = (long)((secs - (double)whole) * 1e9);
+    ts->tv_sec += whole;
+    ts->tv_nsec += frac;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
 /* The test hook's stalled disk: wait (lock held) until released or closing. */
 static void wait_unstalled(slg_writer *w) {
     while (w->stalled && !w->closing && !w->closed) pthread_cond_wait(&w->done, &w->mu);
@@ -125,16 +145,7 @@ static void *flusher_main(void *arg) {
     pthread_mutex_lock(&w->mu);
     for (;;) {
         struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        double secs = w->flush_secs;
-        time_t whole = (time_t)secs;
-        long frac = (long)((secs - (double)whole) * 1e9);
-        deadline.tv_sec += whole;
-        deadline.tv_nsec += frac;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
+        slg_deadline_after(&deadline, w->flush_secs);
         while (!w->closing && !w->urgent && w->flush_req == w->flush_done &&
                w->cur.len < w->flush_bytes) {
             if (pthread_cond_timedwait(&w->wake, &w->mu, &deadline) == ETIMEDOUT) break;
@@ -231,11 +242,7 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t
     w->durability = durability;
     w->on_full = on_full;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    slg_cond_init_monotonic(&w->wake);
     pthread_cond_init(&w->done, NULL);
     int rc = pthread_create(&w->thread, NULL, flusher_main, w);
     if (rc != 0) {

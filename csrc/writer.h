@@ -3,7 +3,9 @@
 #ifndef SLG_WRITER_H
 #define SLG_WRITER_H
 
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "summarylog_api.h"
 
@@ -15,5 +17,10 @@ int slg_writer_begin(slg_writer *w, uint64_t bytes, uint64_t records, char **out
 /* Account `bytes` and `records` written into the reserved space and unlock.
  * Returns an unreported I/O error (-errno) or 0. */
 int slg_writer_commit(slg_writer *w, uint64_t bytes, uint64_t records);
+
+/* The native threads' timers (writer.c's flusher, binner.c's worker): a
+ * condition variable on CLOCK_MONOTONIC, and the deadline `secs` from now. */
+void slg_cond_init_monotonic(pthread_cond_t *c);
+void slg_deadline_after(struct timespec *ts, double secs);
 
 #endif /* SLG_WRITER_H */

@@ -21,35 +21,8 @@
 
 #include "record.h"
 #include "summarylog_api.h"
+#include "test_files.h"
 #include "test_main.h"
-
-static char dir[2048];
-static int n_files;
-
-static void tmp_path(char *out, size_t n, const char *name) {
-    snprintf(out, n, "%s/%02d-%s", dir, n_files++, name);
-}
-
-static char *read_file(const char *path, uint64_t *len) {
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return NULL;
-    }
-    char *b = xmalloc((size_t)st.st_size);
-    uint64_t got = 0;
-    while (got < (uint64_t)st.st_size) {
-        ssize_t r = read(fd, b + got, (size_t)((uint64_t)st.st_size - got));
-        if (r <= 0) break;
-        got += (uint64_t)r;
-    }
-    close(fd);
-    *len = got;
-    return b;
-}
 
 static slg_writer *open_writer(const char *name, char *path, size_t n) {
     tmp_path(path, n, name);
@@ -119,6 +92,18 @@ static void fill(t_rng *r, void *v, int is_f64, uint64_t n) {
         if (is_f64) ((double *)v)[k] = x;
         else ((float *)v)[k] = (float)x;
     }
+}
+
+/* A lane over one float32 tensor tagged "h", with the scalar tag given
+ * ("" for none). */
+static slg_lane *one_lane(slg_binner *b, slg_writer *w, const float *v, uint64_t n,
+                          const char *scalar_tag, uint64_t slots) {
+    uint64_t srcs[1] = {(uint64_t)(uintptr_t)v}, counts[1] = {n}, tag_lens[1] = {1};
+    uint8_t f64[1] = {0};
+    slg_lane *l = NULL;
+    CHECK_EQ(slg_lane_open(b, w, 1, srcs, counts, f64, "h", tag_lens, scalar_tag,
+                           strlen(scalar_tag), slots, &l), 0);
+    return l;
 }
 
 /* Jobs of random items (every kind of values, no finite one included) come
@@ -427,11 +412,7 @@ static void test_lane_busy_and_errors(void) {
     CHECK_EQ(slg_binner_open(0, 0.01, &b), 0);
     float v[2000];
     for (int i = 0; i < 2000; i++) v[i] = (float)i;
-    uint64_t srcs[1] = {(uint64_t)(uintptr_t)v}, counts[1] = {2000};
-    uint8_t f64[1] = {0};
-    uint64_t tag_lens[1] = {1};
-    slg_lane *l = NULL;
-    CHECK_EQ(slg_lane_open(b, w, 1, srcs, counts, f64, "h", tag_lens, "", 0, 2, &l), 0);
+    slg_lane *l = one_lane(b, w, v, 2000, "", 2);
     slg_writer_inject_stall(w, 1);
     int busy = 0, queued = 0;
     for (int k = 0; k < 20 && !busy; k++) {
@@ -481,11 +462,7 @@ static void test_fork_child_refuses(void) {
     slg_binner *b = NULL;
     CHECK_EQ(slg_binner_open(19, 0.05, &b), 0);
     float v[100] = {1, 2, 3};
-    uint64_t srcs[1] = {(uint64_t)(uintptr_t)v}, counts[1] = {100};
-    uint8_t f64[1] = {0};
-    uint64_t tag_lens[1] = {1};
-    slg_lane *l = NULL;
-    CHECK_EQ(slg_lane_open(b, w, 1, srcs, counts, f64, "h", tag_lens, "s", 1, 2, &l), 0);
+    slg_lane *l = one_lane(b, w, v, 100, "s", 2);
     CHECK_EQ(slg_lane_collect(l, 1, 1.0, 1, 1.0), 0);
     fflush(stdout);
     pid_t pid = fork();
@@ -537,11 +514,7 @@ static void test_two_closers_and_drops(void) {
     CHECK_EQ(slg_binner_open(19, 10.0, &b), 0);
     static float v[20000];
     for (int i = 0; i < 20000; i++) v[i] = (float)i;
-    uint64_t srcs[1] = {(uint64_t)(uintptr_t)v}, counts[1] = {20000};
-    uint8_t f64[1] = {0};
-    uint64_t tag_lens[1] = {1};
-    slg_lane *l = NULL;
-    CHECK_EQ(slg_lane_open(b, w, 1, srcs, counts, f64, "h", tag_lens, "s", 1, 4, &l), 0);
+    slg_lane *l = one_lane(b, w, v, 20000, "s", 4);
     slg_writer_inject_stall(w, 1); /* nothing leaves the buffer: it fills, then drops */
     for (int k = 0; k < 12; k++) {
         CHECK_EQ(slg_lane_collect(l, 1, (double)k, k, 1.0), 0);
@@ -570,27 +543,8 @@ static void test_two_closers_and_drops(void) {
     slg_writer_free(w);
 }
 
-static void remove_dir(void) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[8192];
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/slg-binner-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    if (!files_begin("slg-binner")) return 2;
     RUN(test_jobs_in_order);
     RUN(test_refusals_and_close);
     RUN(test_two_threads);
@@ -598,6 +552,6 @@ int main(void) {
     RUN(test_lane_busy_and_errors);
     RUN(test_fork_child_refuses);
     RUN(test_two_closers_and_drops);
-    remove_dir();
+    files_end();
     return TEST_SUMMARY();
 }

@@ -18,35 +18,8 @@
 #include <unistd.h>
 
 #include "summarylog_api.h"
+#include "test_files.h"
 #include "test_main.h"
-
-static char dir[4096];
-static int n_files;
-
-static void tmp_path(char *out, size_t n, const char *name) {
-    snprintf(out, n, "%s/%02d-%s", dir, n_files++, name);
-}
-
-static char *read_file(const char *path, uint64_t *len) {
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return NULL;
-    }
-    char *b = xmalloc((size_t)st.st_size);
-    uint64_t got = 0;
-    while (got < (uint64_t)st.st_size) {
-        ssize_t r = read(fd, b + got, (size_t)((uint64_t)st.st_size - got));
-        if (r <= 0) break;
-        got += (uint64_t)r;
-    }
-    close(fd);
-    *len = got;
-    return b;
-}
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -990,28 +963,8 @@ static void test_fork_child_refuses(void) {
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-/* Remove the files this program made (all in its own mkdtemp directory). */
-static void remove_dir(void) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *ent;
-    char path[4400];
-    while ((ent = readdir(d)) != NULL) {
-        if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/slg-test-writer-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    if (!files_begin("slg-test-writer")) return 2;
     printf("writer: files in %s\n", dir);
     RUN(test_open_exclusive);
     RUN(test_write_flush_close);
@@ -1028,6 +981,6 @@ int main(void) {
     RUN(test_many_threads);
     RUN(test_close_while_writing);
     RUN(test_fork_child_refuses);
-    remove_dir();
+    files_end();
     return TEST_SUMMARY();
 }
