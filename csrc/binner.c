@@ -37,6 +37,7 @@
 #include "writer.h"
 
 #define WAKE_JOBS 4 /* queued lane jobs that wake the thread before its timer */
+#define KEEP_BYTES (4u << 20) /* an encode buffer past this is freed after its job */
 
 struct slg_binner {
     pthread_mutex_t mu;
@@ -146,6 +147,11 @@ static void *binner_main(void *arg) {
             pthread_mutex_unlock(&b->mu);
 
             run_job(b, job);
+            if (b->cap > KEEP_BYTES) { /* a rare big job: its memory goes back */
+                free(b->buf);
+                b->buf = NULL;
+                b->cap = 0;
+            }
 
             pthread_mutex_lock(&b->mu);
             job->next = NULL;

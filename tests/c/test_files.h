@@ -21,7 +21,7 @@ static char dir[2048];
 static int n_files;
 
 /* Make the program's directory; 0 (with a message) if it can't. */
-static int files_begin(const char *prefix) {
+static inline int files_begin(const char *prefix) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
     if (!mkdtemp(dir)) {
@@ -32,12 +32,12 @@ static int files_begin(const char *prefix) {
 }
 
 /* A fresh path in it (numbered, so no two calls give the same). */
-static void tmp_path(char *out, size_t n, const char *name) {
+static inline void tmp_path(char *out, size_t n, const char *name) {
     snprintf(out, n, "%s/%02d-%s", dir, n_files++, name);
 }
 
 /* The whole file (xmalloc'd; the caller frees), NULL if it can't be opened. */
-static char *read_file(const char *path, uint64_t *len) {
+static inline char *read_file(const char *path, uint64_t *len) {
     *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
@@ -59,7 +59,7 @@ static char *read_file(const char *path, uint64_t *len) {
 }
 
 /* Remove the files the program made, and its directory. */
-static void files_end(void) {
+static inline void files_end(void) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *ent;

@@ -14,6 +14,7 @@
 
 #include "record.h"
 #include "summarylog_api.h"
+#include "test_files.h"
 #include "test_main.h"
 
 /* ---- a tiny protobuf writer for scalar events ------------------------------ */
@@ -68,11 +69,11 @@ static size_t build_file(unsigned char *buf, int n, int scalar_field) {
     return len;
 }
 
-static char tmpdir[512];
-
+/* ``data`` as the file ``name`` in the program's directory (overwritten
+ * when the name is used again): its path, in a static buffer. */
 static const char *write_tmp(const char *name, const void *data, size_t n) {
-    static char path[700];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    static char path[2200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
     if (!f) return NULL;
     if (n) fwrite(data, 1, n, f);
@@ -200,10 +201,10 @@ static void test_load_file_fallbacks_and_errors(void) {
     path = write_tmp("junk", junk, sizeof junk);
     int rc = slg_tb_load_file(path, 1, 1 << 20, tags, ids, steps, walls, values, 64, dmg, 4, &out);
     CHECK(rc == 0 || rc == SLG_LOAD_FALLBACK);
-    CHECK_EQ(slg_tb_load_file(tmpdir, 1, 1 << 20, tags, ids, steps, walls, values, 64, dmg, 4,
+    CHECK_EQ(slg_tb_load_file(dir, 1, 1 << 20, tags, ids, steps, walls, values, 64, dmg, 4,
                               &out), -EISDIR);
-    char missing[700];
-    snprintf(missing, sizeof missing, "%s/no-such-file", tmpdir);
+    char missing[2200];
+    snprintf(missing, sizeof missing, "%s/no-such-file", dir);
     CHECK_EQ(slg_tb_load_file(missing, 1, 1 << 20, tags, ids, steps, walls, values, 64, dmg, 4,
                               &out), -ENOENT);
     slg_tags_free(tags);
@@ -486,12 +487,7 @@ static void test_fuzz_mutated_files(void) {
 }
 
 int main(void) {
-    const char *t = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/slg-scalars-XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    if (!files_begin("slg-scalars")) return 2;
     RUN(test_load_file_matches_general_path);
     RUN(test_mindspore_dialect);
     RUN(test_load_file_fallbacks_and_errors);
@@ -501,5 +497,6 @@ int main(void) {
     RUN(test_histogram_items_batch);
     RUN(test_copy_many);
     RUN(test_fuzz_mutated_files);
+    files_end();
     return TEST_SUMMARY();
 }
