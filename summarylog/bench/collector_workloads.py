@@ -4,6 +4,9 @@
   at default settings against the same loop without it (goal: within 3 %),
   and against the loop logging the same values with
   ``torch.utils.tensorboard`` (informational);
+- ``jax_collector``: a jitted Flax MLP step loop with the JAX collector
+  against the same loop without it (goal: within 3 %), with the device
+  reads the collector made on the training thread (goal: none);
 - ``mindspore_collector``: a MindSpore ``Model.train`` run (384 steps) with
   MindSpore's own SummaryCollector and with summarylog's, against none;
   needs a Python with MindSpore 2.x (``$SUMMARYLOG_MINDSPORE_PYTHON``, else
@@ -27,76 +30,125 @@ from .registry import Context, PeerMissing, Row, bench, need_peer
 __all__ = ["bench_torch_collector", "bench_mindspore_collector", "bench_jax_collector"]
 
 
-# One round's with/without ratio moves by several per cent on a small VM from
-# the machine alone (on this 2-core VM the middle half of PyTorch's rounds
-# spans about +-1.5 %, jitted JAX's +-4 to +-8 %: its XLA threads are
-# scheduled differently from run to run, 3500-4400 steps/s for the same
-# loop): the collector benches run at least this many rounds (outside
-# --quick) whatever --repeat says, so that their median speaks to a 3 % goal
-# (the median of N rounds moves about 1.25 / sqrt(N) of one round's spread:
-# +-0.5 % for PyTorch at 15, +-1 % for JAX at 81).  A JAX round costs ~1 s, a
-# PyTorch round ~5 s (torch.utils.tensorboard's run included).
-_MIN_ROUNDS_TORCH = 15
-_MIN_ROUNDS_JAX = 81
+# How the collector benches time: each candidate is one training loop, kept
+# for the whole bench (its logger open across blocks) and run in blocks of
+# steps, the candidates' blocks alternating (order rotated each round); the
+# ratio is the median of the rounds' paired block ratios, with the logger's
+# close() spread over its blocks.  Why blocks, not a fresh run per round: on
+# this 2-core VM a jitted JAX loop switches, every 0.1-0.4 s, between ~4300
+# steps/s (its dispatch and XLA threads on one CPU) and ~3100 (on two; pinned
+# to one CPU it stays at ~4100), so two 0.5 s runs side by side differ by
+# -10..+10 % from the machine alone and 81 of them left the median +-2 % from
+# the truth; 500-step blocks next to each other mostly share a phase: the
+# same loop against itself gave medians of 0.9998-1.0021, the middle half of
+# the block ratios within +-2 %.
+_BLOCK_STEPS = 500
+_MIN_ROUNDS_TORCH = 61  # ~0.3 s a block (~0.65 s torch.utils.tensorboard's)
+_MIN_ROUNDS_JAX = 161  # ~0.13 s a block
 
 
-def _torch_loop(ctx: Context, steps: int,
-                closes: dict[str, list[float]]) -> Callable[[str | None], float]:
-    """The timed loop (close() included); ``closes[mode]`` gets close()'s
-    share of each run, so the note can give the steady-state ratio too."""
+class _Loop:
+    """A training loop run in blocks: ``block(first, n)`` runs steps
+    ``first .. first + n - 1``; ``close()`` ends its logger (timed, once)."""
+
+    def __init__(self, block: Callable[[int, int], None],
+                 close: Callable[[], None] | None = None) -> None:
+        self._block, self._close = block, close
+        self.next_step = 1
+
+    def run(self, n: int) -> float:
+        """Seconds for the next ``n`` steps."""
+        t0 = time.perf_counter()
+        self._block(self.next_step, n)
+        dt = time.perf_counter() - t0
+        self.next_step += n
+        return dt
+
+    def close(self) -> float:
+        t0 = time.perf_counter()
+        if self._close is not None:
+            self._close()
+        return time.perf_counter() - t0
+
+
+def _interleaved(ctx: Context, loops: dict[str, _Loop], block: int,
+                 at_least: int) -> tuple[dict[str, list[float]], dict[str, float], str]:
+    """Block seconds of each loop (one block each a round, the order rotated
+    each round; no gc.collect() between blocks as ``ctx.rounds`` does: a
+    full collection before each block moved the jitted JAX loop's ratio by
+    -1.5 % and doubled its spread), after one untimed block each (compiling,
+    allocators; the collector's first collection), each loop's close()
+    spread over its blocks; the one-off costs, and a note with the whole
+    runs' ratio (first blocks and close included)."""
+    first = {n: loop.run(block) for n, loop in loops.items()}
+    names = list(loops)
+    res: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(ctx.round_count(at_least)):
+        k = r % len(names)
+        for n in names[k:] + names[:k]:
+            res[n].append(loops[n].run(block))
+    closes = {n: loop.close() for n, loop in loops.items()}
+    for n, times in res.items():
+        share = closes[n] / len(times)
+        res[n] = [t + share for t in times]
+    total = {n: first[n] + sum(res[n]) for n in loops}
+    steps = block * (len(res["none"]) + 1)
+    note = (f"{len(res['none'])} rounds of {block}-step blocks, each loop run once for "
+            f"{steps} steps; its one-off costs: first block {first['ours'] * 1e3:.0f} ms vs "
+            f"{first['none'] * 1e3:.0f} ms without, close() {closes['ours'] * 1e3:.1f} ms; "
+            f"whole runs' ratio {total['none'] / total['ours']:.3f}x")
+    return res, closes, note
+
+
+def _torch_loop(mode: str | None, ctx: Context, dirs: list[str]) -> _Loop:
+    """The MLP loop (one intra-op thread) with ``mode``'s logging: None,
+    "ours" (the collector, default settings but the graph) or "torch_tb"
+    (torch.utils.tensorboard writing the same values)."""
     torch = need_peer("torch")
     from torch import nn
 
-    def run(mode: str | None) -> float:
-        torch.manual_seed(0)
-        torch.set_num_threads(1)
-        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                              nn.Linear(256, 10))
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        loss_fn = nn.CrossEntropyLoss()
-        x = torch.randn(64, 256)
-        y = torch.randint(0, 10, (64,))
-        d = tempfile.mkdtemp(prefix="slg-bench-coll-", dir=ctx.tmpdir)
-        try:
-            hook: Any = None
-            close: Any = None
-            if mode == "ours":
-                from ..adapters.torch import SummaryCollector
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(64, 256)
+    y = torch.randint(0, 10, (64,))
+    d = tempfile.mkdtemp(prefix="slg-bench-coll-", dir=ctx.tmpdir)
+    dirs.append(d)
+    hook: Any = None
+    close: Any = None
+    if mode == "ours":
+        from ..adapters.torch import SummaryCollector
 
-                sc = SummaryCollector(d, model=model, optimizer=opt, loss_fn=loss_fn,
-                                      collect_specified_data={"collect_graph": False})
-                hook, close = (lambda i, loss: sc.step(loss=loss, inputs=x)), sc.close
-            elif mode == "torch_tb":
-                from torch.utils.tensorboard import SummaryWriter
+        sc = SummaryCollector(d, model=model, optimizer=opt, loss_fn=loss_fn,
+                              collect_specified_data={"collect_graph": False})
+        hook, close = (lambda i, loss: sc.step(loss=loss, inputs=x)), sc.close
+    elif mode == "torch_tb":
+        from torch.utils.tensorboard import SummaryWriter
 
-                tw = SummaryWriter(d)
-                names = [n for n, _ in model.named_parameters()][:5]
+        tw = SummaryWriter(d)
+        names = [n for n, _ in model.named_parameters()][:5]
 
-                def hook(i: int, loss: Any) -> None:  # the collector's defaults, by hand
-                    if i == 1 or i % 10 == 0:
-                        tw.add_scalar("loss/auto", loss.item(), i)
-                        params = dict(model.named_parameters())
-                        for n in names:
-                            tw.add_histogram(f"{n}/auto", params[n].detach(), i)
-                close = tw.close
-            t0 = time.perf_counter()
-            for i in range(1, steps + 1):
-                loss = loss_fn(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if hook is not None:
-                    hook(i, loss)
-            t1 = time.perf_counter()
-            if close is not None:
-                close()
-            t2 = time.perf_counter()
-            closes.setdefault(str(mode), []).append(t2 - t1)
-            return t2 - t0
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        def hook(i: int, loss: Any) -> None:  # the collector's defaults, by hand
+            if i == 1 or i % 10 == 0:
+                tw.add_scalar("loss/auto", loss.item(), i)
+                params = dict(model.named_parameters())
+                for n in names:
+                    tw.add_histogram(f"{n}/auto", params[n].detach(), i)
+        close = tw.close
 
-    return run
+    def block(first: int, n: int) -> None:
+        for i in range(first, first + n):
+            loss = loss_fn(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if hook is not None:
+                hook(i, loss)
+
+    return _Loop(block, close)
 
 
 @bench("torch_collector", goal=0.97, unit="steps/s", peer="the same loop without logging",
@@ -104,31 +156,31 @@ def _torch_loop(ctx: Context, steps: int,
 def bench_torch_collector(ctx: Context) -> list[Row]:
     """Steps/s of an MLP loop with summarylog's collector vs without it, and
     vs torch.utils.tensorboard logging the same values."""
-    steps = ctx.pick(2000, 200)
-    closes: dict[str, list[float]] = {}
-    loop = _torch_loop(ctx, steps, closes)
-    loop(None)  # warm-up
-    candidates = {"none": lambda: loop(None), "ours": lambda: loop("ours")}
-    tb_status = "ok"
+    block = ctx.pick(_BLOCK_STEPS, 100)
+    dirs: list[str] = []
     try:
-        need_peer("tensorboard")
-        candidates["torch_tb"] = lambda: loop("torch_tb")
-    except PeerMissing as exc:
-        tb_status = str(exc)
-    ctx.log(f"torch_collector: {steps} steps per loop, "
-            f"{ctx.round_count(_MIN_ROUNDS_TORCH)} rounds")
-    res = ctx.rounds(candidates, at_least=_MIN_ROUNDS_TORCH)
-    per_s = lambda xs: [steps / x for x in xs]  # noqa: E731
+        loops = {"none": _torch_loop(None, ctx, dirs), "ours": _torch_loop("ours", ctx, dirs)}
+        tb_status = "ok"
+        try:
+            need_peer("tensorboard")
+            loops["torch_tb"] = _torch_loop("torch_tb", ctx, dirs)
+        except PeerMissing as exc:
+            tb_status = str(exc)
+        ctx.log(f"torch_collector: {ctx.round_count(_MIN_ROUNDS_TORCH)} rounds of "
+                f"{block}-step blocks")
+        res, closes, note = _interleaved(ctx, loops, block, _MIN_ROUNDS_TORCH)
+    finally:
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    per_s = lambda xs: [block / x for x in xs]  # noqa: E731
     rows = [Row("torch_collector", "MLP loop + SummaryCollector", "the loop without logging",
                 "steps/s", per_s(res["ours"]), per_s(res["none"]),
-                note=f"ratio = median over {len(res['ours'])} rounds of steps/s with / without "
-                     "the collector in the same round (default settings: loss, input, 5 "
-                     "histograms at step 1 and every 10th; close() included); >= 0.97 is "
-                     "within 3 %; "
+                note="ratio = median of the rounds' steps/s with / without the collector "
+                     "(default settings: loss, input, 5 histograms at step 1 and every 10th; "
+                     "close() included); >= 0.97 is within 3 %; " + note + "; "
                      + _unpaired(res["none"], res["ours"]) + "; "
-                     + _spread(res["none"], res["ours"]) + "; "
-                     + _steady(res["none"], res["ours"], closes["ours"]),
-                extra={"close_s": closes["ours"]}, paired=True)]
+                     + _spread(res["none"], res["ours"]),
+                extra={"close_s": closes["ours"], "block_steps": block}, paired=True)]
     rows.append(Row("torch_collector", "MLP loop + SummaryCollector",
                     "the loop + torch.utils.tensorboard (same values)", "steps/s",
                     per_s(res["ours"]), per_s(res["torch_tb"]) if "torch_tb" in res else None,
@@ -165,14 +217,6 @@ def _spread(none: list[float], ours: list[float]) -> str:
         return f"rounds' ratios {min(ratios):.3f}-{max(ratios):.3f}x"
     q1, _, q3 = st.quantiles(ratios, n=4)
     return f"middle half of the rounds' ratios {q1:.3f}-{q3:.3f}x"
-
-
-def _steady(none: list[float], ours: list[float], closes: list[float]) -> str:
-    """The (paired) ratio without close() (the run's one-off drain, fsync and lineage)."""
-    import statistics as st
-
-    ratio = st.median(n / (t - c) for n, t, c in zip(none, ours, closes))
-    return f"without close() ({st.median(closes) * 1e3:.0f} ms, once per run) {ratio:.3f}x"
 
 
 @bench("mindspore_collector", goal=5.0, unit="1/s overhead",
@@ -240,7 +284,7 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
         def __call__(self, x):
             return nn.Dense(10)(nn.relu(nn.Dense(256)(nn.relu(nn.Dense(256)(x)))))
 
-    steps = ctx.pick(2000, 200)
+    block = ctx.pick(_BLOCK_STEPS, 100)
     model = MLP()
     x = np.random.default_rng(0).normal(size=(64, 256)).astype(np.float32)
     y = np.random.default_rng(1).integers(0, 10, 64)
@@ -281,35 +325,29 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
             return orig(*a, **k)
         return read
 
-    closes: list[float] = []
-
-    def run(use: bool) -> float:
-        params = model.init(jax.random.PRNGKey(0), x[:1])
-        state = tx.init(params)
-        params, state, loss = train_step(params, state)  # compiled before timing
-        jax.block_until_ready(loss)
+    def loop(use: bool, dirs: list[str]) -> _Loop:
+        state = {"params": model.init(jax.random.PRNGKey(0), x[:1])}
+        state["opt"] = tx.init(state["params"])
         d = tempfile.mkdtemp(prefix="slg-bench-jax-", dir=ctx.tmpdir)
+        dirs.append(d)
         sc = SummaryCollector(d) if use else None
-        try:
-            t0 = time.perf_counter()
-            for i in range(1, steps + 1):
-                params, state, loss = train_step(params, state)
+
+        def run(first: int, n: int) -> None:
+            params, opt_state = state["params"], state["opt"]
+            for i in range(first, first + n):
+                params, opt_state, loss = train_step(params, opt_state)
                 if sc is not None:
                     syncs["in_step"] = True
                     sc.step(i, loss=loss, params=params)
                     syncs["in_step"] = False
             jax.block_until_ready(params)
-            t1 = time.perf_counter()
-            if sc is not None:
-                sc.close()
-            t2 = time.perf_counter()
-            if use:
-                closes.append(t2 - t1)
-            return t2 - t0
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+            state["params"], state["opt"] = params, opt_state
 
-    run(False)
+        return _Loop(run, sc.close if sc is not None else None)
+
+    params = model.init(jax.random.PRNGKey(0), x[:1])
+    jax.block_until_ready(train_step(params, tx.init(params)))  # compiled before anything
+    dirs: list[str] = []
     for owner, name, orig in patched:
         setattr(owner, name, spy(orig))
     try:
@@ -318,21 +356,22 @@ def bench_jax_collector(ctx: Context) -> list[Row]:
         syncs["in_step"] = False
         assert syncs["n"] == 1, "the device-read counter missed a read"
         syncs["n"] = 0
-        ctx.log(f"jax_collector: {steps} steps per loop, "
-                f"{ctx.round_count(_MIN_ROUNDS_JAX)} rounds")
-        res = ctx.rounds({"none": lambda: run(False), "ours": lambda: run(True)},
-                         at_least=_MIN_ROUNDS_JAX)
+        ctx.log(f"jax_collector: {ctx.round_count(_MIN_ROUNDS_JAX)} rounds of "
+                f"{block}-step blocks")
+        res, closes, note = _interleaved(ctx, {"none": loop(False, dirs), "ours": loop(True, dirs)},
+                                         block, _MIN_ROUNDS_JAX)
     finally:
         for owner, name, orig in patched:
             setattr(owner, name, orig)
-    per_s = lambda xs: [steps / t for t in xs]  # noqa: E731
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    per_s = lambda xs: [block / t for t in xs]  # noqa: E731
     return [Row("jax_collector", "jitted MLP loop + SummaryCollector", "the loop without logging",
                 "steps/s", per_s(res["ours"]), per_s(res["none"]),
-                note=f"ratio = median over {len(res['ours'])} rounds of steps/s with / without "
-                     f"in the same round "
+                note=f"ratio = median of the rounds' steps/s with / without the collector "
                      f"(loss, 5 histograms at step 1 and every 10th; close() included); "
-                     f"{_unpaired(res['none'], res['ours'])}; "
+                     f"{note}; {_unpaired(res['none'], res['ours'])}; "
                      f"{_spread(res['none'], res['ours'])}; "
-                     f"{_steady(res['none'], res['ours'], closes)}; "
                      f"device reads inside step() on the training thread: {syncs['n']} (goal 0)",
-                extra={"training_thread_syncs": syncs["n"], "close_s": closes}, paired=True)]
+                extra={"training_thread_syncs": syncs["n"], "close_s": closes["ours"],
+                       "block_steps": block}, paired=True)]
