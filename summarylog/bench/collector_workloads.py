@@ -73,20 +73,16 @@ class _Loop:
 
 def _interleaved(ctx: Context, loops: dict[str, _Loop], block: int,
                  at_least: int) -> tuple[dict[str, list[float]], dict[str, float], str]:
-    """Block seconds of each loop (one block each a round, the order rotated
-    each round; no gc.collect() between blocks as ``ctx.rounds`` does: a
-    full collection before each block moved the jitted JAX loop's ratio by
-    -1.5 % and doubled its spread), after one untimed block each (compiling,
-    allocators; the collector's first collection), each loop's close()
-    spread over its blocks; the one-off costs, and a note with the whole
-    runs' ratio (first blocks and close included)."""
+    """Block seconds of each loop (``ctx.rounds``: one block each a round;
+    no gc.collect() between blocks: a full collection before each block
+    moved the jitted JAX loop's ratio by -1.5 % and doubled its spread),
+    after one untimed block each (compiling, allocators; the collector's
+    first collection), each loop's close() spread over its blocks; the
+    one-off costs, and a note with the whole runs' ratio (first blocks and
+    close included)."""
     first = {n: loop.run(block) for n, loop in loops.items()}
-    names = list(loops)
-    res: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(ctx.round_count(at_least)):
-        k = r % len(names)
-        for n in names[k:] + names[:k]:
-            res[n].append(loops[n].run(block))
+    res = ctx.rounds({n: (lambda loop=loop: loop.run(block)) for n, loop in loops.items()},
+                     at_least=at_least, collect=False)
     closes = {n: loop.close() for n, loop in loops.items()}
     for n, times in res.items():
         share = closes[n] / len(times)

@@ -199,18 +199,21 @@ class Context:
         return self.repeat if self.quick else max(self.repeat, at_least)
 
     def rounds(self, candidates: dict[str, Callable[[], float]],
-               at_least: int = 1) -> dict[str, list[float]]:
+               at_least: int = 1, collect: bool = True) -> dict[str, list[float]]:
         """Run each candidate once per round, :meth:`round_count` rounds,
         rotating the order each round so drift (page-cache writeback, CPU
         boost, a noisy neighbour) does not always favour the same one.  A
         candidate does its own untimed setup and returns the seconds of its
-        timed part."""
+        timed part.  ``collect``: a full ``gc.collect()`` before each run
+        (default True; not for candidates that continue one long-lived
+        loop, whose own garbage is part of what is timed)."""
         names = list(candidates)
         out: dict[str, list[float]] = {n: [] for n in names}
         for r in range(self.round_count(at_least)):
             k = r % len(names) if names else 0
             for n in names[k:] + names[:k]:
-                gc.collect()
+                if collect:
+                    gc.collect()
                 out[n].append(candidates[n]())
         return out
 
