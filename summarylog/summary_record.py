@@ -21,12 +21,15 @@ and, beside it, the same name ending ``_lineage`` for lineage records.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import logging
 import math
 import os
 import re
-import socket
+import stat
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -42,6 +45,8 @@ from google.protobuf import json_format
 from . import shutdown
 from .binner import BINNABLE, Lane
 from .dialects.mindspore import MindSporeEncoder, image_grid, lineage_message, user_info_dict
+from .checks import check_flush_secs
+from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .records import MAX_PAYLOAD, RecordWriter
 from .values import Deferred, resolve_array, snapshot_array
 
@@ -129,6 +134,21 @@ def _export_name(tag: str, step: int) -> str:
         digest = hashlib.sha256(tag.encode("utf-8")).hexdigest()[:16]
         name = f"{name[:160]}~{digest}"
     return f"{name}_{step}.npy"
+
+
+def _real_subdir(base: str, *parts: str) -> str:
+    """``base/parts...``, made where missing; a component that is a symlink
+    or not a directory raises OSError (nothing is written through it)."""
+    path = base
+    for part in parts:
+        path = os.path.join(path, part)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o755)
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise OSError(errno.ENOTDIR, "not a directory (or a symlink): refusing to export "
+                          "there", path)
+    return path
 
 
 def _summary_value(plugin: str, value: Any, copy: bool = True) -> Any:
@@ -220,107 +240,6 @@ def _graph_proto(value: Any) -> Any:
     return _message(ms.GraphProto, value, "graph")
 
 
-class _Files:
-    """The summary file and its lineage file, created on first use, rotated
-    or stopped at ``max_file_size``."""
-
-    def __init__(self, owner: "SummaryRecord") -> None:
-        self.o = owner
-        self.summary: RecordWriter | None = None
-        self.lineage: RecordWriter | None = None
-        self.paths: list[str] = []
-        self.stopped = False
-        self.last_sec = 0
-
-    def _name(self, sec: int, suffix: str) -> str:
-        o = self.o
-        rank = f".{o.rank}" if o.rank is not None else ""
-        return f"{o.file_prefix}.out.events.summary.{sec}{rank}.{o.host}{suffix}"
-
-    def pick_sec(self) -> int:
-        """A second for a new pair of names that no file in the dir has."""
-        sec = max(int(time.time()), self.last_sec + 1 if self.last_sec else 0)
-        while any(os.path.lexists(os.path.join(self.o._dir, self._name(sec, s)))
-                  for s in (self.o.file_suffix, "_lineage")):
-            sec += 1
-        self.last_sec = sec
-        return sec
-
-    def _open(self, suffix: str, header: bool) -> RecordWriter:
-        o = self.o
-        os.makedirs(o._dir, exist_ok=True)
-        sec = self.o._sec
-        while True:
-            path = os.path.join(o._dir, self._name(sec, suffix))
-            try:
-                rw = RecordWriter(path, flush_secs=o.flush_secs, durability=o.durability,
-                                  strict=o.raise_exception, max_buffer=o.max_buffer // 8)
-                break
-            except FileExistsError:  # someone took it: a later second
-                sec = self.o._sec = self.pick_sec()
-        self.paths.append(path)
-        if header:
-            rw.write(o._enc.file_header(time.time()))
-        return rw
-
-    def write(self, payload: bytes, lineage: bool = False) -> None:
-        if self.stopped:
-            return
-        rw = self.lineage if lineage else self.summary
-        if rw is None:
-            rw = self._open("_lineage" if lineage else self.o.file_suffix, header=not lineage)
-            if lineage:
-                self.lineage = rw
-            else:
-                self.summary = rw
-        limit = self.o.max_file_size
-        if limit is not None:
-            st = rw.stats
-            if st.file_size + st.buffered_bytes + len(payload) + 16 > limit:
-                if self.o.on_limit == "stop":
-                    warnings.warn(f"summarylog: {rw.path} reached max_file_size={limit} bytes; "
-                                  f"recording stops (on_limit='stop')", RuntimeWarning,
-                                  stacklevel=2)
-                    self.stopped = True
-                    self.close()
-                    return
-                rw.close()
-                self.o._sec = self.pick_sec()  # the pair moves on together
-                if self.lineage is not None and not lineage:
-                    self.lineage.close()
-                    self.lineage = None
-                rw = self._open("_lineage" if lineage else self.o.file_suffix,
-                                header=not lineage)
-                if lineage:
-                    self.lineage = rw
-                else:
-                    self.summary = rw
-        rw.write(payload)
-        self._check(rw)
-
-    @staticmethod
-    def _check(rw: RecordWriter) -> None:
-        """An I/O error the writer counted (raise_exception=False) stops recording."""
-        st = rw.stats
-        if st.errors:
-            raise OSError(st.last_errno, os.strerror(st.last_errno), rw.path)
-
-    def flush(self) -> None:
-        for rw in (self.summary, self.lineage):
-            if rw is not None and not rw.closed:
-                rw.flush()
-                self._check(rw)
-
-    def close(self) -> None:
-        for rw in (self.summary, self.lineage):
-            if rw is not None and not rw.closed:
-                rw.close()
-                try:
-                    os.chmod(rw.path, 0o400)  # as MindSpore: a closed summary is read-only
-                except OSError:
-                    pass
-
-
 class SummaryRecord:
     """Record summary and lineage data as MindSpore's SummaryRecord does.
 
@@ -358,14 +277,9 @@ class SummaryRecord:
                  format: str = "mindinsight", *, on_limit: str = "rotate",
                  flush_secs: float = 1.0, durability: str = "flush",
                  rank: int | None = None, max_buffer: int = 128 << 20) -> None:
-        log_dir = os.fspath(log_dir) if isinstance(log_dir, os.PathLike) else log_dir
-        if not isinstance(log_dir, str) or not log_dir:
-            raise TypeError(f"log_dir must be a non-empty str, got {log_dir!r}")
-        for name, v in (("file_prefix", file_prefix), ("file_suffix", file_suffix)):
-            if not isinstance(v, str):
-                raise TypeError(f"{name} must be a str, got {type(v).__name__}")
-            if "/" in v or os.sep in v:
-                raise ValueError(f"{name} must not contain a path separator, got {v!r}")
+        log_dir = check_local_dir("log_dir", log_dir)
+        check_suffix("file_prefix", file_prefix)
+        check_suffix("file_suffix", file_suffix)
         if max_file_size is not None:
             if isinstance(max_file_size, bool) or not isinstance(max_file_size, int):
                 raise TypeError(f"max_file_size must be an int or None, "
@@ -392,17 +306,12 @@ class SummaryRecord:
         self.raise_exception = raise_exception
         self.format = format
         self.on_limit = on_limit
-        from .writer import _check_flush_secs
-
-        self.flush_secs = _check_flush_secs(flush_secs)
+        self.flush_secs = check_flush_secs(flush_secs)
         self.durability = durability
         if rank is None:
-            from .writer import _detect_rank
-
             world = os.environ.get("WORLD_SIZE") or os.environ.get("RANK_SIZE")
-            rank = _detect_rank() if world and world.strip() not in ("", "1") else None
+            rank = detect_rank() if world and world.strip() not in ("", "1") else None
         self.rank = rank
-        self.host = (socket.gethostname() or "localhost").replace("/", "_")
         self._enc = MindSporeEncoder()
         self._mode = "train"
         self._pool: dict[str, list[tuple[str, Any]]] = defaultdict(list)
@@ -420,8 +329,7 @@ class SummaryRecord:
         self._tb_hist_bytes = 0
         self._tb_hist_borrowed = 0  # bytes of them that are views of another's memory
         self._last_step = 0  # the latest step with summary values (TensorBoard lineage metrics)
-        self._files: _Files | None = None
-        self._sec = 0
+        self._files: MindSporeFiles | None = None
         if format == "tensorboard":
             from .writer import Writer
 
@@ -431,9 +339,11 @@ class SummaryRecord:
             self._lineage_hparams: dict[str, Any] = {}
             self._lineage_metrics: dict[str, float] = {}
         else:
-            os.makedirs(self._dir, exist_ok=True)
-            self._files = _Files(self)
-            self._sec = self._files.pick_sec()
+            self._files = MindSporeFiles(
+                self._dir, file_prefix, file_suffix, rank,
+                lambda path: RecordWriter(path, flush_secs=self.flush_secs, durability=durability,
+                                          strict=raise_exception, max_buffer=max_buffer // 8),
+                lambda wall: [self._enc.file_header(wall)], max_file_size, on_limit)
         # The thread wakes every flush_secs (or when asked: flush, close, past
         # _wake_bytes queued), not at every record(): a woken thread takes
         # the GIL, and each time it does, the training thread may wait for it.
@@ -477,7 +387,7 @@ class SummaryRecord:
         """The full path of the summary file (as MindSpore), or the directory
         before anything was written (TensorBoard format: the directory)."""
         if self._files is not None:
-            return os.path.join(self._dir, self._files._name(self._sec, self.file_suffix))
+            return self._files.summary_path()
         return self._dir
 
     def set_mode(self, mode: str) -> None:
@@ -645,8 +555,8 @@ class SummaryRecord:
                 self._lane_waits = True
                 self._wake.set()
             return None
-        return tb._open_lane(scalar_tag, [(tag, address, count, example.dtype.itemsize == 8)
-                                          for tag, address, count, example in entries])
+        return tb.pipeline.open_lane(scalar_tag, [(tag, address, count, example.dtype.itemsize == 8)
+                                                  for tag, address, count, example in entries])
 
     def _direct_ok(self) -> bool:
         """Whether a collection may go through a lane now: recording, and no
@@ -654,7 +564,7 @@ class SummaryRecord:
         events would overtake its: file order is step order).  Such steps
         are then written at once, so that the lane's next collection may go."""
         tb = self._tb
-        if self._pending_records or tb._q or tb._drain_lock.locked():
+        if self._pending_records or not tb.pipeline.idle():
             # steps (or their scalars, in the writer's queue) not written yet
             self._lane_waits = True
             self._wake.set()
@@ -838,7 +748,7 @@ class SummaryRecord:
             self._write_pending()
             if self._lane_waits and self._tb is not None:  # their scalars too, now
                 try:
-                    self._tb._drain()
+                    self._tb.pipeline.drain()
                 except Exception as exc:
                     self._fail(exc)
             if records:  # their values are written: lanes may go ahead (_direct_ok)
@@ -891,7 +801,7 @@ class SummaryRecord:
         self._tb_hist_bytes = self._tb_hist_borrowed = 0
         if hists and not self._stopped:
             try:
-                self._tb._write_histograms_now(hists)
+                self._tb.pipeline.write_histograms(hists)
             except Exception as exc:
                 self._fail(exc)
 
@@ -1006,14 +916,25 @@ class SummaryRecord:
             self._write_pending()
 
     def _export_tensors(self, step: int, tensors: list[tuple[str, Any]]) -> None:
+        """Each tensor to ``export_<sec>/tensor/<tag>_<step>.npy``, read-only as
+        MindSpore leaves it; a step recorded again replaces its files (the
+        newest value wins).  Written to a fresh temporary name and renamed,
+        so a planted symlink is replaced, never followed."""
         if not tensors:
             return
-        d = os.path.join(self._dir, f"export_{self._sec}", "tensor")
-        os.makedirs(d, exist_ok=True)
+        d = _real_subdir(self._dir, f"export_{self._files.names.sec if self._files else 0}",
+                         "tensor")
         for tag, arr in tensors:
-            path = os.path.join(d, _export_name(tag, step))
-            np.save(path, arr)
-            os.chmod(path, 0o400)
+            fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".npy.tmp", dir=d)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    np.save(f, arr)
+                    os.fchmod(f.fileno(), 0o400)
+                os.replace(tmp, os.path.join(d, _export_name(tag, step)))
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
 
     # -- TensorBoard format ---------------------------------------------------------------
     def _write_tensorboard(self, step: int, wall: float,

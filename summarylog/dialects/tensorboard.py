@@ -171,6 +171,27 @@ class TensorBoardEncoder:
             ev.summary.value.add(tag=tag, simple_value=v)
         return ev.SerializeToString()
 
+    def write_scalar_columns(self, rw: Any, columns: tuple[Any, ...],
+                             tag_table: tuple[bytes, Any]) -> tuple[int, int]:
+        """Scalar events from ``(n, walls, steps, counts, tag_ids, values)``
+        columns, encoded in C (csrc/scalar_codec.c) and framed into ``rw``:
+        ``(events taken, native status)``; the caller reports the status."""
+        n, walls, steps, counts, ids, vals = columns
+        tag_data, offsets = tag_table
+        args = (n, ffi.from_buffer("double[]", walls), ffi.from_buffer("int64_t[]", steps),
+                ffi.from_buffer("uint32_t[]", counts), ffi.from_buffer("uint32_t[]", ids),
+                ffi.from_buffer("double[]", vals), tag_data,
+                ffi.from_buffer("uint64_t[]", offsets), len(offsets) - 1)
+        if rw.compression is None:  # framed straight into the native buffer
+            accepted = ffi.new("uint64_t *")
+            rc = lib.slg_writer_write_tb_scalars(rw.handle, *args, accepted)
+            return int(accepted[0]), rc
+        need = lib.slg_tb_encode_scalars(ffi.NULL, 0, *args)
+        out = bytearray(need)
+        lib.slg_tb_encode_scalars(ffi.from_buffer(out), need, *args)
+        rw.write_framed(out, n)
+        return n, 0
+
     def histogram(self, wall_time: float, step: int, tag: str, values: np.ndarray,
                   bins: int) -> bytes:
         """A histogram event; ``bins <= 0``: MindSpore's bucket rule.  Float

@@ -255,6 +255,22 @@ class RecordWriter:
         return self._closed
 
     @property
+    def handle(self) -> Any:
+        """The native writer (``slg_writer *``), for the modules that frame
+        into it from C (scalar columns, the binner); valid while open."""
+        return self._h
+
+    def report(self, rc: int) -> bool:
+        """Report a native status code of a write into :attr:`handle`:
+        False for a record dropped (``on_full="drop"``); an error raised
+        (strict) or counted and logged once."""
+        return self._status(rc)
+
+    def abandon(self) -> None:
+        """In a forked child: this is the parent's file; never flush or close it here."""
+        self._closed = True
+
+    @property
     def stats(self) -> WriterStats:
         """Counters; see :class:`WriterStats`."""
         st = ffi.new("slg_writer_stats *")
@@ -329,11 +345,11 @@ class _ZstdBlocks:
     def write(self, payload: Any) -> bool:
         if self._error:
             rc, self._error = self._error, 0
-            self._owner._status(rc)
+            self._owner.report(rc)
         buf = as_buffer(payload, "payload")
         n = len(buf)
         if n > MAX_PAYLOAD:
-            self._owner._status(-errno.EMSGSIZE)
+            self._owner.report(-errno.EMSGSIZE)
         framed = bytearray(n + 16)
         lib.slg_frame(ffi.from_buffer(framed), buf, n)
         with self._lock:
@@ -347,7 +363,7 @@ class _ZstdBlocks:
     def write_framed(self, data: Any, records: int) -> None:
         if self._error:
             rc, self._error = self._error, 0
-            self._owner._status(rc)
+            self._owner.report(rc)
         with self._lock:
             self._pending += data
             self._records += records
@@ -362,11 +378,11 @@ class _ZstdBlocks:
                 self._pending, self._records = bytearray(), 0
             if block:
                 frame = self._cctx.compress(bytes(block))
-                rc = lib.slg_writer_write_raw(self._owner._h, frame, len(frame), records)
+                rc = lib.slg_writer_write_raw(self._owner.handle, frame, len(frame), records)
                 if rc == 0:
-                    rc = lib.slg_writer_flush(self._owner._h)
+                    rc = lib.slg_writer_flush(self._owner.handle)
                 if rc and not self._owner.strict:
-                    self._owner._status(rc)
+                    self._owner.report(rc)
                 elif rc:
                     self._error = rc
 
@@ -384,7 +400,7 @@ class _ZstdBlocks:
         self._emit()
         if self._error:
             rc, self._error = self._error, 0
-            self._owner._status(rc)
+            self._owner.report(rc)
 
     def close(self) -> None:
         self._stop = True

@@ -168,17 +168,17 @@ def test_jax_memory_is_let_go_soon(tmp_path, monkeypatch):
     per run of the bench's MLP loop, against ~300).  Arrays of summarylog's
     own (the PyTorch collector's copies) still go out in larger batches."""
     from summarylog import SummaryRecord
-    from summarylog.writer import Writer
+    from summarylog.pipeline import Pipeline
 
     batches: list[tuple[int, int]] = []  # (borrowed bytes, own bytes) per native call
-    orig = Writer._write_histograms_now
+    orig = Pipeline.write_histograms
 
     def spy(self, items):
         borrowed = sum(it[3].nbytes for it in items if not it[3].flags.owndata)
         batches.append((borrowed, sum(it[3].nbytes for it in items) - borrowed))
         return orig(self, items)
 
-    monkeypatch.setattr(Writer, "_write_histograms_now", spy)
+    monkeypatch.setattr(Pipeline, "write_histograms", spy)
     one = 256 * 256 * 4  # 256 KiB a step
     with SummaryRecord(tmp_path / "jax", format="tensorboard") as rec:
         rec._wake_bytes = 1 << 30  # only close() wakes the thread: every step in one go

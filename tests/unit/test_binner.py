@@ -163,7 +163,7 @@ def test_a_lane_with_every_slot_queued_is_busy_and_nothing_is_overwritten(tmp_pa
     binner = Binner(poll_secs=0.01)
     rw = RecordWriter(str(tmp_path / "events.out.tfevents.1.h"), max_buffer=4096)  # two events
     lane = _lane(binner, rw, [arr], slots=2)
-    lib.slg_writer_inject_stall(rw._h, 1)  # the disk takes nothing: the binner waits
+    lib.slg_writer_inject_stall(rw.handle, 1)  # the disk takes nothing: the binner waits
     try:
         taken = 0
         for k in range(40):
@@ -175,7 +175,7 @@ def test_a_lane_with_every_slot_queued_is_busy_and_nothing_is_overwritten(tmp_pa
             pytest.fail("the lane never said busy")
         assert lane.stats["busy"] == 1
     finally:
-        lib.slg_writer_inject_stall(rw._h, 0)
+        lib.slg_writer_inject_stall(rw.handle, 0)
     binner.flush()
     assert lane.stats["events"] == 2 * taken
     rw.close()
@@ -193,7 +193,7 @@ def test_lane_write_errors_are_raised_or_counted(tmp_path, strict, caplog) -> No
     lane = _lane(binner, rw, [arr])
     assert lane.collect(1.0, 1, 1.0)
     binner.flush()
-    lib.slg_writer_close(rw._h)  # the file closed under the lane (natively): writes fail
+    lib.slg_writer_close(rw.handle)  # the file closed under the lane (natively): writes fail
     assert lane.collect(2.0, 2, 1.0)
     binner.flush()
     with caplog.at_level(logging.WARNING, logger="summarylog"):
@@ -219,9 +219,9 @@ def test_writer_histogram_batches_and_lanes_count_in_its_stats(tmp_path) -> None
              (1.0, 3, "ints", np.arange(10), 0),  # the Python encoder's
              (1.0, 3, "nan", np.array([np.nan, np.inf]), 0),
              (1.0, 4, "f64", np.arange(7, dtype=np.float64), 5)]
-    w._write_histograms_now(items)
+    w.pipeline.write_histograms(items)
     arr = np.ones(300, np.float32)
-    lane = w._open_lane("loss", [("h", arr.ctypes.data, arr.size, False)])
+    lane = w.pipeline.open_lane("loss", [("h", arr.ctypes.data, arr.size, False)])
     assert lane is not None
     assert lane.collect(0.25, 9, 2.0) and lane.collect(None, 10, 3.0)
     w.close()  # waits for the lane's jobs
@@ -240,19 +240,19 @@ def test_no_lane_where_the_binner_cannot_write(tmp_path) -> None:
     arr = np.ones(3, np.float32)
     entries = [("h", arr.ctypes.data, arr.size, False)]
     w = Writer(str(tmp_path / "a"))
-    assert w._open_lane("s", entries) is None  # no file yet
+    assert w.pipeline.open_lane("s", entries) is None  # no file yet
     w.add_scalar("x", 1.0, 0)
     w.flush()
-    assert w._open_lane("s", entries) is not None
+    assert w.pipeline.open_lane("s", entries) is not None
     with pytest.raises(ValueError, match="tag"):
-        w._open_lane("", entries)
+        w.pipeline.open_lane("", entries)
     w.close()
-    assert w._open_lane("s", entries) is None  # closed
+    assert w.pipeline.open_lane("s", entries) is None  # closed
     for kw in ({"compression": "zstd"}, {"max_file_size": 1 << 20}):
         w = Writer(str(tmp_path / str(len(kw))), **kw)
         w.add_scalar("x", 1.0, 0)
         w.flush()
-        assert w._open_lane("s", entries) is None
+        assert w.pipeline.open_lane("s", entries) is None
         w.close()
 
 
@@ -264,13 +264,13 @@ def test_a_full_buffer_with_on_full_drop_counts_what_the_binner_dropped(tmp_path
     binner = Binner(poll_secs=0.01)
     rw = RecordWriter(str(tmp_path / "e"), max_buffer=4096, on_full="drop")
     lane = _lane(binner, rw, [arr], slots=4)
-    lib.slg_writer_inject_stall(rw._h, 1)
+    lib.slg_writer_inject_stall(rw.handle, 1)
     try:
         for k in range(30):
             assert lane.collect(1.0, k, 1.0)  # the binner never waits: no slot stays queued
             binner.flush()
     finally:
-        lib.slg_writer_inject_stall(rw._h, 0)
+        lib.slg_writer_inject_stall(rw.handle, 0)
     st = lane.stats
     assert st["dropped"] > 0 and st["events"] + st["dropped"] == 30 * 2, st
     assert rw.stats.records_dropped == st["dropped"]

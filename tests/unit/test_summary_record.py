@@ -414,10 +414,10 @@ def test_io_error_stops_recording_or_raises(tmp_path):
     good.add_value("scalar", "a", 1.0)
     assert good.record(0)
     good.flush()
-    good._files.summary._h  # noqa: B018 - the file exists
+    good._files.summary.current.handle  # noqa: B018 - the file exists
     from summarylog._native import lib
 
-    lib.slg_writer_inject_fault(good._files.summary._h, 28, 1000)  # ENOSPC from now on
+    lib.slg_writer_inject_fault(good._files.summary.current.handle, 28, 1000)  # ENOSPC from now on
     for step in range(1, 20):
         good.add_value("scalar", "a", float(step))
         good.record(step)
@@ -480,8 +480,8 @@ def test_raise_exception_true_raises_the_io_error_naming_the_file(tmp_path):
     rec.add_value("scalar", "a", 1.0)
     rec.record(0)
     rec.flush()
-    path = rec._files.summary.path
-    lib.slg_writer_inject_fault(rec._files.summary._h, 28, 1000)  # ENOSPC from now on
+    path = rec._files.summary.current.path
+    lib.slg_writer_inject_fault(rec._files.summary.current.handle, 28, 1000)  # ENOSPC from now on
     rec.add_value("scalar", "a", 2.0)
     rec.record(1)
     with pytest.raises(OSError) as info:
@@ -490,7 +490,7 @@ def test_raise_exception_true_raises_the_io_error_naming_the_file(tmp_path):
         rec.close()
     assert path in str(info.value)
     rec._error = None
-    lib.slg_writer_inject_fault(rec._files.summary._h, 0, 0)
+    lib.slg_writer_inject_fault(rec._files.summary.current.handle, 0, 0)
     rec.close()
     assert Reader(tmp_path).scalars(".", "a").value.tolist()[:1] == [1.0]  # kept
 

@@ -40,14 +40,14 @@ if on_full == "summary_record":  # MindSpore's API (its own queue), MindSpore-di
         rec.add_value("tensor", "warm", hist.astype(np.float32))
         rec.record(i)
         rec.flush()
-    h = rec._files.summary._h
+    h = rec._files.summary.current.handle
 else:
     w = Writer(logdir, max_buffer=cap, on_full=on_full, flush_secs=0.1)
     for i in range(20):  # warm: allocator pools, numpy caches, the file
         w.add_histogram("warm", hist, i)
         w.add_scalar("warm", float(i), i)
         w.flush()
-    h = w._rw._h
+    h = w.pipeline.files.current.handle
 lib.slg_writer_inject_stall(h, 1)
 base = peak = rss()
 state = {"scalars": 0, "hists": 0, "stop": False}
@@ -89,7 +89,7 @@ while time.monotonic() - t0 < secs:
 marks.append(state["scalars"])
 if on_full == "summary_record":
     stalled_stats = {"queued_bytes": rec._queued_bytes,
-                     "file": rec._files.summary.stats._asdict()}
+                     "file": rec._files.summary.current.stats._asdict()}
 else:
     stalled_stats = dict(w.stats)
 lib.slg_writer_inject_stall(h, 0)  # the disk comes back

@@ -1,0 +1,249 @@
+"""Event file names, exclusive creation and rotation, for both dialects.
+
+The one module that names files.  A file is created with ``O_CREAT|O_EXCL``
+(RecordWriter), so writers in threads and processes never truncate or share
+one: a taken name moves on to the next name of its series.
+
+- TensorBoard: ``events.out.tfevents.<sec>.<host>.<pid>.<seq>[.<rank>]<suffix>``
+  (``events.out.zevents.….zst`` compressed: a name viewers skip); a taken
+  name takes the next ``<seq>``.
+- MindSpore: ``<prefix>.out.events.summary.<sec>[.<rank>].<host><suffix>``
+  and the same name ending ``_lineage``; the pair shares ``<sec>``, and a
+  taken name moves both to a later second.
+
+See docs/format.md for what goes into the files.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import time
+import warnings
+from typing import Any, Callable, Iterable
+
+from .records import RecordWriter
+
+__all__ = ["host_name", "check_suffix", "detect_rank", "check_local_dir", "TensorBoardNames",
+           "MindSporeNames", "FileSeries", "MindSporeFiles"]
+
+_seq = itertools.count()  # per process: two writers in one second never collide
+_NAME_MAX = 255  # bytes of one path component on Linux file systems
+
+
+def host_name() -> str:
+    return (socket.gethostname() or "localhost").replace("/", "_")
+
+
+def check_suffix(name: str, value: Any) -> str:
+    """A file name suffix: a str with no path separator or NUL that keeps a
+    name within the file system's limit."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if "/" in value or os.sep in value or "\0" in value:
+        raise ValueError(f"{name} must not contain '/' or NUL, got {value!r}")
+    if len(value.encode("utf-8", "surrogateescape")) > _NAME_MAX - 120:
+        raise ValueError(f"{name} is too long for a file name ({len(value)} characters; "
+                         f"at most {_NAME_MAX - 120} bytes)")
+    return value
+
+
+def detect_rank() -> int | None:
+    """The process's rank from the launchers' environment variables, or None
+    (a value that is not a plain decimal number is ignored)."""
+    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        v = os.environ.get(var, "").strip()
+        if v.isascii() and v.isdecimal():
+            return int(v)
+    return None
+
+
+def check_local_dir(name: str, path: Any) -> str:
+    """A local directory path; a URL (``s3://…``) is refused, not taken as a
+    folder named ``s3:``."""
+    path = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(path, str) or not path:
+        raise TypeError(f"{name} must be a non-empty str or PathLike[str], got {path!r}")
+    if "\0" in path:
+        raise ValueError(f"{name} must not contain NUL, got {path!r}")
+    scheme, sep, _ = path.partition("://")
+    if sep and scheme and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        raise ValueError(f"{name} {path!r} is a URL: only local paths are supported (a URL "
+                         f"would silently become a local folder named {scheme + ':'!r})")
+    return path
+
+
+class TensorBoardNames:
+    """Names of a TensorBoard writer's files: each call gives a new one."""
+
+    def __init__(self, rank: int | None, suffix: str, compressed: bool) -> None:
+        self.rank, self.suffix, self.compressed = rank, suffix, compressed
+
+    def __call__(self) -> str:
+        kind = "zevents" if self.compressed else "tfevents"
+        name = (f"events.out.{kind}.{int(time.time()):010d}.{host_name()}.{os.getpid()}."
+                f"{next(_seq)}")
+        if self.rank is not None:
+            name += f".{self.rank}"
+        return name + self.suffix
+
+
+class MindSporeNames:
+    """Names of a SummaryRecord's summary/lineage pair: both share a second
+    that no file of the directory has yet under either name."""
+
+    def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None) -> None:
+        self.directory, self.prefix, self.suffix = directory, prefix, suffix
+        self.rank = rank
+        self.host = host_name()
+        self.sec = 0
+        self.next_pair()
+
+    def name(self, lineage: bool) -> str:
+        rank = f".{self.rank}" if self.rank is not None else ""
+        return (f"{self.prefix}.out.events.summary.{self.sec}{rank}.{self.host}"
+                f"{'_lineage' if lineage else self.suffix}")
+
+    def next_pair(self) -> None:
+        """Move to a later second whose two names are both free."""
+        sec = max(int(time.time()), self.sec + 1 if self.sec else 0)
+        while True:
+            self.sec = sec
+            if not any(os.path.lexists(os.path.join(self.directory, self.name(lin)))
+                       for lin in (False, True)):
+                return
+            sec += 1
+
+
+class FileSeries:
+    """One stream of files in ``directory``: created on first use under the
+    first free name ``new_name()`` gives, each starting with the records
+    ``first_records(wall_time)``; :meth:`rotate` moves to the next."""
+
+    def __init__(self, directory: str, new_name: Callable[[], str],
+                 open_file: Callable[[str], RecordWriter],
+                 first_records: Callable[[float], Iterable[bytes]] = lambda wall: ()) -> None:
+        self.directory = directory
+        self._new_name = new_name
+        self._open_file = open_file
+        self._first_records = first_records
+        self.paths: list[str] = []
+        self.current: RecordWriter | None = None
+
+    def writer(self) -> RecordWriter:
+        """The current file, created now if there is none."""
+        rw = self.current
+        if rw is None:
+            rw = self.current = self._create()
+        return rw
+
+    def _create(self) -> RecordWriter:
+        os.makedirs(self.directory, exist_ok=True)
+        while True:
+            path = os.path.join(self.directory, self._new_name())
+            try:
+                rw = self._open_file(path)
+                break
+            except FileExistsError:  # taken: the series' next name
+                continue
+        self.paths.append(rw.path)
+        for payload in self._first_records(time.time()):
+            rw.write(payload)
+        return rw
+
+    def over(self, limit: int | None, extra: int = 0) -> bool:
+        """Whether the current file would pass ``limit`` bytes with ``extra`` more."""
+        rw = self.current
+        if limit is None or rw is None:
+            return False
+        st = rw.stats
+        return st.file_size + st.buffered_bytes + extra >= limit
+
+    def rotate(self) -> None:
+        """Close the current file; the next write creates the next one."""
+        rw, self.current = self.current, None
+        if rw is not None:
+            rw.close()
+
+    def forget(self) -> None:
+        """A forked child: the parent's files are not its own."""
+        self.current = None
+        self.paths = []
+
+
+class MindSporeFiles:
+    """A SummaryRecord's summary file and its lineage file, created on first
+    use under one free second, rotated (the pair moves on together) or
+    stopped at ``max_file_size``.  A closed file is made read-only, as
+    MindSpore leaves it."""
+
+    def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None,
+                 open_file: Callable[[str], RecordWriter],
+                 header: Callable[[float], Iterable[bytes]], max_file_size: int | None,
+                 on_limit: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.names = MindSporeNames(directory, prefix, suffix, rank)
+        self.summary = FileSeries(directory, lambda: self._name(False), open_file, header)
+        self.lineage = FileSeries(directory, lambda: self._name(True), open_file)
+        self.lineage.paths = self.summary.paths  # one list, in creation order
+        self.max_file_size, self.on_limit = max_file_size, on_limit
+        self.stopped = False
+
+    @property
+    def paths(self) -> list[str]:
+        return self.summary.paths
+
+    def summary_path(self) -> str:
+        return os.path.join(self.names.directory, self.names.name(False))
+
+    def _name(self, lineage: bool) -> str:
+        name = self.names.name(lineage)
+        if os.path.lexists(os.path.join(self.names.directory, name)):  # taken: a later pair
+            self.names.next_pair()
+            name = self.names.name(lineage)
+        return name
+
+    def write(self, payload: bytes, lineage: bool = False) -> None:
+        """Write one record; an I/O error the file counted is raised as OSError."""
+        if self.stopped:
+            return
+        series = self.lineage if lineage else self.summary
+        if series.over(self.max_file_size, len(payload) + 17):
+            if self.on_limit == "stop":
+                warnings.warn(f"summarylog: {series.current.path} reached max_file_size="  # type: ignore[union-attr]
+                              f"{self.max_file_size} bytes; recording stops (on_limit='stop')",
+                              RuntimeWarning, stacklevel=3)
+                self.stopped = True
+                self.close()
+                return
+            series.rotate()
+            self.names.next_pair()
+            if not lineage:
+                self.lineage.rotate()
+        rw = series.writer()
+        rw.write(payload)
+        _raise_counted(rw)
+
+    def flush(self) -> None:
+        for rw in (self.summary.current, self.lineage.current):
+            if rw is not None and not rw.closed:
+                rw.flush()
+                _raise_counted(rw)
+
+    def close(self) -> None:
+        for series in (self.summary, self.lineage):
+            rw, series.current = series.current, None
+            if rw is not None and not rw.closed:
+                rw.close()
+                try:
+                    os.chmod(rw.path, 0o400)
+                except OSError:
+                    pass
+
+
+def _raise_counted(rw: RecordWriter) -> None:
+    """An I/O error the file counted (not strict) stops a SummaryRecord."""
+    st = rw.stats
+    if st.errors:
+        raise OSError(st.last_errno, os.strerror(st.last_errno), rw.path)

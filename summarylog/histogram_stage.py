@@ -1,0 +1,184 @@
+"""A writer's histograms on the native binner thread, and its collectors' lanes.
+
+The binner (csrc/binner.c) bins, encodes and frames histogram events into
+the writer's current file on a nice-19 thread that holds no GIL.  A lane
+(csrc/lane.c) is a collector's ring of private copies of the same tensors:
+one native call on the training thread copies them and queues the
+collection on that binner.  This class owns both for one writer: when they
+start, what they counted, and their errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from .binner import BINNABLE, Binner, HistogramJob, Lane
+
+if TYPE_CHECKING:
+    from .records import RecordWriter
+
+__all__ = ["HistogramStage", "LANE_SLOTS", "LANE_BYTES"]
+
+log = logging.getLogger("summarylog")
+
+#: a lane holds at most this many copies of its tensors, in at most this
+#: many bytes (fewer copies for bigger tensors; none past half of it)
+LANE_SLOTS = 8
+LANE_BYTES = 64 << 20
+
+
+class HistogramStage:
+    def __init__(self, logdir: str, poll_secs: float, counts: dict[str, int],
+                 lock: threading.Lock) -> None:
+        self.logdir = logdir
+        self._poll_secs = poll_secs
+        self._counts, self._lock = counts, lock  # the writer's (jobs finish on other threads)
+        self._binner: Binner | None = None
+        self._no_binner = False
+        self._pid = os.getpid()
+        self.lanes: list[Lane] = []  # open lanes into the current file
+        self._retired: list[Lane] = []  # let go of once their collections are written
+
+    def binner(self) -> Binner | None:
+        """The binner, started on first use; None when no thread can start
+        (histograms then take the Python encoder)."""
+        binner = self._binner
+        if binner is None and not self._no_binner:
+            with self._lock:
+                if self._binner is None and not self._no_binner:
+                    try:
+                        self._binner = Binner(poll_secs=self._poll_secs)
+                    except OSError as exc:
+                        self._no_binner = True
+                        log.warning("summarylog: no native binner thread for %s (%s): "
+                                    "histograms are encoded in Python", self.logdir, exc)
+                binner = self._binner
+        return binner
+
+    def write(self, rw: "RecordWriter", items: list[tuple[float, int, str, np.ndarray, int]],
+              encode: Callable[..., bytes], write_payload: Callable[[bytes], None]) -> None:
+        """Histogram events of ``(wall, step, tag, values, bins)`` (checked),
+        written in order before this returns: float arrays by the binner,
+        others (and those it hands back) by ``encode``."""
+        binner = self.binner() if rw.compression is None else None
+        native: list[tuple[Any, ...]] = []
+        where: list[int] = []  # items[where[i]] is native[i]
+        rest: list[int] = []
+        for k, (wall, step, tag, values, bins) in enumerate(items):
+            if binner is not None and values.dtype in BINNABLE:
+                native.append((tag, np.ascontiguousarray(values), bins, step, wall))
+                where.append(k)
+            else:
+                rest.append(k)
+        if native:
+            assert binner is not None
+            job = HistogramJob(rw, native)
+            binner.wait(binner.submit(job))
+            self._account(job)
+            rest += [where[i] for i in job.fallbacks()]
+        for k in sorted(rest):  # other dtypes, edges that collapsed in float32
+            try:
+                payload = encode(*items[k])
+            except Exception as exc:
+                self._dropped(1)
+                log.warning("summarylog: could not encode the histogram %r for %s: %s",
+                            items[k][2], self.logdir, exc)
+                continue
+            write_payload(payload)
+
+    def _dropped(self, n: int) -> None:
+        with self._lock:
+            self._counts["dropped_values"] += n
+
+    def _account(self, job: HistogramJob) -> None:
+        failed = job.failed()
+        for tag, reason in failed:
+            log.warning("summarylog: could not encode the histogram %r for %s: %s", tag,
+                        self.logdir, reason)
+        events, dropped = job.report()
+        with self._lock:
+            self._counts["events"] += events
+            self._counts["dropped_values"] += dropped + len(failed)
+
+    def open_lane(self, rw: "RecordWriter", scalar_tag: str | None,
+                  entries: list[tuple[str, int, int, bool]]) -> Lane | None:
+        """A lane into ``rw`` for ``entries`` ``(tag, address, count,
+        is_f64)``; None when the tensors are too big for two copies in
+        :data:`LANE_BYTES`, or no thread or memory is to be had."""
+        size = sum((count * (8 if f64 else 4) + 63) & ~63 for _, _, count, f64 in entries)
+        slots = min(LANE_SLOTS, LANE_BYTES // max(size, 1))
+        binner = self.binner()
+        if slots < 2 or binner is None or rw.compression is not None:
+            return None
+        self.fold_retired()
+        try:
+            lane = Lane(binner, rw, scalar_tag or "", entries, slots=slots)
+        except OSError as exc:
+            log.warning("summarylog: no lane for %s (%s): collections take the queue",
+                        self.logdir, exc)
+            return None
+        with self._lock:
+            self.lanes.append(lane)
+        return lane
+
+    def retire(self, lane: Lane) -> None:
+        """A lane its collector no longer uses: let go of once its queued
+        collections are written (not waited for: this is the training thread)."""
+        with self._lock:
+            if lane in self.lanes:
+                self.lanes.remove(lane)
+                self._retired.append(lane)
+        self.fold_retired()
+
+    def fold_retired(self) -> None:
+        if not self._retired:
+            return
+        with self._lock:
+            done = [lane for lane in self._retired if not lane.stats["pending"]]
+            for lane in done:
+                self._retired.remove(lane)
+        for lane in done:
+            self._fold(lane)
+
+    def _fold(self, lane: Lane) -> None:
+        """Keep a lane's counts in the writer's and report its error."""
+        st = lane.stats
+        with self._lock:
+            self._counts["events"] += st["events"]
+            self._counts["dropped_values"] += st["dropped"] + st["failed"]
+        if st["failed"]:
+            log.warning("summarylog: %d histograms of %s could not be encoded (values whose "
+                        "range overflows float64)", st["failed"], self.logdir)
+        lane.take_error()
+
+    def flush(self) -> None:
+        """Return once the binner finished every job given so far."""
+        if self._binner is not None and self._pid == os.getpid():
+            self._binner.flush()
+
+    def close(self) -> BaseException | None:
+        """Finish the binner's jobs and fold every lane; the first lane error."""
+        error: BaseException | None = None
+        if self._binner is not None and self._pid == os.getpid():
+            self._binner.close()
+            lanes, self.lanes = self.lanes + self._retired, []
+            self._retired = []
+            for lane in lanes:
+                try:
+                    self._fold(lane)
+                except Exception as exc:
+                    error = error or exc
+        return error
+
+    def add_stats(self, out: dict[str, Any]) -> None:
+        """Add the open and retired lanes' counts to a writer's stats."""
+        self.fold_retired()
+        for lane in list(self.lanes) + list(self._retired):
+            st = lane.stats
+            out["events"] += st["events"]
+            out["dropped_values"] += st["dropped"] + st["failed"]

@@ -1,0 +1,112 @@
+"""The one form a queued scalar event takes, and its columns.
+
+Every scalar event a Writer queues (``add_scalar``: one tag; ``log``: many)
+is one little-endian bytes record::
+
+    u32 key, u32 0, i64 step, f64 wall_time, f64 value[k]
+
+``key`` indexes the writer's key sets (the tags of one ``log()`` call, or a
+lone tag), ``k`` is that set's size.  Bytes are not tracked by Python's
+garbage collector, so a hot loop queues no collectable objects (a collection
+in a process with torch's large heap costs the loop far more than packing).
+``csrc/pyext/speedups.c`` packs ``log()``'s record in the same layout.  The
+background stage turns a run of records into columns for one native call.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from array import array
+from typing import Any, Callable
+
+import numpy as np
+
+from .checks import check_tag
+
+__all__ = ["ScalarEvents", "HEAD"]
+
+HEAD = 24  # bytes before the values
+_UNPACK_HEAD = struct.Struct("<IIqd").unpack_from
+_MAX_CACHED_SETS = 1024
+
+
+class ScalarEvents:
+    """The tags and key sets of one writer's scalar events (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tag_ids: dict[str, int] = {}
+        self._tag_data = bytearray()
+        self._tag_offsets = array("Q", [0])
+        self._key_tids: list[np.ndarray] = []  # tag ids of each key set
+        #: tag -> (key index of the one-tag set, its packer): add_scalar's lookup
+        self.single: dict[str, tuple[int, Callable[..., bytes]]] = {}
+        self._sets: dict[tuple[str, ...], tuple[int, Callable[..., bytes]]] = {}
+
+    def _tag_id(self, tag: str) -> int:  # under self._lock
+        tid = self._tag_ids.get(tag)
+        if tid is None:
+            tid = self._tag_ids[tag] = len(self._tag_ids)
+            self._tag_data += tag.encode("utf-8")
+            self._tag_offsets.append(len(self._tag_data))
+        return tid
+
+    def key_set(self, tags: tuple[str, ...], name: str = "tag") -> tuple[int, Callable[..., bytes]]:
+        """``(key, pack)`` of a set of tags (checked): ``pack(key, 0, step,
+        wall, *values)`` makes the record."""
+        if all(type(t) is str for t in tags):
+            entry = self._sets.get(tags)
+            if entry is not None:
+                return entry
+        for tag in tags:
+            check_tag(tag, name if len(tags) == 1 else f"scalars key {tag!r}")
+        with self._lock:
+            entry = self._sets.get(tags)
+            if entry is None:
+                ids = np.array([self._tag_id(t) for t in tags], np.uint32)
+                entry = (len(self._key_tids), struct.Struct("<IIqd" + "d" * len(tags)).pack)
+                self._key_tids.append(ids)
+                if len(self._sets) < _MAX_CACHED_SETS or len(tags) == 1:
+                    self._sets[tags] = entry
+                if len(tags) == 1:
+                    self.single[tags[0]] = entry
+        return entry
+
+    def tag_table(self) -> tuple[bytes, array]:
+        """Every tag's UTF-8 bytes, concatenated, and their offsets."""
+        with self._lock:
+            return bytes(self._tag_data), array("Q", self._tag_offsets)
+
+    def tags_of(self, key: int) -> list[str]:
+        with self._lock:
+            names = {tid: t for t, tid in self._tag_ids.items()}
+        return [names[int(t)] for t in self._key_tids[key]]
+
+    def columns(self, run: list[bytes]) -> tuple[int, Any, Any, Any, Any, Any]:
+        """``(n, walls, steps, counts, tag_ids, values)`` of consecutive records."""
+        size = len(run[0])
+        if all(len(r) == size for r in run):  # the usual run: one layout, numpy views
+            k = (size - HEAD) // 8
+            rec = np.frombuffer(b"".join(run), np.dtype(
+                [("key", "<u4"), ("pad", "<u4"), ("step", "<i8"), ("wall", "<f8"),
+                 ("vals", "<f8", (k,))]))
+            n = len(rec)
+            keys = rec["key"]
+            if (keys == keys[0]).all():
+                ids = np.tile(self._key_tids[int(keys[0])], n)
+            else:
+                ids = np.concatenate([self._key_tids[int(i)] for i in keys])
+            return (n, np.ascontiguousarray(rec["wall"]), np.ascontiguousarray(rec["step"]),
+                    np.full(n, k, np.uint32), ids, np.ascontiguousarray(rec["vals"]).reshape(-1))
+        # records of several sizes (add_scalar and log() interleaved): item by item
+        walls, steps, counts, ids, vals = array("d"), array("q"), array("I"), array("I"), array("d")
+        for r in run:
+            key, _, step, wall = _UNPACK_HEAD(r)
+            tids = self._key_tids[key]
+            ids.extend(tids.tolist())
+            vals.frombytes(r[HEAD:])
+            counts.append(len(tids))
+            steps.append(step)
+            walls.append(wall)
+        return len(run), walls, steps, counts, ids, vals
