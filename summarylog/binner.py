@@ -76,7 +76,7 @@ class HistogramJob:
             it.is_f64 = arr.dtype.itemsize == 8
             off += len(tag)
         self._job = job = ffi.new("slg_hist_job *")
-        job.writer = rw._h
+        job.writer = rw.handle
         job.items = items
         job.n = n
 
@@ -106,7 +106,7 @@ class HistogramJob:
         job = self._job
         rc = job.write_status
         if rc < 0:
-            self.rw._status(rc)
+            self.rw.report(rc)
         return int(job.records), int(job.dropped)
 
 
@@ -173,27 +173,34 @@ class Binner:
 class Lane:
     """A collector's collections of the same tensors, each copied and queued
     on a :class:`Binner` in one native call (``slg_lane_collect``): a ring
-    of ``slots`` private copies of ``entries`` -- ``(tag, address, count,
-    is_f64)`` of C-contiguous float32/float64 memory the caller keeps valid
-    -- whose histogram events (MindSpore's bucket rule), after the scalar
-    event of ``scalar_tag``, go into ``rw``.  Not thread-safe: its owner
-    collects."""
+    of ``slots`` private copies of ``entries`` -- ``(tag, array)``, arrays
+    that view C-contiguous float32/float64 memory the caller keeps in place
+    (a framework's parameters; the lane holds the views, so that memory
+    stays alive) -- whose histogram events (MindSpore's bucket rule), after
+    the scalar event of ``scalar_tag``, go into ``rw``.  Not thread-safe:
+    its owner collects."""
 
-    __slots__ = ("rw", "binner", "tags", "scalar_tag", "_h")
+    __slots__ = ("rw", "binner", "tags", "scalar_tag", "_arrays", "_h")
 
     def __init__(self, binner: Binner, rw: "RecordWriter", scalar_tag: str,
-                 entries: Sequence[tuple[str, int, int, bool]], slots: int = 8) -> None:
+                 entries: Sequence[tuple[str, np.ndarray]], slots: int = 8) -> None:
         if rw.compression is not None:
             raise ValueError("the binner writes framed records: the file must not be compressed")
+        for tag, arr in entries:
+            if arr.dtype not in BINNABLE or not arr.flags.c_contiguous:
+                raise TypeError(f"the lane's {tag!r} must view C-contiguous float32 or float64 "
+                                f"memory, got {arr.dtype}")
         self.rw, self.binner = rw, binner  # (kept alive while the lane is)
         self.tags = [e[0] for e in entries]
+        self._arrays = [e[1] for e in entries]
         self.scalar_tag = scalar_tag
         tags = [t.encode("utf-8") for t in self.tags]
         stag = scalar_tag.encode("utf-8")
-        n = len(entries)
         h = ffi.new("slg_lane **")
-        rc = lib.slg_lane_open(binner._h, rw._h, n, [e[1] for e in entries],
-                               [e[2] for e in entries], bytes(bool(e[3]) for e in entries),
+        rc = lib.slg_lane_open(binner._h, rw.handle, len(entries),
+                               [a.ctypes.data for a in self._arrays],
+                               [a.size for a in self._arrays],
+                               bytes(a.dtype.itemsize == 8 for a in self._arrays),
                                b"".join(tags), list(map(len, tags)), stag, len(stag), slots, h)
         if rc:
             raise OSError(-rc, f"slg_lane_open: {os.strerror(-rc)}")
@@ -209,14 +216,14 @@ class Lane:
             return True
         if rc > 0 or rc == -errno.ECHILD:
             return False
-        self.rw._status(rc)  # queued; the error is an earlier one's
+        self.rw.report(rc)  # queued; the error is an earlier one's
         return True
 
     def take_error(self) -> None:
         """Report a finished collection's write error, as :meth:`collect` does."""
         rc = lib.slg_lane_take_error(self._h)
         if rc and rc != -errno.ECHILD:
-            self.rw._status(rc)
+            self.rw.report(rc)
 
     @property
     def stats(self) -> dict[str, int]:

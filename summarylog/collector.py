@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .collector_lane import CollectorLane, LaneSource
 from .summary_record import SummaryRecord
 
 __all__ = ["CollectionPolicy", "CollectorCore", "DEFAULT_COLLECT", "LOSS_TAG", "INPUT_TAG",
@@ -258,7 +259,7 @@ class CollectorCore:
                  rank: int | None = None, lazy_values: bool = False,
                  freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None,
                  read: Callable[[Any], Any] | None = None,
-                 direct: Callable[[int, Any], bool] | None = None) -> None:
+                 lane: LaneSource | None = None) -> None:
         self.policy = policy
         #: collections are checked and read on the background thread
         #: (SummaryRecord.add_later), not the caller's: values that never
@@ -271,18 +272,15 @@ class CollectorCore:
         #: thread (JAX's to_numpy); what it returns is the collector's own, so
         #: it is neither copied again nor re-checked once its kind passed
         self.read = read
-        #: with freeze: ``direct(step, loss)`` takes a collection of the loss
-        #: (None: not collected) and the parameters chosen before (the
-        #: histogram specs of the last collection) its own way first (torch's
-        #: lane: copied and queued in one native call); False leaves it to
-        #: freeze
-        self.direct = direct
         self._freq = policy.collect_freq
         self._later_bytes = 0  # memory of a lazy collection (estimated once per kind)
         self._later_count = -1  # the values it was estimated for
         self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
                                     export_options=policy.export_options,
                                     format=policy.format, rank=rank)
+        #: with freeze: the one fast path for a collection of the loss and the
+        #: parameters of the last collection (see summarylog.collector_lane)
+        self.lane = CollectorLane(self.record, lane) if lane is not None and freeze else None
         self.network_name = network_name
         self.total: int | None = None
         self._tensor_steps: set[int] = policy.tensor_steps(None)
@@ -304,6 +302,20 @@ class CollectorCore:
         self.collected_steps: list[int] = []
         self._last_collected: int | None = None
         self._closed = False
+
+    @property
+    def first_pending(self) -> bool:
+        """The first collection (which takes everything) is still to come."""
+        return self._first
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def started(self) -> bool:
+        """first_step() was done."""
+        return self._started
 
     # -- timeline ---------------------------------------------------------------------
     def begin(self, total: int | None, mode: str = "train") -> None:
@@ -362,19 +374,16 @@ class CollectorCore:
         self._last_collected = current
         rec = self.record
         if self.freeze is not None:  # copied now; checked and read in the background
-            # the adapter's lane first (a collection of the loss and the same
-            # parameters, copied and queued in one native call: not at a step
-            # of tensors alone, no input images), else private copies checked
-            # on the record's thread
-            if (self.direct is None or first or plugins is _tensors_only
+            # the lane first (not at a step of tensors alone, nor with input images)
+            if (self.lane is None or first or plugins is _tensors_only
                     or (self._input_ok and inputs is not None)
-                    or not self.direct(current, loss if self._loss_ok else None)):
+                    or not self._lane_collect(current, loss if self._loss_ok else None, params)):
                 specs, values = self._values(plugins, loss, inputs, params)
                 copies, nbytes = self.freeze(values)
-                rec._record_later(current, lambda: _triples(specs, copies), nbytes,
+                rec.record_later(current, lambda: _triples(specs, copies), nbytes,
                                   self._dropped, plugins, True)
         elif self.lazy_values:  # immutable values: named, checked and read in the background
-            rec._record_later(current, lambda: self._read_later(plugins, loss, inputs, params),
+            rec.record_later(current, lambda: self._read_later(plugins, loss, inputs, params),
                               self._later_bytes, self._dropped, plugins, self.read is not None,
                               borrowed=True)
         else:
@@ -388,6 +397,15 @@ class CollectorCore:
         if first:  # the run's files show up at once; the caller never waits for a device
             rec.flush_soon()
         return True
+
+    def _lane_collect(self, current: int, loss: Any, params: Any) -> bool:
+        """The loss and the parameters the last collection histogrammed, through the lane."""
+        named = params() if callable(params) else params
+        if not named or tuple(named) != self._hist_names:
+            return False
+        assert self.lane is not None
+        return self.lane.collect(current, LOSS_TAG, loss, [named[k] for k in self.hist_keys],
+                                 self.hist_specs)
 
     def _due_off_freq(self) -> list[int]:
         """The tensor steps that are not multiples of ``collect_freq``, sorted
@@ -511,7 +529,7 @@ class CollectorCore:
     def _record_lineage(self) -> None:
         """Write pending lineage, without summary-operator data (MindSpore
         records it in eval mode, at step 0)."""
-        mode = self.record._mode
+        mode = self.record.mode
         self.record.set_mode("eval")
         try:
             self.record.record(0)

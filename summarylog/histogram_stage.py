@@ -106,11 +106,11 @@ class HistogramStage:
             self._counts["dropped_values"] += dropped + len(failed)
 
     def open_lane(self, rw: "RecordWriter", scalar_tag: str | None,
-                  entries: list[tuple[str, int, int, bool]]) -> Lane | None:
-        """A lane into ``rw`` for ``entries`` ``(tag, address, count,
-        is_f64)``; None when the tensors are too big for two copies in
-        :data:`LANE_BYTES`, or no thread or memory is to be had."""
-        size = sum((count * (8 if f64 else 4) + 63) & ~63 for _, _, count, f64 in entries)
+                  entries: list[tuple[str, np.ndarray]]) -> Lane | None:
+        """A lane into ``rw`` for ``entries`` ``(tag, array)`` (see
+        :class:`~summarylog.binner.Lane`); None when the tensors are too big
+        for two copies in :data:`LANE_BYTES`, or no thread or memory is to be had."""
+        size = sum((arr.nbytes + 63) & ~63 for _, arr in entries)
         slots = min(LANE_SLOTS, LANE_BYTES // max(size, 1))
         binner = self.binner()
         if slots < 2 or binner is None or rw.compression is not None:

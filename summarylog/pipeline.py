@@ -120,8 +120,7 @@ class Pipeline:
             time.sleep(0.001)
         self._ensure_thread()
 
-    def open_lane(self, scalar_tag: str | None,
-                  entries: list[tuple[str, int, int, bool]]) -> Any:
+    def open_lane(self, scalar_tag: str | None, entries: list[tuple[str, np.ndarray]]) -> Any:
         """A collector's lane into the current file (see HistogramStage.open_lane);
         None while there is no file yet, or one the binner can't write to
         (compressed, rotating)."""
@@ -129,7 +128,7 @@ class Pipeline:
         if rw is None or rw.compression is not None or self.max_file_size is not None \
                 or self.closed:
             return None
-        for tag, _, _, _ in entries:
+        for tag, _ in entries:
             check_tag(tag)
         if scalar_tag is not None:
             check_tag(scalar_tag)

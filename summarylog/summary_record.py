@@ -34,7 +34,6 @@ import threading
 import time
 import urllib.parse
 import warnings
-import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -63,20 +62,6 @@ _CHECKED_MAX = 4096  # (plugin, tag, shape, dtype) kinds of owned arrays known t
 #: written once this many bytes pile up (JAX on the CPU: 12 000 page faults
 #: per 2 000-step run of the bench's MLP when held to 8 MiB, ~300 so)
 _BORROWED_MAX = 1 << 20
-
-# ids of the arrays whose views are a collector's private copies (torch's copy
-# buffers, carved from one arena): holding them keeps no framework's memory, so
-# they don't count toward _BORROWED_MAX (see mark_private)
-_private_bases: set[int] = set()
-
-
-def mark_private(base: np.ndarray) -> None:
-    """Views of ``base`` (the ``.base`` numpy gives them) are a collector's
-    own memory, not a framework's: histograms of them may wait for the next
-    wake like those of arrays that own their data.  Forgotten with ``base``."""
-    _private_bases.add(id(base))
-    weakref.finalize(base, _private_bases.discard, id(base))
-
 
 def _kind_key(plugin: str, tag: str, value: Any) -> tuple[Any, ...] | None:
     """What an owned value's checks depend on (``SummaryRecord._checked``):
@@ -516,7 +501,7 @@ class SummaryRecord:
                             f"got {type(plugin_filter).__name__}")
         return self._record(int(step), train_network, plugin_filter, None)
 
-    def _record_later(self, step: int, build: Callable[[], list[tuple[str, str, Any]]],
+    def record_later(self, step: int, build: Callable[[], list[tuple[str, str, Any]]],
                       nbytes: int, on_error: Callable[[str, str, Exception], None] | None,
                       plugin_filter: Callable[[str], bool] | None, owned: bool,
                       borrowed: bool = False) -> bool:
@@ -527,45 +512,46 @@ class SummaryRecord:
         until this thread lets go of it (see :meth:`_run`)."""
         return self._record(step, None, plugin_filter, (build, nbytes, on_error, owned), borrowed)
 
-    def _open_lane(self, scalar_tag: str | None,
-                   entries: list[tuple[str, int, int, np.ndarray]]) -> Lane | None:
-        """A :class:`~summarylog.binner.Lane` into this record's TensorBoard
-        file, for a collector whose collections are the same tensors again
-        and again: ``entries`` are ``(tag, address, count, example)`` (the
-        example: a copy of that memory as the collector made it, with the
-        shape and dtype the lane will copy), ``scalar_tag`` the loss's (None:
-        none).  Each collection is then copied and queued in one native call
-        on the training thread (see :meth:`_direct_ok`), and binned, encoded
-        and written by the writer's low-priority native thread: this
-        record's thread does nothing for it, and takes no GIL.  None when
-        collections can't go that way (yet): another dialect, a file that
-        rotates or is not made yet, exports, or values of kinds not checked
-        here before (the record's own path checks them first)."""
-        tb = self._tb
-        if (tb is None or self.export_options or tb.max_file_size is not None or self._closed
-                or self._stopped):
-            return None
-        checked = self._checked
-        if any(example.dtype not in BINNABLE for _, _, _, example in entries):
-            return None
-        if ((scalar_tag is not None and ("scalar", scalar_tag, (), float) not in checked)
-                or any(_kind_key("histogram", tag, example) not in checked
-                       for tag, _, _, example in entries)):
-            if self._pending_records:  # checked once these are written: soon, then
-                self._lane_waits = True
-                self._wake.set()
-            return None
-        return tb.pipeline.open_lane(scalar_tag, [(tag, address, count, example.dtype.itemsize == 8)
-                                                  for tag, address, count, example in entries])
+    # -- a collector's lane (summarylog.collector_lane) ------------------------------
+    @property
+    def lanes_possible(self) -> bool:
+        """Whether :meth:`open_lane` may ever give a lane (TensorBoard files
+        that don't rotate or compress, no exports)."""
+        return (self._tb is not None and self._tb.max_file_size is None
+                and self._tb.compression is None and not self.export_options)
 
-    def _direct_ok(self) -> bool:
+    def open_lane(self, scalar_tag: str | None,
+                  entries: list[tuple[str, np.ndarray]]) -> Lane | None:
+        """A :class:`~summarylog.binner.Lane` into this record's TensorBoard
+        file for a collector whose collections are the same tensors again
+        and again: ``entries`` are ``(histogram tag, array viewing the
+        tensor's memory)``, ``scalar_tag`` the loss's (None: none).  Each
+        collection is then copied and queued in one native call on the
+        training thread, and binned and written by the native binner: this
+        record's thread does nothing for it.  None when collections can't go
+        that way (yet): another dialect, rotation, exports, no file yet,
+        values the histogram plugin refuses (0-d) or the binner can't take."""
+        if not self.lanes_possible or self._closed or self._stopped:
+            return None
+        if any(arr.ndim == 0 or arr.size == 0 or arr.dtype not in BINNABLE
+               for _, arr in entries):
+            return None
+        for tag, _ in entries:
+            _check_tag(tag)
+        return self._tb.pipeline.open_lane(scalar_tag, entries)
+
+    def retire_lane(self, lane: Lane) -> None:
+        """A lane its collector no longer uses (its tensors moved)."""
+        if self._tb is not None:
+            self._tb.pipeline.histograms.retire(lane)
+
+    def lane_ready(self) -> bool:
         """Whether a collection may go through a lane now: recording, and no
         recorded step still waiting for this record's thread (the lane's
         events would overtake its: file order is step order).  Such steps
         are then written at once, so that the lane's next collection may go."""
         tb = self._tb
         if self._pending_records or not tb.pipeline.idle():
-            # steps (or their scalars, in the writer's queue) not written yet
             self._lane_waits = True
             self._wake.set()
             return False
@@ -573,17 +559,15 @@ class SummaryRecord:
         return not (self._pool or self._mode != "train" or self._closed or self._stopped
                     or self._error is not None)
 
-    @property
-    def _lanes_possible(self) -> bool:
-        """Whether :meth:`_open_lane` may ever give a lane (TensorBoard
-        files that don't rotate, no exports)."""
-        return (self._tb is not None and self._tb.max_file_size is None
-                and self._tb.compression is None and not self.export_options)
-
-    def _took_direct(self, step: int) -> None:
+    def took_lane(self, step: int) -> None:
         """A lane took a collection at ``step`` (lineage metrics' step)."""
         if step > self._last_step:
             self._last_step = step
+
+    @property
+    def mode(self) -> str:
+        """``"train"`` or ``"eval"`` (see :meth:`set_mode`)."""
+        return self._mode
 
     def _record(self, step: int, train_network: Any, plugin_filter: Callable[[str], bool] | None,
                 later: tuple[Any, ...] | None, borrowed: bool = False) -> bool:
@@ -903,7 +887,7 @@ class SummaryRecord:
         (bins=0: MindSpore's bucket count rule, from the finite values)."""
         self._tb_hists.append((wall, step, tag, arr, 0))
         self._tb_hist_bytes += arr.nbytes
-        if not arr.flags.owndata and id(arr.base) not in _private_bases:
+        if not arr.flags.owndata:
             self._tb_hist_borrowed += arr.nbytes
 
     def _write_held_past_limits(self) -> None:

@@ -244,7 +244,7 @@ class SummaryCollector:
             self._take_ops()
             return False
         g = None
-        if graph is not None and not core._started and self.policy.enabled("collect_graph"):
+        if graph is not None and not core.started and self.policy.enabled("collect_graph"):
             try:
                 fn, args = graph
                 g = _jaxpr_graph(fn, tuple(args), self.policy.format)

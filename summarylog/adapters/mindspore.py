@@ -167,7 +167,7 @@ class SummaryCollector(Callback):
     def _open(self) -> CollectorCore:
         # MindSpore enters and exits the callback around each Model.train or
         # Model.eval: each gets its own record (and files), as in MindSpore
-        if self._core is None or self._core._closed:
+        if self._core is None or self._core.closed:
             self._core = CollectorCore(self.policy)
             self._core.record.summary_op_sources.append(_summary_ops)
         return self._core
@@ -211,7 +211,7 @@ class SummaryCollector(Callback):
 
     def _first_items(self, cb: Any) -> dict[str, Any]:
         core = self._core
-        if core is None or core._started:
+        if core is None or core.started:
             return {}
         return {"graph": _graph(cb.train_network) if self.policy.enabled("collect_graph")
                 else None,
@@ -223,7 +223,7 @@ class SummaryCollector(Callback):
         if cb.mode != "train" or self._core is None:
             return
         if self._sink:  # the unit is an epoch: only the first step's records here
-            if not self._core._started:
+            if not self._core.started:
                 self._core.first_step(cb.cur_step_num, **self._first_items(cb))
             return
         element = getattr(cb, "train_dataset_element", None)

@@ -107,19 +107,24 @@ def test_hand_written_loop(tmp_path, fmt):
 def test_loss_is_not_read_on_the_training_thread(tmp_path, monkeypatch):
     """Tensor values are read by summarylog's background thread: .item(),
     .numpy() or float() from summarylog on the caller's thread would sync a
-    GPU.  (Reads by other code, e.g. the DataLoader's seeding, don't count.)"""
+    GPU.  The one exception is a 0-d loss already in host memory (a CPU
+    tensor: no device to wait for), read at its step.  (Reads by other code,
+    e.g. the DataLoader's seeding, don't count.)"""
     import threading
     import traceback
 
     main = threading.current_thread()
-    reads = {"main": 0, "background": 0}
+    reads = {"main": 0, "background": 0, "host loss": 0}
 
     def spy(name):
         orig = getattr(torch.Tensor, name)
 
         def read(self, *a, **k):
             if any("/summarylog/" in f.filename for f in traceback.extract_stack()):
-                reads["main" if threading.current_thread() is main else "background"] += 1
+                host_scalar = name == "item" and self.is_cpu and self.dim() == 0
+                on_main = threading.current_thread() is main
+                reads["host loss" if on_main and host_scalar else
+                      "main" if on_main else "background"] += 1
             return orig(self, *a, **k)
         return read
 
@@ -230,30 +235,11 @@ def test_lightning_trainer(tmp_path):
     assert start["lr"] == 0.1 and start["width"] == 4
 
 
-def test_copy_pool_past_its_cap_falls_back_to_clones():
-    """Past max_bytes of reused buffers, collected tensors are plain clones,
-    collection after collection (a new shape that does not fit must not
-    leave the pool broken), and a buffer is reused only once let go."""
-    from summarylog.adapters.torch import _CopyPool
-
-    pool = _CopyPool(max_bytes=4 * 100)
-    a, b = torch.arange(100, dtype=torch.float32), torch.arange(50, dtype=torch.float64)
-    for i in range(3):
-        (ca, cb), nbytes = pool.copy_all([a + i, b + i])
-        assert nbytes == 800  # the pool's copy and the clone: both count against max_buffer
-        assert isinstance(ca, np.ndarray) and ca.tolist() == (a + i).tolist()
-        assert isinstance(cb, torch.Tensor) and cb.tolist() == (b + i).tolist()  # over the cap
-        del ca, cb
-    held = pool.copy_all([a])[0][0]  # still referenced: the next copy takes another buffer
-    other = pool.copy_all([a * 2])[0][0]
-    assert held.tolist() == a.tolist() and other.tolist() == (a * 2).tolist()
-
-
 @pytest.mark.parametrize("make", [
     lambda: torch.tensor(0.25, dtype=torch.float64),  # read straight from memory
     lambda: torch.tensor(-0.25)._neg_view(),  # a lazily negated view: not read raw
     lambda: torch.tensor(0.25, dtype=torch.bfloat16),  # no numpy dtype: cloned, read later
-    lambda: torch.tensor([[0.25]]),  # not 0-d: through the copy pool
+    lambda: torch.tensor([[0.25]]),  # not 0-d: cloned, read later
 ], ids=["float64", "neg_view", "bfloat16", "shape_1x1"])
 def test_loss_kinds_are_recorded_with_their_step_value(tmp_path, make):
     """Every kind of loss tensor is recorded with its value at step(), even
@@ -266,126 +252,24 @@ def test_loss_kinds_are_recorded_with_their_step_value(tmp_path, make):
     assert Reader(tmp_path).scalars(".", "loss/auto").value.tolist() == [0.25]
 
 
-def test_copy_pool_copies_the_same_parameters_as_one_set_reused_once_let_go():
-    """Collection after collection of the same Parameters (the histogrammed
-    ones, after the loss), the pool copies them as one set of buffers: a
-    set still held is never written, a set let go is reused, and the cap
-    on the pool's bytes still holds (clones past it)."""
-    from summarylog.adapters.torch import _CopyPool
+def test_snapshots_follow_a_parameter_swapped_under_them():
+    """A collection's copy is always the parameter's current value, whatever
+    ``p.data = ...`` swapped in: other memory, or the same memory seen
+    another way (transposed, another dtype)."""
+    from summarylog.adapters.torch import _snapshot_all
 
-    a = torch.nn.Parameter(torch.arange(64.0).reshape(8, 8))
-    b = torch.nn.Parameter(torch.arange(8.0))
-    nbytes = (64 + 8) * 4
-    pool = _CopyPool(max_bytes=3 * nbytes)
-    held = []
-    for i in range(4):
-        with torch.no_grad():
-            a.add_(1.0)
-            b.add_(1.0)
-        (loss, ca, cb), n = pool.copy_all([torch.tensor(float(i)), a, b])
-        assert loss == float(i) and n == nbytes
-        held.append((ca, cb, a.detach().clone(), b.detach().clone()))
-    # 1 pair of buffers from the first collection, then sets: the 4th is over the cap
-    assert [type(c[0]) for c in held] == [np.ndarray] * 3 + [torch.Tensor]
-    for ca, cb, wa, wb in held:  # none was written over while held
-        assert np.asarray(ca).tolist() == wa.tolist() and np.asarray(cb).tolist() == wb.tolist()
-    run = pool._run
-    assert run is not None and len(run.sets) == 2
-    first_set = [id(x) for x in held[1][:2]]
-    del held[1:]
-    (_, ca, cb), _ = pool.copy_all([torch.tensor(0.0), a, b])  # the oldest set, let go
-    assert [id(ca), id(cb)] == first_set
-    assert ca.tolist() == a.detach().tolist() and cb.tolist() == b.detach().tolist()
-
-
-def test_copy_pool_lays_out_sets_in_one_arena_then_past_it_on_their_own():
-    """Sets come from one arena sized for what summarylog's thread holds
-    between two wakes (``in_flight``), then from memory of their own; held
-    copies are never written over, whichever memory they are in."""
-    from summarylog.adapters.torch import _CopyPool
-
-    a = torch.nn.Parameter(torch.arange(1000.0))
-    b = torch.nn.Parameter(torch.arange(3.0, dtype=torch.float64))
-    pool = _CopyPool(max_bytes=1 << 20)
-    pool.in_flight = 2 * (4000 + 24)  # room for 2 sets, + 2 spare: 4 from the arena
-    held = []
-    for i in range(7):
-        with torch.no_grad():
-            a.add_(1.0)
-            b.mul_(2.0)
-        (ca, cb), _ = pool.copy_all([a, b])
-        held.append((ca, cb, a.detach().clone(), b.detach().clone()))
-    run = pool._run
-    assert run._arena is not None and run._carved == 4 * (4032 + 64)
-    in_arena = [np.shares_memory(ca, run._arena) for ca, *_ in held]
-    assert in_arena == [False, True, True, True, True, False, False]
-    for (ca, cb, wa, wb), arena in zip(held, in_arena):
-        assert ca.tolist() == wa.tolist() and cb.tolist() == wb.tolist()
-        assert ca.flags.c_contiguous and cb.dtype == np.float64
-        assert not arena or (ca.ctypes.data % 64 == 0 and cb.ctypes.data % 64 == 0)
-
-
-def test_copy_pool_runs_let_go_of_what_they_no_longer_copy():
-    """A run whose parameters became uncopyable (bfloat16: cloned instead)
-    goes, with the old memory it held and its bytes; parameters with no
-    values (an empty run) copy without an arena; the per-tensor buffers of
-    the first collection go once a run copies those parameters."""
-    from summarylog.adapters.torch import _CopyPool
-
-    a = torch.nn.Parameter(torch.arange(1000.0))
-    pool = _CopyPool(max_bytes=1 << 20)
-    for _ in range(3):
-        pool.copy_all([a])
-    assert pool._run is not None and pool._bytes == pool._run.bytes and not pool._bufs
-    a.data = a.data.to(torch.bfloat16)
-    ((clone,), _) = pool.copy_all([a])
-    assert isinstance(clone, torch.Tensor) and clone.dtype == torch.bfloat16
-    assert pool._run is None and pool._bytes == 0
-
-    empty = torch.nn.Parameter(torch.zeros(0))
-    pool = _CopyPool(max_bytes=1 << 20)
-    for _ in range(3):
-        ((copy,), n) = pool.copy_all([empty])
-        assert copy.shape == (0,) and n == 0
-    assert pool._run is not None and pool._run._arena is None
-
-
-def test_histograms_of_the_pool_wait_for_the_wake_unlike_a_frameworks_memory(tmp_path):
-    """Histograms held on summarylog's thread count toward the early write
-    of a framework's memory only when they are views of it: the copy pool's
-    buffers, carved from its arena, are the collector's own."""
-    from summarylog import SummaryRecord
-    from summarylog.adapters.torch import _CopyPool
-
-    p = torch.nn.Parameter(torch.arange(4096.0))
-    pool = _CopyPool(max_bytes=1 << 20)
-    copies = [pool.copy_all([p])[0][0] for _ in range(3)]
-    assert not copies[-1].flags.owndata  # carved from the arena
-    foreign = np.frombuffer(bytearray(16384), np.float32)  # a view of someone else's memory
-    with SummaryRecord(tmp_path, format="tensorboard") as rec:
-        rec._hold_histogram(1.0, 1, "w", copies[-1])
-        assert rec._tb_hist_borrowed == 0
-        rec._hold_histogram(1.0, 2, "w", foreign)
-        assert rec._tb_hist_borrowed == foreign.nbytes
-        rec._write_pending()
-
-
-def test_copy_pool_sees_a_parameter_swapped_under_it():
-    """The pool checks a Parameter once, and again whenever ``p.data`` was
-    swapped: other memory, or the same memory seen another way (transposed,
-    another dtype).  The copy is always the parameter's current value."""
-    from summarylog.adapters.torch import _CopyPool
-
-    pool = _CopyPool(max_bytes=1 << 20)
     p = torch.nn.Parameter(torch.arange(16.0).reshape(4, 4), requires_grad=False)  # int32 below
     for swap in (None, lambda d: d.t(),  # same memory and shape, transposed
                  lambda d: d.t().contiguous(),  # other memory
                  lambda d: d.view(torch.int32)):  # same memory, another dtype
         if swap is not None:
             p.data = swap(p.data)
-        (copy,), nbytes = pool.copy_all([p])
-        assert np.asarray(copy).tolist() == p.detach().tolist()
-        assert np.asarray(copy).dtype == p.detach().numpy().dtype and nbytes == 64
+        (copy,), nbytes = _snapshot_all([p])
+        want = p.detach().clone()
+        with torch.no_grad():
+            p.add_(1)  # later in-place changes don't reach the copy
+        assert copy.tolist() == want.tolist() and copy.dtype == want.dtype and nbytes == 64
+        p.data = want
 
 
 def test_steps_between_collections_take_the_short_path(tmp_path):
@@ -471,7 +355,7 @@ def test_collections_go_through_the_lane_with_their_step_values(tmp_path, figure
             if i == 1 or i % 10 == 0:
                 seen[i] = {n: p.detach().numpy().copy() for n, p in model.named_parameters()}
                 losses[i] = float(loss.detach())
-        stats = sc._lane.lane.stats
+        stats = sc.core.lane.lane.stats
     # (on a loaded machine the nice-19 binner may fall 8 collections behind: the
     # lane says busy, and until summarylog's thread caught up collections go the
     # record's way: checked below like the rest)
@@ -511,12 +395,12 @@ def test_a_swapped_parameter_gets_a_new_lane_and_its_new_values(tmp_path):
             if i == 15:  # steps 1 and 10 written: their kinds checked, step 20 opens a lane
                 sc.core.record.flush()
             if i in (24, 44):
-                lanes = sc.core.record._tb._lanes
-                assert len(lanes) == 1 and sc._lane is not None and lanes[0] is sc._lane.lane
+                lanes = sc.core.record._tb.pipeline.histograms.lanes
+                assert len(lanes) == 1 and lanes[0] is sc.core.lane.lane
         tb = sc.core.record._tb
         # the stale lanes went, their counts kept (from 45 on the transposed
         # parameter is not contiguous: no lane, the copy pool's path)
-        assert tb._lanes == [] and sc._lane is None
+        assert tb.pipeline.histograms.lanes == [] and sc.core.lane.lane is None
     assert tb.stats["events"] == sum(1 for e in Reader(tmp_path).events(".")
                                      if e.kind in ("scalar", "histogram", "hparams"))
     got = {e.step: e.value for e in Reader(tmp_path).events(".") if e.tag == "weight/auto"}
@@ -576,8 +460,8 @@ def test_collections_a_busy_lane_cannot_take_are_recorded_the_other_way(tmp_path
                 w.fill_(float(i))
             time.sleep(0.0005)  # a training step's time, for summarylog's thread
             sc.step(loss=torch.tensor(float(i)))
-            if sc._lane is not None and busy is None:
-                busy = sc._lane.lane = Busy(sc._lane.lane)
+            if sc.core.lane.run is not None and busy is None:
+                busy = sc.core.lane.run.lane = Busy(sc.core.lane.lane)
         lane_stats = busy.lane.stats
     # (after a refused one the next waits for it to be written: it goes the
     # record's way too without asking the lane)
@@ -622,7 +506,7 @@ def test_steps_of_tensors_alone_record_no_loss_or_histograms(tmp_path):
             opt.step()
             time.sleep(0.0002)  # a training step's time, for summarylog's thread
             sc.step(loss=loss)
-        assert sc._lane is not None and sc._lane.lane.stats["collections"] > 50
+        assert sc.core.lane.lane is not None and sc.core.lane.lane.stats["collections"] > 50
     off = [t for t in tensor_steps if t % 10 and t > 1]
     assert len(off) >= 15
     r = Reader(tmp_path)

@@ -119,8 +119,7 @@ def test_the_binner_thread_runs_at_the_lowest_priority() -> None:
 
 def _lane(binner: Binner, rw: RecordWriter, arrays: list[np.ndarray], slots: int = 3) -> Lane:
     return Lane(binner, rw, "loss/auto",
-                [(f"p{i}/auto", a.ctypes.data, a.size, a.dtype == np.float64)
-                 for i, a in enumerate(arrays)], slots=slots)
+                [(f"p{i}/auto", a) for i, a in enumerate(arrays)], slots=slots)
 
 
 def test_lane_collections_are_the_values_at_collect_time(tmp_path) -> None:
@@ -221,7 +220,7 @@ def test_writer_histogram_batches_and_lanes_count_in_its_stats(tmp_path) -> None
              (1.0, 4, "f64", np.arange(7, dtype=np.float64), 5)]
     w.pipeline.write_histograms(items)
     arr = np.ones(300, np.float32)
-    lane = w.pipeline.open_lane("loss", [("h", arr.ctypes.data, arr.size, False)])
+    lane = w.pipeline.open_lane("loss", [("h", arr)])
     assert lane is not None
     assert lane.collect(0.25, 9, 2.0) and lane.collect(None, 10, 3.0)
     w.close()  # waits for the lane's jobs
@@ -238,7 +237,7 @@ def test_writer_histogram_batches_and_lanes_count_in_its_stats(tmp_path) -> None
 
 def test_no_lane_where_the_binner_cannot_write(tmp_path) -> None:
     arr = np.ones(3, np.float32)
-    entries = [("h", arr.ctypes.data, arr.size, False)]
+    entries = [("h", arr)]
     w = Writer(str(tmp_path / "a"))
     assert w.pipeline.open_lane("s", entries) is None  # no file yet
     w.add_scalar("x", 1.0, 0)

@@ -1,0 +1,119 @@
+"""The collectors' one fast path: a lane over the same tensors.
+
+From its second collection on, a collector mostly collects the loss and the
+same parameters again.  Such a collection goes through a lane
+(:class:`summarylog.binner.Lane`): one native call on the training thread
+copies the parameters into a ring of private buffers and queues the
+collection on the writer's low-priority binner, which bins, encodes and
+writes it.  Everything else (the first collection, input images, summary
+operators, tensors, a lane that is busy or not possible) takes the record's
+queue, where values are checked and written in order.
+
+Framework-neutral: an adapter says how to view its tensors through a
+:class:`LaneSource`; this module never imports a framework.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Hashable, Protocol, Sequence
+
+import numpy as np
+
+from .summary_record import SummaryRecord
+
+__all__ = ["LaneSource", "CollectorLane"]
+
+_RETRY_EVERY = 10  # collections between tries after a lane that had to go
+
+
+class LaneSource(Protocol):
+    """What a framework adapter tells the lane about its tensors."""
+
+    def views(self, params: Sequence[Any]) -> list[np.ndarray] | None:
+        """Host numpy arrays viewing the parameters' memory (C-contiguous
+        float32/float64), or None when a lane can't copy them."""
+
+    def layout(self, params: Sequence[Any]) -> Hashable:
+        """What must stay the same for those views to stay the parameters'
+        memory (where it is, its shape and dtype)."""
+
+    def scalar(self, loss: Any) -> float | None:
+        """The loss read now when that costs no device sync, else None."""
+
+    def ready(self) -> bool:
+        """False while values wait that only the record's queue takes."""
+
+
+class _Run:
+    __slots__ = ("lane", "scalar", "params", "layout")
+
+    def __init__(self, lane: Any, scalar: bool, params: list[Any], layout: Hashable) -> None:
+        self.lane, self.scalar, self.params, self.layout = lane, scalar, params, layout
+
+
+class CollectorLane:
+    """A collector's lane into its record, opened and replaced as needed."""
+
+    def __init__(self, record: SummaryRecord, source: LaneSource) -> None:
+        self.record, self.source = record, source
+        self.run: _Run | None = None
+        self._wait = 0  # collections to let pass before trying again
+
+    @property
+    def lane(self) -> Any:
+        return self.run.lane if self.run is not None else None
+
+    def collect(self, step: int, scalar_tag: str, loss: Any, params: list[Any],
+                specs: list[tuple[str, str]]) -> bool:
+        """Take a collection of ``loss`` (None: none) and the histograms
+        ``specs`` of ``params``; False: the caller takes the record's queue."""
+        if not self.source.ready():
+            return False
+        run = self.run
+        if (run is None or (loss is not None) != run.scalar or len(params) != len(run.params)
+                or any(a is not b for a, b in zip(params, run.params))
+                or self.source.layout(params) != run.layout):
+            run = self.run = self._open(scalar_tag if loss is not None else None, params, specs)
+            if run is None:
+                return False
+        if not self.record.lane_ready():
+            return False
+        value = None
+        if loss is not None:
+            value = self.source.scalar(loss)
+            if value is None:
+                return False
+        if not run.lane.collect(value, step, time.time()):
+            return False
+        self.record.took_lane(step)
+        return True
+
+    def _open(self, scalar_tag: str | None, params: list[Any],
+              specs: list[tuple[str, str]]) -> _Run | None:
+        """A lane for these parameters, if the record opens one (once its
+        file exists); after a lane that had to go, tried every
+        ``_RETRY_EVERY`` collections (the parameters moved to a GPU, say)."""
+        old, self.run = self.run, None
+        if old is not None:
+            self.record.retire_lane(old.lane)
+        elif self._wait:
+            self._wait -= 1
+            return None
+        run = self._try_open(scalar_tag, params, specs)
+        if run is None and old is not None:
+            self._wait = _RETRY_EVERY
+        return run
+
+    def _try_open(self, scalar_tag: str | None, params: list[Any],
+                  specs: list[tuple[str, str]]) -> _Run | None:
+        if (not params or not self.record.lanes_possible
+                or any(plugin != "histogram" for plugin, _ in specs)):
+            return None
+        views = self.source.views(params)
+        if views is None:
+            return None
+        lane = self.record.open_lane(scalar_tag, [(tag, v) for (_, tag), v in zip(specs, views)])
+        if lane is None:
+            return None
+        return _Run(lane, scalar_tag is not None, list(params), self.source.layout(params))
