@@ -20,15 +20,13 @@ import functools
 import importlib.util
 import logging
 import os
-import threading
-import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import numpy as np
 
-from ..collector import CollectionPolicy, CollectorCore
+from .base import CollectorBase, make_policy
 from ..values import to_numpy
 
 __all__ = ["SummaryCollector", "summary", "MetricWriter", "path_name", "named_leaves"]
@@ -36,9 +34,6 @@ __all__ = ["SummaryCollector", "summary", "MetricWriter", "path_name", "named_le
 log = logging.getLogger("summarylog")
 
 _KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
-_active: list["SummaryCollector"] = []
-_lock = threading.Lock()
-_NO_OPS: Mapping[str, Any] = types.MappingProxyType({})  # what _take_ops gives when none came
 
 
 def path_name(path: tuple[Any, ...]) -> str:
@@ -80,9 +75,9 @@ _leaf_names: dict[Any, list[str]] = {}  # treedef -> its leaves' path names
 
 def _deliver(key: str, value: Any) -> None:
     """Host side of :func:`summary`: queue into the active collector."""
-    with _lock:
-        if _active:
-            _active[-1]._ops[key] = np.asarray(value)
+    collector = SummaryCollector.newest()
+    if collector is not None:
+        collector.add_op(key, np.asarray(value))
 
 
 def summary(tag: str, x: Any, kind: str = "scalar") -> None:
@@ -96,7 +91,7 @@ def summary(tag: str, x: Any, kind: str = "scalar") -> None:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
     if not isinstance(tag, str) or not tag:
         raise TypeError(f"tag must be a non-empty str, got {tag!r}")
-    if not _active:
+    if not SummaryCollector._active:
         return
     key = f"{tag}[:{_KINDS[kind]}]"
     jax.debug.callback(lambda v: _deliver(key, v), x)
@@ -140,7 +135,7 @@ def _jaxpr_graph(fn: Callable[..., Any], args: tuple[Any, ...], fmt: str) -> Any
     return g
 
 
-class SummaryCollector:
+class SummaryCollector(CollectorBase):
     """Collect loss, input images, parameter (and gradient) histograms, the
     step's graph and lineage from a JAX step loop, with MindSpore's rules.
 
@@ -157,6 +152,8 @@ class SummaryCollector:
       process0_only: under multi-host JAX only process 0 writes (default).
     """
 
+    _active: list["SummaryCollector"] = []  # open ones, newest last: summary() feeds it
+
     def __init__(self, summary_dir: str | os.PathLike[str], *, collect_freq: int = 10,
                  collect_specified_data: Mapping[str, Any] | None = None,
                  keep_default_action: bool = True,
@@ -168,35 +165,22 @@ class SummaryCollector:
                  batch_size: int | None = None, epochs: int | None = None,
                  dataset_size: int | None = None, collect_gradients: bool = False,
                  process0_only: bool = True) -> None:
-        self.policy = CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
-                                       keep_default_action, custom_lineage_data,
-                                       collect_tensor_freq, max_file_size, export_options, format)
+        super().__init__(make_policy(summary_dir, collect_freq, collect_specified_data,
+                                     keep_default_action, custom_lineage_data,
+                                     collect_tensor_freq, max_file_size, export_options, format))
         self.facts = {"optimizer": optimizer_name, "loss_function": loss_name,
                       "network": network_name, "batch_size": batch_size, "epoch": epochs,
                       "dataset_size": dataset_size}
         self.collect_gradients = bool(collect_gradients)
         self.process = jax.process_index()
         self.enabled = not (process0_only and self.process != 0)
-        self._ops: dict[str, Any] = {}
         self._names: list[str] | None = None
         self._lr: Any = None
-        self._closed = False
         self.last_step = 0
-        self.core: CollectorCore | None = None
         if self.enabled:
             rank = self.process if jax.process_count() > 1 else None
-            self.core = CollectorCore(self.policy, rank=rank, lazy_values=True, read=to_numpy)
-            self.core.record.summary_op_sources.append(self._take_ops)
-            self.core.begin(total_steps)
-        with _lock:
-            _active.append(self)
-
-    def _take_ops(self) -> Mapping[str, Any]:
-        if not self._ops:  # the common case, without the lock
-            return _NO_OPS
-        with _lock:
-            ops, self._ops = self._ops, {}
-        return ops
+            self._open(rank=rank, lazy_values=True, read=to_numpy).begin(total_steps)
+        self._register()  # (every process traces the same step: summary() alike in all)
 
     def _histograms(self, params: Any, grads: Any) -> Callable[[], dict[str, Any]]:
         def named() -> dict[str, Any]:
@@ -228,8 +212,7 @@ class SummaryCollector:
             if loss is not None:
                 core.last_loss = loss
             return False
-        if self._closed:
-            raise ValueError("step() on a closed SummaryCollector")
+        self._check_open()
         if type(step) is not int:
             if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
                 raise TypeError(f"step must be an int, got {type(step).__name__}")
@@ -273,47 +256,20 @@ class SummaryCollector:
             self.core.eval_end({k: np.asarray(v).item() if hasattr(v, "shape") else v
                                 for k, v in metrics.items()})
 
-    def flush(self) -> None:
-        if self.core is not None:
-            self.core.flush()
-
-    def close(self) -> None:
-        """Write the train lineage and close the files.  Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        with _lock:
-            if self in _active:
-                _active.remove(self)
-        if self.core is None:
-            return
-        try:
-            f = self.facts
-            lr = self._lr() if callable(self._lr) else self._lr
-            lr = float(np.asarray(lr)) if lr is not None else None
-            size = f["dataset_size"]
-            self.core.train_end({
-                "hyper_parameters": {"optimizer": f["optimizer"], "learning_rate": lr,
-                                     "loss_function": f["loss_function"], "epoch": f["epoch"],
-                                     "batch_size": f["batch_size"],
-                                     "device_num": jax.device_count(),
-                                     "parallel_mode": ("data_parallel" if jax.device_count() > 1
-                                                       else "stand_alone")},
-                "train_dataset": {"train_dataset_size": size},
-                "algorithm": {"network": f["network"]},
-            })
-        finally:
-            self.core.close()
-
-    @property
-    def files(self) -> list[str]:
-        return self.core.record.files if self.core is not None else []
-
-    def __enter__(self) -> "SummaryCollector":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _train_lineage(self) -> dict[str, Any] | None:
+        f = self.facts
+        lr = self._lr() if callable(self._lr) else self._lr
+        lr = float(np.asarray(lr)) if lr is not None else None
+        return {
+            "hyper_parameters": {"optimizer": f["optimizer"], "learning_rate": lr,
+                                 "loss_function": f["loss_function"], "epoch": f["epoch"],
+                                 "batch_size": f["batch_size"],
+                                 "device_num": jax.device_count(),
+                                 "parallel_mode": ("data_parallel" if jax.device_count() > 1
+                                                   else "stand_alone")},
+            "train_dataset": {"train_dataset_size": f["dataset_size"]},
+            "algorithm": {"network": f["network"]},
+        }
 
 
 def _clu_interface() -> Any:

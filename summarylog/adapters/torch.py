@@ -21,22 +21,19 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import warnings
 from typing import Any, Mapping
 
 import numpy as np
 import torch
 
-from ..collector import CollectionPolicy, CollectorCore
+from .base import CollectorBase, make_policy
 
 __all__ = ["SummaryCollector", "summary"]
 
 log = logging.getLogger("summarylog")
 
 _KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
-_active: list["SummaryCollector"] = []
-_active_lock = threading.Lock()
 
 
 def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
@@ -46,7 +43,7 @@ def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
     collection (tensors only at its tensor steps).  Costs one check when no
     collector is active; skipped while tracing and under ``torch.no_grad()``
     (evaluation: MindSpore does not record summary operators in eval mode)."""
-    if not _active or not torch.is_grad_enabled():  # eval (no_grad): not recorded
+    if not SummaryCollector._active or not torch.is_grad_enabled():  # eval: not recorded
         return
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
@@ -56,8 +53,9 @@ def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
         return
     if hasattr(torch, "compiler") and torch.compiler.is_compiling():
         return
-    collector = _active[-1]
-    collector._ops[f"{tag}[:{_KINDS[kind]}]"] = tensor.detach()
+    collector = SummaryCollector.newest()
+    if collector is not None:
+        collector.add_op(f"{tag}[:{_KINDS[kind]}]", tensor.detach())
 
 
 def _world() -> tuple[int | None, int]:
@@ -232,7 +230,7 @@ class _LaneSource:
         return not self._collector.has_pending_ops
 
 
-class SummaryCollector:
+class SummaryCollector(CollectorBase):
     """Collect loss, input images, parameter histograms, the graph and lineage
     from a PyTorch training loop, with MindSpore's SummaryCollector rules.
 
@@ -252,6 +250,8 @@ class SummaryCollector:
       rank0_only: under torch.distributed, only rank 0 writes (default True).
     """
 
+    _active: list["SummaryCollector"] = []  # open ones, newest last: summary() feeds it
+
     def __init__(self, summary_dir: str | os.PathLike[str], *, model: torch.nn.Module | None = None,
                  optimizer: Any = None, loss_fn: Any = None, train_loader: Any = None,
                  epochs: int | None = None, scheduler: Any = None, collect_freq: int = 10,
@@ -266,9 +266,9 @@ class SummaryCollector:
         if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int)
                                    or epochs <= 0):
             raise ValueError(f"epochs must be a positive int or None, got {epochs!r}")
-        self.policy = CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
-                                       keep_default_action, custom_lineage_data,
-                                       collect_tensor_freq, max_file_size, export_options, format)
+        super().__init__(make_policy(summary_dir, collect_freq, collect_specified_data,
+                                     keep_default_action, custom_lineage_data,
+                                     collect_tensor_freq, max_file_size, export_options, format))
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.train_loader, self.epochs, self.scheduler = train_loader, epochs, scheduler
         self.collect_gradients = bool(collect_gradients)
@@ -276,37 +276,21 @@ class SummaryCollector:
         self.enabled = not (rank0_only and self.rank not in (None, 0))
         self.global_step = 0
         self.epoch = 0
-        self._ops: dict[str, torch.Tensor] = {}
         self._selected: dict[str, torch.Tensor] | None = None  # the histogrammed parameters
-        self._closed = False
-        self.core: CollectorCore | None = None
         if self.enabled:
-            self.core = CollectorCore(self.policy, rank=self.rank if self.world_size > 1 else None,
-                                      freeze=_snapshot_all,
-                                      lane=None if collect_gradients else _LaneSource(self))
-            self.core.record.summary_op_sources.append(self._take_ops)
+            core = self._open(rank=self.rank if self.world_size > 1 else None,
+                              freeze=_snapshot_all,
+                              lane=None if collect_gradients else _LaneSource(self))
             total = None
             if epochs is not None and train_loader is not None:
                 try:
                     total = epochs * len(train_loader)
                 except TypeError:
                     total = None
-            self.core.begin(total)
-            with _active_lock:
-                _active.append(self)
+            core.begin(total)
+            self._register()
 
     # -- the loop -----------------------------------------------------------------------
-    @property
-    def has_pending_ops(self) -> bool:
-        """summary() values wait for the next collection."""
-        return bool(self._ops)
-
-    def _take_ops(self) -> dict[str, torch.Tensor]:
-        ops = self._ops
-        if ops:
-            self._ops = {}
-        return ops
-
     def _params(self) -> dict[str, torch.Tensor]:
         if self.model is None:
             return {}
@@ -359,8 +343,7 @@ class SummaryCollector:
             if self._ops:
                 self._ops.clear()
             return
-        if self._closed:
-            raise ValueError("step() on a closed SummaryCollector")
+        self._check_open()
         self.global_step = self.global_step + 1 if step is None else int(step)
         if self.core is None:
             self._ops.clear()
@@ -380,7 +363,9 @@ class SummaryCollector:
         if self.core is not None:
             self.core.epoch_end()
 
-    def _train_lineage(self) -> dict[str, Any]:
+    def _train_lineage(self) -> dict[str, Any] | None:
+        if not self.global_step:
+            return None
         loader = self.train_loader
         size = None
         if loader is not None:
@@ -416,33 +401,3 @@ class SummaryCollector:
             except TypeError:
                 size = None
         self.core.eval_end(metrics, path, size)
-
-    def flush(self) -> None:
-        if self.core is not None:
-            self.core.flush()
-
-    def close(self) -> None:
-        """Write the train lineage and close the files.  Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        with _active_lock:
-            if self in _active:
-                _active.remove(self)
-        if self.core is not None:
-            try:
-                if self.global_step:
-                    self.core.train_end(self._train_lineage())
-            finally:
-                self.core.close()
-
-    @property
-    def files(self) -> list[str]:
-        return self.core.record.files if self.core is not None else []
-
-    def __enter__(self) -> "SummaryCollector":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-

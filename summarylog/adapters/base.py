@@ -1,0 +1,115 @@
+"""What every framework's SummaryCollector shares: MindSpore's arguments and
+their checks, the collector core over one SummaryRecord, the values that
+``summary()`` calls hand in between collections, and open/flush/close."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Mapping
+
+from ..collector import CollectionPolicy, CollectorCore
+
+__all__ = ["CollectorBase", "make_policy"]
+
+
+def make_policy(summary_dir: str | os.PathLike[str], collect_freq: int = 10,
+                collect_specified_data: Mapping[str, Any] | None = None,
+                keep_default_action: bool = True,
+                custom_lineage_data: Mapping[str, Any] | None = None,
+                collect_tensor_freq: int | None = None, max_file_size: int | None = None,
+                export_options: Mapping[str, Any] | None = None,
+                format: str = "tensorboard") -> CollectionPolicy:
+    """MindSpore's SummaryCollector arguments, checked as MindSpore checks them."""
+    return CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
+                            keep_default_action, custom_lineage_data, collect_tensor_freq,
+                            max_file_size, export_options, format)
+
+
+class CollectorBase:
+    """A collector over :class:`CollectorCore`, once opened with :meth:`_open`.
+
+    Subclasses give ``_active`` (their framework's open collectors, newest
+    last: ``summary()`` feeds the newest) and may give :meth:`_train_lineage`
+    (written at close)."""
+
+    _active: list["CollectorBase"]
+    _active_lock = threading.Lock()
+
+    def __init__(self, policy: CollectionPolicy) -> None:
+        self.policy = policy
+        self.core: CollectorCore | None = None
+        self._ops: dict[str, Any] = {}
+        self._closed = False
+
+    def _open(self, **core_args: Any) -> CollectorCore:
+        core = self.core = CollectorCore(self.policy, **core_args)
+        core.record.summary_op_sources.append(self._take_ops)
+        return core
+
+    def _register(self) -> None:
+        """From now on ``summary()`` feeds this collector (until close)."""
+        with self._active_lock:
+            self._active.append(self)
+
+    # -- summary() values --------------------------------------------------------------
+    @classmethod
+    def newest(cls) -> "CollectorBase | None":
+        return cls._active[-1] if cls._active else None
+
+    def add_op(self, key: str, value: Any) -> None:
+        """A ``summary()`` value for the next collection (``TAG[:Kind]``)."""
+        with self._active_lock:
+            self._ops[key] = value
+
+    @property
+    def has_pending_ops(self) -> bool:
+        """summary() values wait for the next collection."""
+        return bool(self._ops)
+
+    def _take_ops(self) -> Mapping[str, Any]:
+        if not self._ops:  # the common case, without the lock
+            return {}
+        with self._active_lock:
+            ops, self._ops = self._ops, {}
+        return ops
+
+    # -- open, flush, close ----------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("step() on a closed SummaryCollector")
+
+    def _train_lineage(self) -> dict[str, Any] | None:
+        """The train lineage written at close (None: none)."""
+        return None
+
+    def flush(self) -> None:
+        if self.core is not None:
+            self.core.flush()
+
+    def close(self) -> None:
+        """Write the train lineage and close the files.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._active_lock:
+            if self in self._active:
+                self._active.remove(self)
+        if self.core is None:
+            return
+        try:
+            lineage = self._train_lineage()
+            if lineage is not None:
+                self.core.train_end(lineage)
+        finally:
+            self.core.close()
+
+    @property
+    def files(self) -> list[str]:
+        return self.core.record.files if self.core is not None else []
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
