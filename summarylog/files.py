@@ -166,8 +166,19 @@ class FileSeries:
         if rw is not None:
             rw.close()
 
-    def forget(self) -> None:
+    def flush_current(self) -> None:
+        if self.current is not None:
+            self.current.flush()
+
+    def close_current(self) -> None:
+        """Close the current file (kept: its stats stay readable)."""
+        if self.current is not None:
+            self.current.close()
+
+    def abandon(self) -> None:
         """A forked child: the parent's files are not its own."""
+        if self.current is not None:
+            self.current.abandon()
         self.current = None
         self.paths = []
 
@@ -193,6 +204,10 @@ class MindSporeFiles:
     @property
     def paths(self) -> list[str]:
         return self.summary.paths
+
+    @property
+    def current(self) -> RecordWriter | None:
+        return self.summary.current
 
     def summary_path(self) -> str:
         return os.path.join(self.names.directory, self.names.name(False))
@@ -240,6 +255,13 @@ class MindSporeFiles:
                     os.chmod(rw.path, 0o400)
                 except OSError:
                     pass
+
+    flush_current = flush
+    close_current = close
+
+    def abandon(self) -> None:
+        self.summary.abandon()
+        self.lineage.abandon()
 
 
 def _raise_counted(rw: RecordWriter) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import threading
 import time
 from typing import Any, Callable
@@ -41,18 +40,23 @@ class Job:
     """A value to encode on the background thread: ``fn(*args)`` returns
     its event payloads; ``nbytes`` counts toward the memory cap."""
 
-    __slots__ = ("fn", "args", "nbytes")
+    __slots__ = ("fn", "args", "nbytes", "hold_until")
 
-    def __init__(self, fn: Callable[..., list[bytes]], *args: Any, nbytes: int | None = None) -> None:
+    def __init__(self, fn: Callable[..., list[bytes]], *args: Any, nbytes: int | None = None,
+                 hold_until: float = 0.0) -> None:
         self.fn, self.args = fn, args
         self.nbytes = (sum(a.nbytes for a in args if isinstance(a, np.ndarray))
                        if nbytes is None else nbytes)
+        #: while it is the newest job, a drain before this time.monotonic()
+        #: leaves it queued (its values may still be being computed)
+        self.hold_until = hold_until
 
 
 class Pipeline:
     def __init__(self, logdir: str, encoder: Any, files: FileSeries, scalars: ScalarEvents, *,
                  flush_secs: float, max_buffer: int, on_full: str, strict: bool,
-                 max_file_size: int | None) -> None:
+                 max_file_size: int | None,
+                 on_error: Callable[[BaseException], None] | None = None) -> None:
         self.logdir, self.encoder, self.files, self.scalars = logdir, encoder, files, scalars
         self.flush_secs, self.on_full, self.strict = flush_secs, on_full, strict
         self.max_file_size = max_file_size
@@ -67,6 +71,11 @@ class Pipeline:
         self.closed = False
         self.error: BaseException | None = None  # raised from the caller's next call
         self._io_logged = False
+        self.on_error = on_error  # instead of keeping or counting errors (SummaryRecord's)
+        self._drainer: threading.Thread | None = None  # the thread inside drain()
+        self._room_waits = False  # put() waits for room: drain everything
+        #: run at the end of each drain and before a flush() is let go
+        self.after_drain: list[Callable[[], None]] = []
         self.counts = {"events": 0, "dropped_values": 0}
         self.histograms = HistogramStage(logdir, min(flush_secs / 2, 60.0), self.counts,
                                          self._lock)
@@ -116,9 +125,16 @@ class Pipeline:
             if self.on_full == "drop" or self.closed:
                 self.counts["dropped_values"] += 1
                 return
+            self._room_waits = True
             self._wake.set()
             time.sleep(0.001)
+        self._room_waits = False
         self._ensure_thread()
+
+    def wake(self) -> None:
+        """Have the thread drain now."""
+        self._ensure_thread()
+        self._wake.set()
 
     def open_lane(self, scalar_tag: str | None, entries: list[tuple[str, np.ndarray]]) -> Any:
         """A collector's lane into the current file (see HistogramStage.open_lane);
@@ -161,8 +177,7 @@ class Pipeline:
                 return
 
     def _timer_flush(self) -> None:
-        if self.files.current is not None:
-            self.files.current.flush()
+        self.files.flush_current()
 
     def _guard(self, fn: Callable[..., Any], *args: Any, values: int = 0) -> bool:
         """Run ``fn`` (writing ``values`` values); an exception is kept for
@@ -171,16 +186,22 @@ class Pipeline:
         try:
             fn(*args)
             return True
-        except OSError as exc:
-            if self.strict:
-                self.error = self.error or exc
-            else:
-                self.counts["dropped_values"] += values
-                if not self._io_logged:
-                    self._io_logged = True
-                    log.warning("summarylog: could not write to %s: %s; values are dropped "
-                                "and counted in stats; logging once", self.logdir, exc)
+        except Exception as exc:
+            if self.on_error is None:
+                return self._keep(exc, values)
+            self.on_error(exc)
         except BaseException as exc:
+            self.error = self.error or exc
+        return False
+
+    def _keep(self, exc: Exception, values: int) -> bool:
+        if isinstance(exc, OSError) and not self.strict:
+            self.counts["dropped_values"] += values
+            if not self._io_logged:
+                self._io_logged = True
+                log.warning("summarylog: could not write to %s: %s; values are dropped "
+                            "and counted in stats; logging once", self.logdir, exc)
+        else:
             self.error = self.error or exc
         return False
 
@@ -196,26 +217,43 @@ class Pipeline:
         with self._drain_lock:
             q = self.queue
             n = len(q)
+            if n and not self.closed and not self._room_waits:
+                newest = q[n - 1]
+                if type(newest) is Job and newest.hold_until > time.monotonic():
+                    n -= 1
             if not n:
                 return
-            if self.histograms.lanes:  # lanes' collections queued before these go first
-                self._guard(self.histograms.flush)
-            pop = q.popleft
-            items = [pop() for _ in range(n)]
-            run: list[bytes] = []
-            for item in items:
-                if type(item) is bytes:
-                    run.append(item)
-                    continue
-                if run:
-                    self._guard(self._write_scalars, run, values=len(run))
-                    run = []
-                if type(item) is threading.Event:  # a flush() waiting for us
-                    item.set()
-                else:
-                    self._guard(self._write_job, item, values=1)
+            self._drainer = threading.current_thread()
+            try:
+                self._drain(n)
+            finally:
+                self._drainer = None
+
+    def _drain(self, n: int) -> None:
+        if self.histograms.lanes:  # lanes' collections queued before these go first
+            self._guard(self.histograms.flush)
+        pop = self.queue.popleft
+        items = [pop() for _ in range(n)]
+        run: list[bytes] = []
+        for item in items:
+            if type(item) is bytes:
+                run.append(item)
+                continue
             if run:
                 self._guard(self._write_scalars, run, values=len(run))
+                run = []
+            if type(item) is threading.Event:  # a flush() waiting for us
+                self._after_drain()
+                item.set()
+            else:
+                self._guard(self._write_job, item, values=1)
+        if run:
+            self._guard(self._write_scalars, run, values=len(run))
+        self._after_drain()
+
+    def _after_drain(self) -> None:
+        for hook in self.after_drain:
+            self._guard(hook)
 
     def _write_scalars(self, run: list[bytes]) -> None:
         rw = self.writer()
@@ -254,10 +292,20 @@ class Pipeline:
 
     def write_histograms(self, items: list[tuple[float, int, str, np.ndarray, int]]) -> None:
         """Histogram events of ``(wall, step, tag, values, bins)`` (checked),
-        written before this returns (a SummaryRecord's, from its thread)."""
+        written before this returns (from a job, or any thread)."""
+        if self._drainer is threading.current_thread():
+            self.histograms.write(self.writer(), items, self.encoder.histogram,
+                                  self.write_payload)
+            return
         with self._drain_lock:
             self.histograms.write(self.writer(), items, self.encoder.histogram,
                                   self.write_payload)
+
+    def write_scalars_now(self, tags: list[str], step: int, wall: float,
+                          values: list[float]) -> None:
+        """One scalar event, written at once (from a job, inside the drain)."""
+        key, pack = self.scalars.key_set(tuple(tags))
+        self._write_scalars([pack(key, 0, step, wall, *values)])
 
     # -- flush and close --------------------------------------------------------------
     def take_error(self) -> None:
@@ -277,8 +325,7 @@ class Pipeline:
                 break
         self.take_error()
         self._guard(self.histograms.flush)
-        if self.files.current is not None:
-            self._guard(self.files.current.flush)
+        self._guard(self.files.flush_current)
         self.take_error()
 
     def close(self) -> None:
@@ -292,18 +339,14 @@ class Pipeline:
             self.drain()  # what the thread did not take (or no thread ran)
         finally:
             error = self.histograms.close()
-            rw = self.files.current  # (kept: stats() still shows its counters)
-            if rw is not None:
-                self._guard(rw.close)
+            self._guard(self.files.close_current)
         if error is not None and self.error is None:
             self.error = error
         self.take_error()
 
     def abandon(self) -> None:
         """A forked child: the parent's file and threads are not its own."""
-        if self.files.current is not None:
-            self.files.current.abandon()
-        self.files.forget()
+        self.files.abandon()
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.counts, queued=len(self.queue),

@@ -278,7 +278,7 @@ class Writer:
             raise ValueError(f"dataformats must be a permutation of CHW or HW, got {dataformats!r}")
         arr, axes = check_image(img, dataformats, "img")
         check_size(arr.nbytes, "img")
-        self._submit(self._encode_images, check_walltime(walltime), check_step(step), tag,
+        self._submit(self.encode_images, check_walltime(walltime), check_step(step), tag,
                      arr, [0] + [a + 1 for a in axes], True)
 
     def add_images(self, tag: str, imgs: Any, step: int | None = None,
@@ -291,11 +291,12 @@ class Writer:
             raise ValueError(f"dataformats must be a permutation of NCHW, got {dataformats!r}")
         arr, axes = check_image(imgs, dataformats, "imgs")
         check_size(arr.nbytes, "imgs")
-        self._submit(self._encode_images, check_walltime(walltime), check_step(step), tag,
+        self._submit(self.encode_images, check_walltime(walltime), check_step(step), tag,
                      arr, axes, False)
 
-    def _encode_images(self, walltime: float, step: int, tag: str, arr: np.ndarray,
-                       axes: list[int], single: bool) -> list[bytes]:
+    def encode_images(self, walltime: float, step: int, tag: str, arr: np.ndarray,
+                      axes: list[int], single: bool) -> list[bytes]:
+        """An images event of ``arr`` (checked by check_image; ``axes`` make it NHWC)."""
         from .png import encode_png
 
         nhwc = np.transpose(arr[None] if single else arr, axes)

@@ -206,7 +206,9 @@ def test_owned_values_of_checked_kinds_skip_the_checks_and_others_still_get_them
         return build
 
     fast: list[int] = []
-    orig = SummaryRecord._write_checked
+    from summarylog.record_sinks import TensorBoardSink
+
+    orig = TensorBoardSink._write_checked
 
     def spy(self, step, *a):
         if orig(self, step, *a):
@@ -214,7 +216,7 @@ def test_owned_values_of_checked_kinds_skip_the_checks_and_others_still_get_them
             return True
         return False
 
-    monkeypatch.setattr(SummaryRecord, "_write_checked", spy)
+    monkeypatch.setattr(TensorBoardSink, "_write_checked", spy)
     with SummaryRecord(tmp_path, format="tensorboard", flush_secs=60) as rec:
         steps = [(1, np.arange(6.0)), (2, np.arange(6.0) + 1), (3, np.arange(6.0) + 2),
                  (4, np.arange(8.0)),  # a new shape: checked
@@ -229,7 +231,7 @@ def test_owned_values_of_checked_kinds_skip_the_checks_and_others_still_get_them
         rec.add_later(later(7, np.arange(8.0)[::2]), owned=True)  # a strided view: resolved
         rec.record(7)
         rec.flush()
-        checked = rec._checked.copy()
+        checked = rec._sink.builder.checked.copy()
     assert calls == [1, 2, 3, 4, 5, 6, 7]
     assert fast == [2, 3, 5]
     assert errors == [("scalar", "loss/auto", TypeError)]
@@ -573,10 +575,10 @@ def test_the_thread_handles_what_was_queued_when_it_woke(tmp_path):
             rec.record(step)
         gate.set()
         deadline = time.monotonic() + 30
-        while len(rec._q) > 2 and time.monotonic() < deadline:
+        while len(rec._pipe.queue) > 2 and time.monotonic() < deadline:
             time.sleep(0.01)  # step 1 and the flush are done
         time.sleep(0.3)
-        assert built == [1] and len(rec._q) == 2  # steps 2 and 3 wait for the next wake
+        assert built == [1] and len(rec._pipe.queue) == 2  # steps 2 and 3 wait for the next wake
         rec.flush()
         assert built == [1, 2, 3]
     assert Reader(tmp_path).scalars(".", "loss").step.tolist() == [1, 2, 3]

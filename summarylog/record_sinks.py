@@ -1,0 +1,300 @@
+"""Where a SummaryRecord's recorded steps go, on the background stage.
+
+A recorded step is a pool of values by plugin.  :class:`StepBuilder` runs
+its ``add_later()`` builders, checks what they made and reads every value
+to numpy; a sink then encodes the step in its dialect:
+
+- :class:`MindSporeSink`: one summary Event per step, lineage to the
+  ``_lineage`` file (summarylog.files.MindSporeFiles);
+- :class:`TensorBoardSink`: the step's values as TensorBoard events in the
+  record's Writer, histograms of the steps of one drain binned in one
+  native call, lineage folded into the run's hparams at the end.
+
+Both run inside the Writer-style pipeline's drain (summarylog.pipeline), so
+they write at once, in order, never through the queue again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from google.protobuf import json_format
+
+from .checks import check_image
+from .dialects.mindspore import image_grid, tensor_to_numpy, user_info_dict
+from .record_values import (BORROWED_MAX, CHECKED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS,
+                            SUMMARY_PLUGINS, check_summary_tag, export_name, kind_key,
+                            real_subdir, resolve, summary_value)
+
+__all__ = ["StepBuilder", "MindSporeSink", "TensorBoardSink"]
+
+log = logging.getLogger("summarylog")
+
+Pool = dict[str, list[tuple[str, Any]]]
+Filter = Callable[[str], bool] | None
+
+
+class StepBuilder:
+    """Builds, checks and reads a recorded step's values (background thread)."""
+
+    def __init__(self, export_dir: Callable[[], str] | None) -> None:
+        #: (plugin, tag, shape, dtype) of owned values that passed the checks:
+        #: a collector's, collection after collection, pass again unchecked
+        self.checked: set[tuple[Any, ...]] = set()
+        self._export_dir = export_dir
+
+    def build_later(self, step: int, pool: Pool, plugin_filter: Filter) -> None:
+        """Run the step's add_later() builders into ``pool``."""
+        for build, _, on_error, owned in pool.pop(LATER, []):
+            report = on_error or (lambda p, t, e: log.warning(
+                "summarylog: dropped the %s %r of step %d: %s", p, t, step, e))
+            try:
+                values = list(build())
+            except Exception as exc:
+                report("", "", exc)
+                continue
+            for plugin, tag, value in values:
+                if plugin_filter is not None and not plugin_filter(plugin):
+                    continue
+                try:
+                    item = self._check(plugin, tag, value, owned)
+                except Exception as exc:
+                    report(plugin, tag, exc)
+                    continue
+                entries = pool.setdefault(plugin, [])
+                if entries and any(t == tag for t, _ in entries):  # add_value()'s wins
+                    log.warning("summarylog: %r has duplicate values. Only the newest one "
+                                "will be recorded.", f"{tag}/{plugin}")
+                    continue
+                entries.append((tag, item))
+
+    def _check(self, plugin: str, tag: str, value: Any, owned: bool) -> Any:
+        key = kind_key(plugin, tag, value) if owned else None
+        if key is not None and key in self.checked:
+            return np.asarray(value)  # a number as a 0-d array, as checked
+        if plugin not in SUMMARY_PLUGINS:
+            raise ValueError(f"add_later() takes summary plugins only "
+                             f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
+        check_summary_tag(tag)
+        item = summary_value(plugin, value, copy=not owned)
+        if key is not None:
+            if len(self.checked) >= CHECKED_MAX:
+                self.checked.clear()
+            self.checked.add(key)
+        return item
+
+    def build(self, step: int, pool: Pool, plugin_filter: Filter) -> Pool:
+        """The step's values, read to numpy (one that can't be read is dropped
+        alone), tensors exported when asked."""
+        if LATER in pool:
+            self.build_later(step, pool, plugin_filter)
+        resolved: Pool = dict(pool)
+        for plugin in SUMMARY_PLUGINS:
+            out = []
+            for tag, snap in pool.get(plugin, []):
+                try:
+                    out.append((tag, resolve(plugin, snap)))
+                except Exception as exc:
+                    log.warning("summarylog: dropped the %s %r of step %d: %s", plugin, tag,
+                                step, exc)
+            resolved[plugin] = out
+        if self._export_dir is not None:
+            self._export(step, resolved.get("tensor", []))
+        return resolved
+
+    def _export(self, step: int, tensors: list[tuple[str, Any]]) -> None:
+        """Each tensor to ``<export dir>/<tag>_<step>.npy``, read-only as
+        MindSpore leaves it; a step recorded again replaces its files (the
+        newest value wins).  Written to a fresh temporary name and renamed,
+        so a planted symlink is replaced, never followed."""
+        if not tensors:
+            return
+        assert self._export_dir is not None
+        d = self._export_dir()
+        for tag, arr in tensors:
+            fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".npy.tmp", dir=d)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    np.save(f, arr)
+                    os.fchmod(f.fileno(), 0o400)
+                os.replace(tmp, os.path.join(d, export_name(tag, step)))
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+
+
+def export_dir(base: str, names: Any) -> Callable[[], str]:
+    """``base/export_<sec>/tensor`` of the current file pair, made safely."""
+    return lambda: real_subdir(base, f"export_{names.sec if names is not None else 0}", "tensor")
+
+
+class MindSporeSink:
+    def __init__(self, files: Any, encoder: Any, builder: StepBuilder) -> None:
+        self.files, self.enc, self.builder = files, encoder, builder
+        self.last_step = 0
+
+    def write_step(self, step: int, wall: float, pool: Pool, plugin_filter: Filter) -> None:
+        pool = self.builder.build(step, pool, plugin_filter)
+        files, enc = self.files, self.enc
+        for _, graph in pool.get("graph", []):
+            files.write(enc.graph(wall, graph, step))
+        values = [(plugin, tag, arr) for plugin in (*SUMMARY_PLUGINS, LANDSCAPE)
+                  for tag, arr in pool.get(plugin, [])]
+        if values:
+            self.last_step = max(self.last_step, step)
+            files.write(enc.summary(wall, step, values))
+        for plugin in LINEAGE_PLUGINS:
+            for _, message in pool.get(plugin, []):
+                files.write(enc.lineage(wall, plugin, message), lineage=True)
+
+    def drained(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+class TensorBoardSink:
+    """A recorded step as TensorBoard events in ``writer`` (from inside its
+    pipeline's drain: written at once)."""
+
+    def __init__(self, writer: Any, builder: StepBuilder, hold_bytes: int) -> None:
+        self.w, self.builder = writer, builder
+        self.pipe = writer.pipeline
+        self._hold_bytes = hold_bytes
+        self._hists: list[tuple[float, int, str, np.ndarray, int]] = []
+        self._hist_bytes = self._hist_borrowed = 0
+        self.last_step = 0
+        self.lineage_hparams: dict[str, Any] = {}
+        self.lineage_metrics: dict[str, float] = {}
+
+    def write_step(self, step: int, wall: float, pool: Pool, plugin_filter: Filter) -> None:
+        if (LATER in pool and len(pool) == 1 and len(pool[LATER]) == 1
+                and self._write_checked(step, wall, pool, plugin_filter)):
+            return
+        pool = self.builder.build(step, pool, plugin_filter)
+        if any(pool.get(p) for p in (*SUMMARY_PLUGINS, LANDSCAPE)):
+            self.last_step = max(self.last_step, step)
+        pipe, enc = self.pipe, self.pipe.encoder
+        scalars = pool.get("scalar", [])
+        if scalars:
+            pipe.write_scalars_now([t for t, _ in scalars], step, wall,
+                                   [float(a) for _, a in scalars])
+        for tag, arr in pool.get("image", []):
+            grid, axes = check_image(image_grid(arr), "HWC", "image")
+            for payload in self.w.encode_images(wall, step, tag, grid,
+                                                [0] + [a + 1 for a in axes], True):
+                pipe.write_payload(payload)
+        for tag, arr in pool.get("tensor", []):
+            pipe.write_payload(enc.tensor(wall, step, tag, arr))
+        for tag, arr in pool.get("histogram", []):  # the arrays are ours alone
+            self._hold(wall, step, tag, arr)
+        for tag, message in pool.get(LANDSCAPE, []):
+            for axis in ("x", "y", "z"):
+                t = getattr(message.landscape, axis)
+                if len(t.dims):
+                    pipe.write_payload(enc.tensor(wall, step, f"{tag}/landscape/{axis}",
+                                                  tensor_to_numpy(t)))
+        for _, graph_def in pool.get("graph", []):
+            pipe.write_payload(enc.graph(wall, graph_def))
+        for plugin in LINEAGE_PLUGINS:
+            for _, message in pool.get(plugin, []):
+                self._lineage(plugin, message)
+        self._write_past_limits()
+
+    def _write_checked(self, step: int, wall: float, pool: Pool, plugin_filter: Filter) -> bool:
+        """A lone collection of scalars and histograms that are the builder's
+        own and of kinds checked before (a collector's, collection after
+        collection), written with no further checks.  False when any value
+        needs the general path (``pool`` then holds the values built)."""
+        build, nbytes, on_error, owned = pool[LATER][0]
+        if not owned:
+            return False
+        try:
+            values = list(build())
+        except Exception:
+            return False  # the general path builds again and reports it
+        checked = self.builder.checked
+        for plugin, tag, value in values:
+            kind = type(value)
+            if (plugin not in ("scalar", "histogram")
+                    or not (kind is float or (kind is np.ndarray and value.dtype.kind in "iuf"))
+                    or kind_key(plugin, tag, value) not in checked):
+                pool[LATER] = [(lambda: values, nbytes, on_error, owned)]
+                return False
+        tags, floats = [], []
+        for plugin, tag, value in values:
+            if plugin_filter is not None and not plugin_filter(plugin):
+                continue
+            if plugin == "scalar":  # a float, or a one-value array of any shape
+                tags.append(tag)
+                floats.append(value if type(value) is float else float(value.reshape(())))
+            else:
+                self._hold(wall, step, tag, value)
+        if tags:
+            self.pipe.write_scalars_now(tags, step, wall, floats)
+        self.last_step = max(self.last_step, step)
+        self._write_past_limits()
+        return True
+
+    def _hold(self, wall: float, step: int, tag: str, arr: np.ndarray) -> None:
+        """Keep a histogram for :meth:`drained`: those of all the steps of one
+        drain go out in one native call (bins=0: MindSpore's bucket rule)."""
+        self._hists.append((wall, step, tag, arr, 0))
+        self._hist_bytes += arr.nbytes
+        if not arr.flags.owndata:
+            self._hist_borrowed += arr.nbytes
+
+    def _write_past_limits(self) -> None:
+        """Held histograms go out early when they pile up, or when they view
+        a framework's memory (JAX arrays on the CPU), which its allocator
+        can't reuse while they are held."""
+        if self._hist_bytes >= self._hold_bytes or self._hist_borrowed >= BORROWED_MAX:
+            self.drained()
+
+    def drained(self) -> None:
+        hists, self._hists = self._hists, []
+        self._hist_bytes = self._hist_borrowed = 0
+        if hists:
+            self.pipe.write_histograms(hists)
+
+    def _lineage(self, plugin: str, message: Any) -> None:
+        """Lineage becomes the run's hparams (and eval metrics), written at the end."""
+        fields = json_format.MessageToDict(message, preserving_proto_field_name=True)
+        if plugin == "train_lineage":
+            for group in fields.values():
+                if isinstance(group, dict):
+                    self.lineage_hparams.update(
+                        {k: v for k, v in group.items() if not isinstance(v, (dict, list))})
+        elif plugin == "eval_lineage":
+            try:
+                metrics = json.loads(fields.get("metric") or "{}")
+            except (ValueError, RecursionError):
+                metrics = {}
+            if not isinstance(metrics, Mapping):  # a list, a number: no named metrics
+                metrics = {}
+            self.lineage_metrics.update(
+                {f"eval/{k}": float(v) for k, v in metrics.items()
+                 if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(float(v))})
+        elif plugin == "custom_lineage_data":
+            self.lineage_hparams.update(user_info_dict(fields))
+
+    def finish(self) -> None:
+        """The lineage as the run's hparams (from the caller's thread, before
+        the writer closes)."""
+        hp = {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
+              for k, v in self.lineage_hparams.items()}
+        if hp:
+            self.w.add_hparams(hp, self.lineage_metrics, step=self.last_step)
+        elif self.lineage_metrics:  # eval only: the metrics as the run's scalars
+            self.w.log(self.lineage_metrics, step=self.last_step)
