@@ -9,33 +9,36 @@ import pathlib
 import re
 
 import pytest
-from google.protobuf import descriptor_pb2
 
-from summarylog.pb._descriptors import FILE_DESCRIPTOR_SET
+from summarylog.pb import POOL
 from summarylog.records.crc import crc32c, mask, masked_crc32c
 
-DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "format.md"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "format.md"
 PACKAGES = {"6": "summarylog.tb", "7": "summarylog.ms"}  # doc section -> proto package
 
 
 def _schemas() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-    """{message full name: {field: number}}, {enum full name: {value: number}}."""
+    """{message full name: {field: number}}, {enum full name: {value: number}}
+    of every file in proto/summarylog, as compiled into summarylog.pb."""
     messages: dict[str, dict[str, int]] = {}
     enums: dict[str, dict[str, int]] = {}
 
-    def walk(prefix: str, msg: descriptor_pb2.DescriptorProto) -> None:
-        name = f"{prefix}.{msg.name}"
-        messages[name] = {f.name: f.number for f in msg.field}
-        for e in msg.enum_type:
-            enums[f"{name}.{e.name}"] = {v.name: v.number for v in e.value}
-        for nested in msg.nested_type:
-            walk(name, nested)
+    def walk(msg) -> None:  # a message Descriptor
+        messages[msg.full_name] = {f.name: f.number for f in msg.fields}
+        for e in msg.enum_types:
+            enums[e.full_name] = {v.name: v.number for v in e.values}
+        for nested in msg.nested_types:
+            walk(nested)
 
-    for f in descriptor_pb2.FileDescriptorSet.FromString(FILE_DESCRIPTOR_SET).file:
-        for m in f.message_type:
-            walk(f.package, m)
-        for e in f.enum_type:
-            enums[f"{f.package}.{e.name}"] = {v.name: v.number for v in e.value}
+    files = sorted((ROOT / "proto").glob("summarylog/*/*.proto"))
+    assert len(files) >= 7, files
+    for path in files:
+        f = POOL.FindFileByName(path.relative_to(ROOT / "proto").as_posix())
+        for m in f.message_types_by_name.values():
+            walk(m)
+        for e in f.enum_types_by_name.values():
+            enums[e.full_name] = {v.name: v.number for v in e.values}
     return messages, enums
 
 
