@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require
+from conftest import IN_CI, require
 
 WORKLOADS = ("crc32c", "write_many", "fsync_1mib", "scan", "read_scalars", "read_scalars_tbparse",
              "rust_server", "read_memory", "inspect_many")
@@ -27,14 +27,41 @@ def _number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
-def _run(args: list[str], tmp_path: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def _mindspore_python() -> str | None:
+    """A Python with MindSpore for the mindspore_collector row:
+    $SUMMARYLOG_MINDSPORE_PYTHON, else the venv that the MindSpore tests and
+    ``./dev bench`` share (tools/sidevenvs.py; built here if missing).  None
+    when it cannot be built (under CI that fails the test)."""
+    py = os.environ.get("SUMMARYLOG_MINDSPORE_PYTHON")
+    if py:
+        return py
+    from venvs import ensure_venv, venv_python
+
+    try:
+        return str(venv_python(ensure_venv("mindspore")))
+    except Exception as exc:
+        if IN_CI:
+            pytest.fail(f"the MindSpore venv is required under CI but could not be built: {exc}")
+        print(f"no MindSpore venv, the mindspore_collector row is left out: {exc}")
+        return None
+
+
+def _run(args: list[str], tmp_path: Path, timeout: float = 300,
+         ci: bool | None = None, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    """The bench in a child; ``ci``: run it with CI=true / without CI (None:
+    as this run has it); ``env``: more variables."""
     import summarylog
 
     # the child imports the same summarylog as this process (source tree or install)
     root = str(Path(summarylog.__file__).resolve().parent.parent)
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, SUMMARYLOG_BENCH_TMPDIR=str(tmp_path), PYTHONPATH=path)
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+    child = dict(os.environ, SUMMARYLOG_BENCH_TMPDIR=str(tmp_path), PYTHONPATH=path, **(env or {}))
+    if ci is not None:
+        child.pop("CI", None)
+        if ci:
+            child["CI"] = "true"
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=child,
                           timeout=timeout, cwd=tmp_path)
 
 
@@ -42,7 +69,16 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
     for mod in PEER_MODULES:
         require(importlib.util.find_spec(mod) is not None, f"the {mod} package (summarylog[bench])")
     out = tmp_path / "bench.json"
-    cp = _run(["-m", "summarylog.bench", "--quick", "--json", str(out)], tmp_path)
+    args = ["-m", "summarylog.bench", "--quick", "--json", str(out)]
+    ms_python = _mindspore_python()
+    if ms_python is None:  # every other bench
+        from summarylog.bench import (collector_workloads, reader_workloads,  # noqa: F401
+                                      workloads, writer_workloads)
+        from summarylog.bench.registry import REGISTRY
+
+        args += ["--only", ",".join(n for n in REGISTRY if n != "mindspore_collector")]
+    cp = _run(args, tmp_path, timeout=900,
+              env={"SUMMARYLOG_MINDSPORE_PYTHON": ms_python} if ms_python else None)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     doc = json.loads(out.read_text())
     assert doc["quick"] is True
@@ -67,16 +103,22 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]
 
 
-def test_missing_peer_is_reported_not_fatal(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    script = textwrap.dedent(f"""
+def _without(modules: tuple[str, ...], argv: list[str]) -> str:
+    """A child script: the bench's main(argv) with ``modules`` unimportable."""
+    return textwrap.dedent(f"""
         import sys
-        for name in ("crc32c", "google_crc32c"):
+        for name in {modules!r}:
             sys.modules[name] = None  # import now raises ImportError
         from summarylog.bench.__main__ import main
-        sys.exit(main(["--quick", "--only", "crc32c", "--repeat", "1", "--json", {str(out)!r}]))
+        sys.exit(main({argv!r}))
     """)
-    cp = _run(["-c", script], tmp_path)
+
+
+def test_missing_peer_is_reported_not_fatal(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    script = _without(("crc32c", "google_crc32c"),
+                      ["--quick", "--only", "crc32c", "--repeat", "1", "--json", str(out)])
+    cp = _run(["-c", script], tmp_path, ci=False)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     w = json.loads(out.read_text())["workloads"]
     assert list(w) == ["crc32c"]
@@ -84,6 +126,22 @@ def test_missing_peer_is_reported_not_fatal(tmp_path: Path) -> None:
     assert w["crc32c"]["peer_value"] is None and w["crc32c"]["met"] is None
     assert _number(w["crc32c"]["ours_value"])
     assert "missing (pip install summarylog[bench])" in cp.stdout
+
+
+@pytest.mark.parametrize("modules,only,where", [
+    (("crc32c", "google_crc32c"), "crc32c", "crc32c / "),  # a peer row says missing
+    (("jax", "flax", "optax"), "jax_collector", "jax_collector: "),  # the bench cannot start
+])
+def test_missing_peer_fails_under_ci(tmp_path: Path, modules, only, where) -> None:
+    # under CI=true a row the bench cannot judge is a failure, not a silent skip
+    cp = _run(["-c", _without(modules, ["--quick", "--only", only, "--repeat", "1"])],
+              tmp_path, ci=True)
+    print(f"CI=true without {', '.join(modules)}: exit {cp.returncode}; "
+          f"{cp.stderr.strip().splitlines()[-2:]}")
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert "CI=true: every peer is required; missing:" in cp.stderr
+    assert any(line.strip().startswith(where) and "missing" in line
+               for line in cp.stderr.splitlines()), cp.stderr
 
 
 def test_unknown_bench_name_is_a_usage_error(tmp_path: Path) -> None:

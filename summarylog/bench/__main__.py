@@ -2,8 +2,8 @@
 in one process and print a table of figures, ratios and goals.
 
 Exit status: 0 when every bench ran (whether or not its goal was met; no
-time is ever asserted), 1 when one of them failed with an error, 2 on a
-usage error.
+time is ever asserted), 1 when one of them failed with an error (or, under
+CI=true, when a peer is missing), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from .runner import format_table, run, to_json
+from .runner import format_table, in_ci, missing_peers, run, to_json
 
 __all__ = ["main"]
 
@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2)
             f.write("\n")
+    missing = missing_peers(results)
+    if missing and in_ci():  # a row CI cannot judge is a failure there, not a skip
+        print("CI=true: every peer is required; missing:\n  " + "\n  ".join(missing),
+              file=sys.stderr)
+        return 1
     return 1 if any(r.error is not None for r in results) else 0
 
 

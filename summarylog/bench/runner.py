@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .machine import default_tmpdir, machine_facts
-from .registry import REGISTRY, BenchSpec, Context, Row, iter_specs
+from .registry import REGISTRY, BenchSpec, Context, PeerMissing, Row, iter_specs
 
-__all__ = ["Result", "run", "format_table", "to_json", "format_figure"]
+__all__ = ["Result", "run", "format_table", "to_json", "format_figure", "in_ci",
+           "missing_peers"]
 
 JSON_SCHEMA = 1
 
@@ -26,6 +27,7 @@ class Result:
     spec: BenchSpec
     rows: list[Row]
     error: str | None = None
+    missing: str | None = None  #: set when a missing peer stopped the whole bench
 
     @property
     def primary(self) -> Row | None:
@@ -69,6 +71,10 @@ def run(only: list[str] | None = None, *, quick: bool = False, repeat: int = 3,
         for spec in iter_specs(only):
             try:
                 rows = spec.func(ctx)
+            except PeerMissing as exc:  # an error still, named so CI can say what is missing
+                log(f"{spec.name}: peer {exc}")
+                results.append(Result(spec, [], traceback.format_exc(), missing=str(exc)))
+                continue
             except Exception:
                 log(f"{spec.name}: failed")
                 results.append(Result(spec, [], traceback.format_exc()))
@@ -80,6 +86,25 @@ def run(only: list[str] | None = None, *, quick: bool = False, repeat: int = 3,
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return facts, results
+
+
+def in_ci() -> bool:
+    """CI=true (or 1, yes): every peer is required, as in the test suite."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_peers(results: list[Result]) -> list[str]:
+    """``"<bench>[ / <row>]: <status>"`` for every bench a missing peer stopped
+    and every row whose peer is missing."""
+    out = []
+    for res in results:
+        if res.missing is not None:
+            out.append(f"{res.spec.name}: {res.missing}")
+        for r in res.rows:
+            if r.peer_status.startswith("missing"):
+                where = r.workload if r.label == r.workload else f"{r.workload} / {r.label}"
+                out.append(f"{where}: {r.peer_status}")
+    return out
 
 
 # -- formatting ---------------------------------------------------------------

@@ -21,11 +21,21 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def script_cmd(name: str, *args: object) -> list[str]:
+    """The command running tests/reliability/scripts/<name> in a child Python
+    that starts with the default SIGHUP/SIGTERM/SIGINT, unblocked, however
+    this test run was started (nohup, a background job, CI): see
+    scripts/clean_start.py."""
+    return [sys.executable, str(SCRIPTS / "clean_start.py"), str(SCRIPTS / name),
+            *map(str, args)]
+
+
 def run_script(name: str, *args: str, timeout: float = 300, check: bool = True,
                **kw) -> subprocess.CompletedProcess[str]:
-    """Run tests/reliability/scripts/<name> in a child Python (cwd /)."""
-    r = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], cwd="/",
-                       env=child_env(), capture_output=True, text=True, timeout=timeout, **kw)
+    """Run tests/reliability/scripts/<name> in a child Python (cwd /, signals
+    as script_cmd says)."""
+    r = subprocess.run(script_cmd(name, *args), cwd="/", env=child_env(),
+                       capture_output=True, text=True, timeout=timeout, **kw)
     if check and r.returncode != 0:
         raise AssertionError(f"{name} {args} exited {r.returncode}:\n{r.stdout[-3000:]}\n"
                              f"{r.stderr[-3000:]}")

@@ -15,32 +15,53 @@ import pytest
 
 from summarylog import Reader
 
-from .conftest import SCRIPTS, child_env, run_script
+from .conftest import child_env, run_script, script_cmd
 
 N = 200_000
 
+# What `nohup cmd &` under a non-interactive shell (or a CI runner) hands down:
+# SIGHUP, SIGTERM and SIGINT ignored and blocked, which survive exec().  It
+# exec()s the command given after it with that inheritance.
+_HOSTILE_PARENT = """\
+import os, signal, sys
+sigs = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+for s in sigs:
+    signal.signal(s, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
 
-def _run(logdir: str, mode: str, sig: int | None) -> tuple[int, str, float]:
-    p = subprocess.Popen([sys.executable, str(SCRIPTS / "shutdown_child.py"), logdir, mode,
-                          str(N)], cwd="/", env=child_env(), stdout=subprocess.PIPE,
+
+def _run(logdir: str, mode: str, sig: int | None,
+         inherited_ignored: bool = False) -> tuple[int, str, float]:
+    cmd = script_cmd("shutdown_child.py", logdir, mode, N)
+    if inherited_ignored:
+        cmd = [sys.executable, "-c", _HOSTILE_PARENT, *cmd]
+    p = subprocess.Popen(cmd, cwd="/", env=child_env(), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     assert p.stdout is not None
     lines = []
-    while True:
-        line = p.stdout.readline()
-        assert line, (lines, p.stderr.read() if p.stderr else "")
-        lines.append(line)
-        if line == "ready\n":
-            break
-    t0 = time.perf_counter()
-    if sig is not None:
-        if mode == "ignored":
-            os.kill(p.pid, signal.SIGTERM)  # ignored, as the user asked
-            time.sleep(0.3)
-            assert p.poll() is None, "SIGTERM was set to SIG_IGN by the user but killed the child"
-            sig = signal.SIGINT
-        os.kill(p.pid, sig)
-    out, err = p.communicate(timeout=120)
+    try:
+        while True:
+            line = p.stdout.readline()
+            assert line, (lines, p.stderr.read() if p.stderr else "")
+            lines.append(line)
+            if line == "ready\n":
+                break
+        t0 = time.perf_counter()
+        if sig is not None:
+            if mode == "ignored":
+                os.kill(p.pid, signal.SIGTERM)  # ignored, as the user asked
+                time.sleep(0.3)
+                assert p.poll() is None, \
+                    "SIGTERM was set to SIG_IGN by the user but killed the child"
+                sig = signal.SIGINT
+            os.kill(p.pid, sig)
+        out, err = p.communicate(timeout=120)
+    finally:  # a failed check leaves no child behind
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
     return p.returncode, "".join(lines) + out + err, time.perf_counter() - t0
 
 
@@ -81,6 +102,23 @@ def test_shutdown_drains_every_writer(tmp_path, mode, sig, rc, figure):
     figure(f"{mode}: {N} scalars + a histogram + {N // 1000} MindSpore-dialect records "
            f"queued un-flushed, all read back after the process ended (exit code {code}, "
            f"{secs:.2f} s from signal to exit)")
+
+
+@pytest.mark.parametrize("mode,sig,rc", [
+    ("sighup", signal.SIGHUP, (128 + signal.SIGHUP,)),
+    ("sigterm", signal.SIGTERM, (128 + signal.SIGTERM,)),
+    ("sigint", signal.SIGINT, (1, -signal.SIGINT)),
+])
+def test_shutdown_however_the_run_was_started(tmp_path, mode, sig, rc, figure):
+    # The test run itself may have inherited these signals ignored and blocked
+    # (`nohup ./dev test &`, a CI runner): its children must still start with
+    # the defaults the shutdown tests assume, or the signal is ignored and the
+    # child waits out its 60 s.
+    code, out, secs = _run(str(tmp_path), mode, sig, inherited_ignored=True)
+    assert code in rc, out
+    _check_drained(str(tmp_path))
+    figure(f"{mode} to a child whose parent ignored and blocked SIGHUP/SIGTERM/SIGINT: "
+           f"drained, exit code {code}, {secs:.2f} s from signal to exit")
 
 
 def test_fork_children_get_the_default_sigterm(tmp_path, figure):

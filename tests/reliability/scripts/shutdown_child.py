@@ -8,7 +8,8 @@ installed before summarylog's writers open), ``user_after`` (installed
 after), ``ignored`` (the user set SIGTERM to SIG_IGN: it must stay ignored;
 the parent then sends SIGINT).  Logs N scalars to a Writer and N to a
 MindSpore-dialect SummaryRecord with flush_secs=3600, so only the shutdown
-drain can put them on disk.  Prints ``ready`` when done logging.
+drain can put them on disk.  Prints ``ready`` when done logging.  Run it
+through clean_start.py (conftest's script_cmd).
 """
 
 import os
@@ -17,9 +18,9 @@ import sys
 import time
 
 logdir, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-# as started from a terminal: a job a non-interactive shell puts in the
-# background (CI, `cmd &`) inherits SIGINT ignored, and Python keeps that
-signal.signal(signal.SIGINT, signal.default_int_handler)
+# Started through clean_start.py: SIGHUP, SIGTERM and SIGINT have their
+# defaults here (SIGINT: Python's KeyboardInterrupt) however the test run was
+# started.
 
 
 def user_handler(signum, frame):
