@@ -1,6 +1,6 @@
 /* record.c - TFRecord framing: u64 LE length, masked CRC32C of those 8
  * bytes, the payload, masked CRC32C of the payload.  Byte layout per
- * FORMAT.md §1 (TensorFlow's record_writer.cc). */
+ * docs/format.md §1 (TensorFlow's record_writer.cc). */
 #include <string.h>
 
 #include "record.h"

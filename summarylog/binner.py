@@ -1,10 +1,11 @@
 """TensorBoard histogram events binned, encoded and written by a native
-thread of low priority (``slg_binner_*``, ``slg_lane_*``: csrc/binner.c).
+thread of low priority (``slg_binner_*``: csrc/binner.c; ``slg_lane_*``:
+csrc/lane.c).  This module and the dialects' scalar and histogram encoders
+are where the write path crosses into C.
 
 Binning is the CPU-heavy part of logging.  On this thread it holds no GIL
 and runs at nice 19, so it takes a CPU only when the training threads leave
-one idle (on a 2-core VM, a jitted JAX loop lost ~4 % when the same work
-ran at normal priority on a Python thread).
+one idle (a Python thread at normal priority competes with them for both).
 
 - :class:`HistogramJob`: a batch of histograms for one file; its arrays
   stay untouched until :meth:`Binner.done` reaches its ticket.

@@ -4,7 +4,7 @@
 its rules (which steps collect what); :class:`CollectorCore` runs the
 timeline over a :class:`~summarylog.SummaryRecord` with values the framework
 adapters (``summarylog.adapters.*``) extract: loss, inputs, parameters,
-graph, lineage.  FORMAT.md §12 lists the semantics:
+graph, lineage.  The semantics, as MindSpore documents them:
 
 - collection at the first step, then when ``step % collect_freq == 0``
   (the unit is an epoch in MindSpore's dataset-sink mode);
@@ -455,7 +455,7 @@ class CollectorCore:
             out += map(named.__getitem__, self.hist_keys)
         if self.lazy_values and self.freeze is None and len(out) != self._later_count:
             # the next collections' estimate, worked out again when what is collected
-            # changes (a JAX array's nbytes is a Python property: ~2 us each)
+            # changes (a JAX array's nbytes is a Python property, not free)
             self._later_count = len(out)
             self._later_bytes = sum(getattr(v, "nbytes", 64) for v in out)
         return specs, out

@@ -28,8 +28,8 @@ LANDSCAPE = "LANDSCAPE"
 LATER = "_later"  # pool key of add_later() builders (not a plugin)
 CHECKED_MAX = 4096  # (plugin, tag, shape, dtype) kinds of owned arrays known to pass
 #: pending TensorBoard histograms that are views of a framework's memory are
-#: written once this many bytes pile up (JAX on the CPU: 12 000 page faults
-#: per 2 000-step run of the bench's MLP when held to 8 MiB, ~300 so)
+#: written once this many bytes pile up: held, they keep its allocator from
+#: reusing that memory, and its next outputs land on fresh pages
 BORROWED_MAX = 1 << 20
 
 def kind_key(plugin: str, tag: str, value: Any) -> tuple[Any, ...] | None:

@@ -1,6 +1,6 @@
 """summarylog.SummaryRecord: MindSpore's SummaryRecord API, without MindSpore.
 
-Same signature and behaviour as ``mindspore.SummaryRecord`` (FORMAT.md §8),
+Same signature and behaviour as ``mindspore.SummaryRecord`` (docs/format.md §7),
 writing MindSpore summary and lineage files that MindInsight reads
 (``format="mindinsight"``, the default) or TensorBoard event files
 (``format="tensorboard"``).  Differences, all on the side of not losing data:

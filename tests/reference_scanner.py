@@ -1,6 +1,6 @@
 """A small, independent, pure-Python reference for the record scanner.
 
-Written from the classification rules (FORMAT.md §1 and §9, the rules listed
+Written from the classification rules (docs/format.md §1 and §2, the rules listed
 in csrc/scanner.c's header comment), not from the C code, and with its own
 table-driven CRC32C, so that it shares nothing with the native core.  It reads
 a whole byte string at once; the native reader works in chunks and must give

@@ -3,7 +3,7 @@
     from summarylog.adapters.mindspore import SummaryCollector
     model.train(epochs, ds, callbacks=[SummaryCollector("./summary_dir")])
 
-Same arguments and rules as MindSpore's (FORMAT.md §12), plus
+Same arguments and rules as MindSpore's (see summarylog/collector.py), plus
 ``format="tensorboard"`` to write TensorBoard files.  It finds the loss,
 learning rate, optimizer, loss function, network, dataset path, size and
 batch size, the graph (graph mode) and the dataset graph the way MindSpore

@@ -1,6 +1,6 @@
 """The MindSpore dialect: summary and lineage records MindInsight reads.
 
-Packaging follows MindSpore's summary adapter (FORMAT.md §8):
+Packaging follows MindSpore's summary adapter (docs/format.md §7.4):
   scalar     Summary.Value.scalar_value (float32)
   image      Summary.Value.image: NCHW, 1 or 3 channels, laid out as a grid of
              up to 8 columns, scaled to uint8 (floats in [0, 1] times 255,

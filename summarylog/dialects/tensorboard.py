@@ -1,6 +1,6 @@
 """The TensorBoard dialect: event payloads TensorBoard reads as they are.
 
-Conventions (FORMAT.md; TensorBoard's plugins):
+Conventions (docs/format.md §6; TensorBoard's plugins):
   scalars     Summary.Value.simple_value (float32), encoded in C on the hot path
               (csrc/scalar_codec.c); this module's scalars() is the same bytes
   histograms  Summary.Value.histo (HistogramProto); ±inf fall in the edge

@@ -5,7 +5,7 @@
  * the reason, never passed.  The portable path is itself checked against a
  * bit-at-a-time reference written here from the polynomial.
  *
- * Vectors: RFC 3720 §B.4 and FORMAT.md §1.2 (TensorBoard's masked_crc.rs,
+ * Vectors: RFC 3720 §B.4 and docs/format.md §1.2 (TensorBoard's masked_crc.rs,
  * tf_record.rs).  SLG_CRC_EXHAUSTIVE=1 also runs every (i, j) split of the
  * 2048-byte buffer through the literal three-call composition (slow). */
 #include <errno.h>
@@ -107,7 +107,7 @@ static void check_vectors(int impl, const char *name) {
     CHECK_EQ(run(impl, 0x12345678u, "", 0), 0x12345678u); /* empty extension is identity */
     CHECK_EQ(run(impl, 0, NULL, 0), 0);
 
-    /* masked vectors (FORMAT.md §1.2) through this implementation */
+    /* masked vectors (docs/format.md §1.2) through this implementation */
     static const char tb[] = "\x1a\x11" "CRC test, one two";
     CHECK_EQ(slg_crc_mask(run(impl, 0, tb, sizeof tb - 1)), 0x5794D08Au);
     static const char zeros8[8] = {0};
@@ -307,7 +307,7 @@ static void test_env_forces_portable(void) {
 static void test_mask_unmask(void) {
     CHECK_EQ(slg_crc_mask(0), 0xA282EAD8u);
     CHECK_EQ(slg_crc_unmask(0xA282EAD8u), 0);
-    /* the 40-byte record's CRCs: FORMAT.md §1.2 */
+    /* the 40-byte record's CRCs: docs/format.md §1.2 */
     CHECK_EQ(slg_crc_unmask(0x224B7FA3u), slg_crc32c(0, "\x18\0\0\0\0\0\0\0", 8));
     t_rng r;
     rng_seed(&r, 2);

@@ -1,5 +1,5 @@
 /* test_record.c - TFRecord framing (record.c): slg_frame and slg_frame_many
- * against the complete 40-byte record of FORMAT.md §1.2 (TensorBoard's
+ * against the complete 40-byte record of docs/format.md §1.2 (TensorBoard's
  * tf_record.rs doc-test), the empty record, and frame_many against back-to-
  * back slg_frame calls.  Every output buffer is exactly sized on the heap so
  * AddressSanitizer catches a byte written past the frame. */
@@ -8,7 +8,7 @@
 #include "summarylog_api.h"
 #include "test_main.h"
 
-/* FORMAT.md §1.2: Event{wall_time = 1599759586.0, file_version = "brain.Event:2"} */
+/* docs/format.md §1.2: Event{wall_time = 1599759586.0, file_version = "brain.Event:2"} */
 static const unsigned char RECORD40[40] = {
     0x18, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* length = 24 */
     0xa3, 0x7f, 0x4b, 0x22,                         /* length_crc */
@@ -37,7 +37,7 @@ static void test_frame_40_byte_record(void) {
     char *out = xmalloc(40);
     CHECK_EQ(slg_frame(out, (const char *)RECORD40 + 12, 24), 40);
     CHECK_MEM(out, RECORD40, 40);
-    /* the pieces, as FORMAT.md §1.2 lists them */
+    /* the pieces, as docs/format.md §1.2 lists them */
     CHECK_EQ(le64((unsigned char *)out), 24);
     CHECK_EQ(le32((unsigned char *)out + 8), 0x224B7FA3u);
     CHECK_EQ(le32((unsigned char *)out + 36), 0xAB364B12u);

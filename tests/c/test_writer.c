@@ -164,7 +164,7 @@ static void test_open_exclusive(void) {
     }
 }
 
-/* FORMAT.md §1.2: the complete 40-byte record */
+/* docs/format.md §1.2: the complete 40-byte record */
 static const unsigned char RECORD40[40] = {
     0x18, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa3, 0x7f, 0x4b, 0x22, 0x09, 0x00,
     0x00, 0x80, 0x38, 0x99, 0xd6, 0xd7, 0x41, 0x1a, 0x0d, 0x62, 0x72, 0x61, 0x69, 0x6e,
@@ -179,7 +179,7 @@ static void test_write_flush_close(void) {
     slg_writer_get_stats(w, &s);
     CHECK_EQ(s.records_accepted + s.bytes_written + s.flushes + s.file_size + s.closed, 0);
 
-    /* the FORMAT.md §1.2 record first, byte for byte */
+    /* the docs/format.md §1.2 record first, byte for byte */
     CHECK_EQ(slg_writer_write(w, (const char *)RECORD40 + 12, 24), 0);
     b_frame(&e, (const char *)RECORD40 + 12, 24);
     /* sizes around the buffer's first 64 KiB allocation */

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from conftest import require_module
 from summarylog.records import crc, crc32c, crc32c_impl, crc32c_impls, mask, masked_crc32c, unmask
 
-# FORMAT.md §1.2 (RFC 3720 §B.4 and TensorBoard's masked_crc.rs)
+# docs/format.md §1.2 (RFC 3720 §B.4 and TensorBoard's masked_crc.rs)
 VECTORS = [
     (b"123456789", 0xE3069283),
     (bytes(32), 0x8A9136AA),
@@ -80,7 +80,7 @@ class TestVectors:
             assert unmask(mask(x)) == x
 
     def test_tfrecord_example(self) -> None:
-        # the complete 40-byte record of FORMAT.md §1.2
+        # the complete 40-byte record of docs/format.md §1.2
         data = bytes.fromhex("0900008038 99d6d741 1a0d627261696e2e4576656e743a32".replace(" ", ""))
         assert masked_crc32c(data) == 0xAB364B12
 

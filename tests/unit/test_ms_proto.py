@@ -1,4 +1,4 @@
-"""The MindSpore-dialect schema (proto/summarylog/ms) against FORMAT.md §5:
+"""The MindSpore-dialect schema (proto/summarylog/ms) against docs/format.md §7:
 field numbers, wire types and labels of every message the dialect writes,
 and a hand-encoded record byte for byte."""
 
@@ -23,7 +23,7 @@ def _label(d) -> str:
         return REQ
     return REP if d.is_repeated else OPT
 
-# (message, field, number, type, label) from FORMAT.md §5.1-5.5
+# (message, field, number, type, label) from docs/format.md §7.1-7.5
 TABLE = [
     ("Event", "wall_time", 1, F.TYPE_DOUBLE, REQ), ("Event", "step", 2, F.TYPE_INT64, OPT),
     ("Event", "version", 3, F.TYPE_STRING, OPT), ("Event", "graph_def", 4, F.TYPE_MESSAGE, OPT),
