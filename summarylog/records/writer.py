@@ -140,7 +140,7 @@ class RecordWriter:
         self._closed = False
         out = ffi.new("slg_writer **")
         rc = lib.slg_writer_open(
-            path.encode(), mode, float(flush_secs), flush_bytes,
+            os.fsencode(path), mode, float(flush_secs), flush_bytes,
             max(max_buffer, 64), DURABILITY[durability], ON_FULL[on_full], out,
         )
         if rc < 0:

@@ -154,3 +154,14 @@ def test_urls_are_refused_not_written_to_a_local_folder(tmp_path, monkeypatch, u
     with pytest.raises(ValueError, match="URL"):
         SummaryRecord(url)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_log_dir_whose_name_is_not_utf8_is_written_as_named(tmp_path):
+    """A directory name of undecodable bytes (as os.fsdecode gives it, with
+    surrogate escapes) names the same directory on disk."""
+    name = os.fsdecode(b"run-\xff\xfe")
+    logdir = os.path.join(str(tmp_path), name)
+    with Writer(logdir) as w:
+        w.add_scalar("x", 1.0, 0)
+    assert os.listdir(os.fsencode(str(tmp_path))) == [b"run-\xff\xfe"]
+    assert Reader(logdir).scalars(".", "x").value.tolist() == [1.0]
