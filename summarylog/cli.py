@@ -9,10 +9,14 @@ Subcommands (``summarylog COMMAND --help`` for each):
   tail     the last events of each run; ``-f`` follows new ones
   plot     a PNG line plot of chosen scalars
 
-Exit status: 0 success; 1 damage found (verify) or a file that could not be
-read or written; 2 bad arguments, a missing path or a missing optional
-dependency.  Errors are one line on stderr, prefixed ``summarylog: ``.
-Progress bars go to stderr, and only when stderr is a terminal.
+Exit status: 0 success; 1 damage or malformed values found (verify, and
+cat, tail, export, plot and convert after writing what they could read), a
+directory that could not be listed or a file that could not be read or
+written; 2 bad arguments, a missing path, an output that must not be replaced
+(a device, a FIFO) or a missing optional dependency.  Errors are one line on
+stderr each, prefixed ``summarylog: ``, naming the path.  Progress bars go to
+stderr, and only when stderr is a terminal.  Output files are written as
+``summarylog.cli_output`` describes.
 """
 
 from __future__ import annotations
@@ -23,34 +27,30 @@ import collections
 import contextlib
 import datetime
 import errno
-import fnmatch
 import json
 import math
 import os
+import re
 import sys
 import time
-from typing import Any, Iterator, NoReturn, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Sequence
+
+from .cli_common import (PROG, Status as _Status, check_run as _check_run,
+                         damage_text as _damage_text, open_reader as _open,
+                         printable as _printable, reason as _reason, report_dict as _report_dict,
+                         say as _say, select_runs as _select_runs, tag_matches as _tag_matches,
+                         tail_text as _tail_text, unreadable as _unreadable)
+from .cli_output import CLIError, check_target, output
+from .cli_plot import MAX_PIXELS, MAX_SIDE, MIN_PANEL_HEIGHT, cmd_plot
 
 __all__ = ["main"]
 
-PROG = "summarylog"
 DAMAGE_KINDS = ("bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill", "bad_zstd_frame")
 EVENT_KINDS = ("scalar", "histogram", "image", "text", "tensor", "hparams", "file_version",
                "session_log", "graph", "landscape", "other")
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
 
-
-class CLIError(Exception):
-    """An expected failure: one line on stderr, then exit with ``code``."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-# -- output helpers ----------------------------------------------------------------
 
 def _isatty(stream: Any) -> bool:
     try:
@@ -224,84 +224,50 @@ def _event_line(run: str, ev: Any) -> str:
         when = datetime.datetime.fromtimestamp(ev.wall_time).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):
         when = repr(ev.wall_time)
-    return f"{run}  {when}  step {ev.step}  {ev.kind}  {ev.tag or '-'}  {_brief(ev.kind, ev.value)}"
+    return _printable(f"{run}  {when}  step {ev.step}  {ev.kind}  {ev.tag or '-'}  "
+                      f"{_brief(ev.kind, ev.value)}")
 
 
-def _tag_matches(tag: str, patterns: Sequence[str] | None) -> bool:
-    if not patterns:
-        return True
-    return any(tag == p or fnmatch.fnmatchcase(tag, p) for p in patterns)
+def _empty_stats(kind: str) -> dict[str, Any]:
+    return {"kind": kind, "count": 0, "first_step": None, "last_step": None, "last_value": None}
 
 
-# -- reading -------------------------------------------------------------------------
-
-def _open(path: str) -> Any:
-    from .reader import Reader
-
-    try:
-        return Reader(path)
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file or directory") from None
-
-
-def _select_runs(reader: Any, wanted: Sequence[str] | None, *,
-                 need_files: bool = True) -> list[str]:
-    runs = reader.runs()
-    if not runs and need_files:
-        raise CLIError(f"{reader.path}: no event files found")
-    if not wanted:
-        return runs
-    missing = [r for r in wanted if r not in runs]
-    if missing:
-        raise CLIError(f"no run {missing[0]!r} under {reader.path} "
-                       f"(runs: {', '.join(runs) or 'none'})")
-    return [r for r in runs if r in wanted]
-
-
-def _file_size(path: str) -> int | None:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return None
-
-
-def _report_dict(rep: Any) -> dict[str, Any]:
-    return {
-        "path": rep.path,
-        "size": rep.size if rep.size is not None else _file_size(rep.path),
-        "records": rep.records,
-        "ok": rep.ok,
-        "damage": [{"offset": d.offset, "kind": d.kind, "length": d.length} for d in rep.damage],
-        "tail": (None if rep.tail is None else
-                 {"offset": rep.tail.offset, "kind": rep.tail.kind, "length": rep.tail.length}),
-        "bad_events": rep.bad_events,
-    }
-
-
-def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, Any]]:
-    kinds = reader.tags(run)
-    stats: dict[str, dict[str, Any]] = {}
-    others: set[str] = set()
-    for tag, kind in kinds.items():
-        s = None
-        if kind == "scalar":
-            try:
-                s = reader.scalars(run, tag)
-            except KeyError:  # a scalar tag whose values were all purged
-                pass
-        if s is not None and len(s.step):
-            steps = s.step
-            stats[tag] = {"kind": "scalar", "count": len(steps), "first_step": steps[0].item(),
-                          "last_step": steps[-1].item(), "last_value": s.value[-1].item()}
-        else:
-            stats[tag] = {"kind": kind, "count": 0, "first_step": None, "last_step": None,
-                          "last_value": None}
-            others.add(tag)
-    if others:
+def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """tag -> kind -> {kind, count, first_step, last_step, last_value}; the
+    tag's first kind is the one ``Reader.tags`` gives.  A tag can hold more
+    than one kind (a scalar and a histogram both named ``loss``)."""
+    primary = reader.tags(run)
+    tag_kinds = getattr(reader, "tag_kinds", None)
+    # without Reader.tag_kinds, only a pass over the events finds a second kind
+    scan_all = tag_kinds is None
+    kinds = {t: [k] for t, k in primary.items()} if scan_all else tag_kinds(run)
+    stats: dict[str, dict[str, dict[str, Any]]] = {}
+    from_events: set[tuple[str, str]] = set()  # (tag, kind) counted from the events
+    for tag in sorted(set(primary) | set(kinds)):
+        first = primary.get(tag)
+        ordered = ([first] if first else []) + sorted(set(kinds.get(tag, ())) - {first})
+        for kind in ordered:
+            st = stats.setdefault(tag, {})[kind] = _empty_stats(kind)
+            s = None
+            if kind == "scalar":
+                try:
+                    s = reader.scalars(run, tag)
+                except KeyError:  # a scalar tag whose values were all purged
+                    pass
+            if s is not None and len(s.step):
+                st.update(count=len(s.step), first_step=s.step[0].item(),
+                          last_step=s.step[-1].item(), last_value=s.value[-1].item())
+            else:
+                from_events.add((tag, kind))
+    if from_events or scan_all:
         for ev in reader.events(run):
-            st = stats.get(ev.tag) if ev.tag in others else None
-            if st is None:
-                continue
+            key = (ev.tag, ev.kind)
+            if key not in from_events:
+                if not (scan_all and ev.tag and ev.kind not in stats.get(ev.tag, {})):
+                    continue
+                stats.setdefault(ev.tag, {})[ev.kind] = _empty_stats(ev.kind)
+                from_events.add(key)
+            st = stats[ev.tag][ev.kind]
             st["count"] += 1
             if st["first_step"] is None:
                 st["first_step"] = int(ev.step)
@@ -311,24 +277,22 @@ def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, Any]]:
     return stats
 
 
-def _damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:
-    parts = [f"{d['kind']} at {d['offset']} ({d['length']} bytes)" for d in rep["damage"][:limit]]
-    if len(rep["damage"]) > limit:
-        parts.append(f"... {len(rep['damage']) - limit} more")
-    if rep["bad_events"]:
-        parts.append(f"{rep['bad_events']} malformed event{'s' if rep['bad_events'] != 1 else ''}")
-    return parts
-
-
-def _tail_text(tail: dict[str, Any]) -> str:
-    return f"{tail['kind']} tail at {tail['offset']} ({tail['length']} bytes)"
+def _tag_doc(per_kind: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """inspect --json's entry of one tag: its first kind's figures, and for
+    a tag that holds more kinds, ``other_kinds``: {kind: figures}."""
+    first, *others = per_kind.values()
+    if not others:
+        return first
+    return {**first, "other_kinds": {st["kind"]: {n: v for n, v in st.items() if n != "kind"}
+                                     for st in others}}
 
 
 # -- subcommands ------------------------------------------------------------------------
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    status = _Status()
     reader = _open(args.path)
-    runs = _select_runs(reader, args.run)
+    runs = _select_runs(reader, args.run, status)
     out: dict[str, Any] = {}
     with _Progress(sum(len(reader.files(r)) for r in runs), "inspect") as bar:
         for run in runs:
@@ -337,13 +301,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                         "tags": _tag_stats(reader, run)}
             bar.advance(len(files))
     if args.json:
-        doc = {"path": args.path, "runs": out}
+        doc: dict[str, Any] = {
+            "path": args.path,
+            "runs": {run: {**info, "tags": {t: _tag_doc(k) for t, k in info["tags"].items()}}
+                     for run, info in out.items()},
+            "unreadable": [{"path": p, "error": r} for p, r in _unreadable(reader)]}
         try:  # usually plain JSON already; else convert NaN, bytes, numpy
             text = _dumps(doc, ascii_only=not _stdout_is_utf8())
         except (TypeError, ValueError):
             text = _dumps(_jsonable(doc), ascii_only=not _stdout_is_utf8())
         print(text)
-        return 0
+        return status.code
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]
         if i:
@@ -355,51 +323,51 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if tags:
             w = max(12, *(len(t) for t in tags))
             print(f"  {'tag':<{w}}  {'kind':<9}  {'count':>7}  {'steps':<15}  last")
-            for tag, st in tags.items():
-                steps = ("-" if st["first_step"] is None
-                         else f"{st['first_step']}..{st['last_step']}")
-                last = "" if st["last_value"] is None else _fmt_num(st["last_value"])
-                line = f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  {last}"
-                print(line.rstrip())
+            for tag, per_kind in tags.items():
+                for st in per_kind.values():  # one line per kind the tag holds
+                    steps = ("-" if st["first_step"] is None
+                             else f"{st['first_step']}..{st['last_step']}")
+                    last = "" if st["last_value"] is None else _fmt_num(st["last_value"])
+                    line = (f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  "
+                            f"{last}")
+                    print(line.rstrip())
         else:
             print("  (no tags)")
         print("  files:")
         for f in files:
-            status = "OK" if f["ok"] else "DAMAGED: " + ", ".join(_damage_text(f))
+            status_text = "OK" if f["ok"] else "DAMAGED: " + ", ".join(_damage_text(f))
             size = "?" if f["size"] is None else _fmt_size(f["size"])
-            print(f"    {f['path']}  {f['records']} records, {size}  {status}")
+            print(f"    {f['path']}  {f['records']} records, {size}  {status_text}")
             if f["tail"] is not None:
                 print(f"      unfinished: {_tail_text(f['tail'])}")
-    return 0
+    return status.code
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from .reader import Reader
 
     reader = _open(args.path)
-    # directories the discovery could not list are skipped silently by
-    # os.walk: a check must not pass because it could not look
-    walk_errors: list[OSError] = []
-    if os.path.isdir(args.path):
-        for _ in os.walk(args.path, onerror=walk_errors.append, followlinks=True):
-            pass
-    runs = _select_runs(reader, None) if not walk_errors else reader.runs()
+    # the Reader's one discovery (symlinked directories entered once each);
+    # a directory it could not list fails the check: it must not pass
+    # because it could not look
+    runs = reader.runs()
+    unreadable = _unreadable(reader)
+    if not unreadable:
+        runs = _select_runs(reader, None)
     paths = [p for r in runs for p in reader.files(r)]
-    counts = collections.Counter()
+    counts: collections.Counter = collections.Counter()
     with _Progress(len(paths), "verify") as bar:
-        for e in walk_errors:
+        for where, reason in unreadable:
             counts["UNREADABLE"] += 1
-            reason = e.strerror or str(e)
-            bar.print(f"{'UNREADABLE':<8} {e.filename}: {reason}")
-            bar.print(f"{PROG}: cannot read {e.filename}: {reason}", sys.stderr)
+            bar.print(f"{'UNREADABLE':<8} {_printable(where)}: {reason}")
+            bar.print(f"{PROG}: cannot read {_printable(where)}: {reason}", sys.stderr)
         for path in paths:
             try:
                 rep = _report_dict(next(iter(Reader(path).damage().values())))
             except OSError as e:  # report it and check the other files
                 counts["UNREADABLE"] += 1
-                reason = e.strerror or str(e)
-                bar.print(f"{'UNREADABLE':<8} {path}: {reason}")
-                bar.print(f"{PROG}: cannot read {path}: {reason}", sys.stderr)
+                bar.print(f"{'UNREADABLE':<8} {_printable(path)}: {_reason(e)}")
+                bar.print(f"{PROG}: cannot read {_printable(path)}: {_reason(e)}", sys.stderr)
                 bar.advance()
                 continue
             problems = _damage_text(rep)
@@ -413,9 +381,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 status = "OK"
             counts[status] += 1
             detail = f": {'; '.join(problems)}" if problems else ""
-            bar.print(f"{status:<8} {path}  ({rep['records']} records){detail}")
+            bar.print(f"{status:<8} {_printable(path)}  ({rep['records']} records){detail}")
             bar.advance()
-    if len(paths) + len(walk_errors) > 1:
+    if len(paths) + len(unreadable) > 1:
         unreadable = (f"; {counts['UNREADABLE']} unreadable path"
                       f"{'s' if counts['UNREADABLE'] != 1 else ''}" if counts["UNREADABLE"] else "")
         print(f"{len(paths)} file{'s' if len(paths) != 1 else ''}: {counts['OK']} OK, "
@@ -426,19 +394,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
+    status = _Status()
     reader = _open(args.path)
-    runs = _select_runs(reader, args.run)
+    runs = _select_runs(reader, args.run, status)
     kinds = set(args.kind or ())
     ascii_only = not _stdout_is_utf8()
     write = sys.stdout.write
     for run in runs:
+        reader.damage(run)  # the scalar pass first: events() then adds what it meets
         for ev in reader.events(run):
             if kinds and ev.kind not in kinds:
                 continue
             if args.tag and not _tag_matches(ev.tag, args.tag):
                 continue
             write(_dumps(_event_record(run, ev), ascii_only=ascii_only) + "\n")
-    return 0
+        _check_run(reader, run, status)
+    sys.stdout.flush()
+    return status.flush()
 
 
 def _export_format(args: argparse.Namespace) -> str:
@@ -463,43 +435,19 @@ def _series(reader: Any, runs: list[str], tags: Sequence[str] | None,
         bar.advance(len(reader.files(run)))
 
 
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
-                 errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EXDEV}
-
-
-@contextlib.contextmanager
-def _output(path: str, binary: bool = False) -> Iterator[Any]:
-    """A file written next to ``path`` and renamed over it only when complete
-    (``-``: stdout)."""
-    if path == "-":
-        yield sys.stdout.buffer if binary else sys.stdout
-        return
-    if os.path.isdir(path):
-        raise CLIError(f"cannot write {path}: is a directory", 1)
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+def _utf8(s: str) -> str:
+    """Text that encodes as UTF-8 (a tag read from a file may hold lone
+    surrogates for bytes that are not UTF-8): those as ``\\udcXX``, as the
+    CSV and JSON-lines writers show them."""
     try:
-        if binary:
-            f = open(tmp, "wb")
-        else:
-            f = open(tmp, "w", newline="", encoding="utf-8", errors="backslashreplace")
-    except OSError as e:
-        raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
-    try:
-        with f:
-            yield f
-        os.replace(tmp, path)
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(e, OSError) and e.errno in _WRITE_ERRNOS and e.filename in (None, tmp, path):
-            raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
-        raise
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    if os.path.isdir(args.output):
-        raise CLIError(f"cannot write {args.output}: is a directory", 1)
+    check_target(args.output)  # before the reading: a target that must not be replaced
     fmt = _export_format(args)
     if fmt == "parquet":
         try:
@@ -507,15 +455,16 @@ def cmd_export(args: argparse.Namespace) -> int:
             import pyarrow.parquet as pq
         except ImportError:
             raise CLIError("export --format parquet needs pyarrow: pip install pyarrow") from None
+    status = _Status()
     reader = _open(args.path)
-    runs = _select_runs(reader, args.run)
+    runs = _select_runs(reader, args.run, status)
     total = sum(len(reader.files(r)) for r in runs)
     rows = 0
     with _Progress(total, "export") as bar:
         if fmt == "csv":
             import csv
 
-            with _output(args.output) as f:
+            with output(args.output) as f:
                 w = csv.writer(f, lineterminator="\n")
                 w.writerow(["run", "tag", "step", "wall_time", "value"])
                 for run, tag, s in _series(reader, runs, args.tag, bar):
@@ -524,7 +473,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                     rows += len(s.step)
         elif fmt == "jsonl":
             ascii_only = args.output == "-" and not _stdout_is_utf8()
-            with _output(args.output) as f:
+            with output(args.output) as f:
                 for run, tag, s in _series(reader, runs, args.tag, bar):
                     head = (f'{{"run": {_dumps(run, ascii_only=ascii_only)}, '
                             f'"tag": {_dumps(tag, ascii_only=ascii_only)}, "step": ')
@@ -536,54 +485,68 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             schema = pa.schema([("run", pa.string()), ("tag", pa.string()), ("step", pa.int64()),
                                 ("wall_time", pa.float64()), ("value", pa.float64())])
-            with _output(args.output, binary=True) as f:
+            with output(args.output, binary=True) as f:
                 with pq.ParquetWriter(f, schema) as pw:
                     for run, tag, s in _series(reader, runs, args.tag, bar):
                         n = len(s.step)
                         pw.write_table(pa.table({
-                            "run": pa.array([run] * n, pa.string()),
-                            "tag": pa.array([tag] * n, pa.string()),
+                            "run": pa.array([_utf8(run)] * n, pa.string()),
+                            "tag": pa.array([_utf8(tag)] * n, pa.string()),
                             "step": pa.array(s.step, pa.int64()),
                             "wall_time": pa.array(s.wall_time, pa.float64()),
                             "value": pa.array(s.value, pa.float64())}, schema=schema))
                         rows += n
+    for run in runs:
+        _check_run(reader, run, status)
     if args.output != "-" and _isatty(sys.stderr):
-        print(f"{rows} points written to {args.output} ({fmt})", file=sys.stderr)
-    return 0
+        print(f"{rows} points written to {_printable(args.output)} ({fmt})", file=sys.stderr)
+    return status.flush()
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import iter_convert
+    from .convert import DestinationError, iter_convert
 
+    status = _Status()
     reader = _open(args.path)
-    runs = _select_runs(reader, args.run)
+    runs = _select_runs(reader, args.run, status)
     if os.path.exists(args.dst) and not os.path.isdir(args.dst):
         raise CLIError(f"cannot convert into {args.dst}: not a directory", 1)
+    dst_abs = os.path.abspath(args.dst)
     total: dict[str, int] = {}
     try:
         with _Progress(len(runs), f"convert to {args.to}") as bar:
-            for run, counts in iter_convert(args.path, args.dst, args.to, runs):
+            for run, counts in iter_convert(args.path, args.dst, args.to, runs, reader=reader):
                 for k, n in counts.items():
                     total[k] = total.get(k, 0) + n
+                    if k.startswith("malformed "):  # counted and skipped; never silent
+                        status.later(f"run {run}: {k} skipped ({n})")
+                _check_run(reader, run, status)
                 bar.advance()
+    except DestinationError as exc:
+        raise CLIError(f"cannot write {exc.filename}: {exc.strerror}", 1) from None
     except ValueError as exc:
         raise CLIError(str(exc), 2) from None
+    except OSError as exc:  # a file of DST that could not be created or written
+        name = exc.filename if isinstance(exc.filename, str) else None
+        if name is None or not os.path.abspath(name).startswith(dst_abs + os.sep):
+            raise
+        raise CLIError(f"cannot write {name}: {_reason(exc)}", 1) from None
     parts = ", ".join(f"{n} {k}" for k, n in sorted(total.items())) or "nothing"
     print(f"converted {len(runs)} run{'s' if len(runs) != 1 else ''} to {args.to} in "
           f"{args.dst}: {parts}")
-    return 0
+    return status.flush()
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    if args.n < 0:
-        raise CLIError(f"-n must be >= 0, got {args.n}")
+    status = _Status()
     reader = _open(args.path)
-    runs = _select_runs(reader, [args.run] if args.run and not args.follow else None,
+    runs = _select_runs(reader, [args.run] if args.run and not args.follow else None, status,
                         need_files=not args.follow)
     if args.run:
         runs = [r for r in runs if r == args.run]
     seen: dict[str, int] = {}
     for run in runs:
+        reader.damage(run)  # the scalar pass first: events() then adds what it meets
         last: collections.deque = collections.deque(maxlen=args.n)
         count = 0
         for ev in reader.events(run):
@@ -592,9 +555,11 @@ def cmd_tail(args: argparse.Namespace) -> int:
         seen[run] = count
         for ev in last:
             print(_event_line(run, ev))
+        _check_run(reader, run, status)
     sys.stdout.flush()
+    status.flush()
     if not args.follow:
-        return 0
+        return status.code
     # follow() reads every file from its start: skip, run by run, the events
     # printed (or passed over) above
     try:
@@ -606,58 +571,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             print(_event_line(run, ev), flush=True)
     except KeyboardInterrupt:  # Ctrl-C is how tail -f ends
         pass
-    return 0
-
-
-def cmd_plot(args: argparse.Namespace) -> int:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=True)
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-        from matplotlib.ticker import MaxNLocator
-    except ImportError:
-        raise CLIError("plot needs matplotlib: pip install matplotlib") from None
-    import numpy as np
-
-    reader = _open(args.path)
-    runs = _select_runs(reader, args.run)
-    series: dict[str, list[tuple[str, Any]]] = {}  # tag -> [(run, Scalars)]
-    available: set[str] = set()
-    for run in runs:
-        tags = reader.scalar_tags(run)
-        available.update(tags)
-        for tag in tags:
-            if _tag_matches(tag, args.tag):
-                series.setdefault(tag, []).append((run, reader.scalars(run, tag)))
-    if not series:
-        raise CLIError(f"no scalar tag {' or '.join(map(repr, args.tag))} in "
-                       f"{'run ' + ', '.join(runs) if args.run else args.path} "
-                       f"(scalar tags: {', '.join(sorted(available)) or 'none'})")
-    tags = sorted(series)
-    fig = Figure(figsize=(args.width, max(2.5, args.height_per_tag) * len(tags)), dpi=args.dpi,
-                 layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(len(tags), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, tag in zip(axes, tags):
-        for run, s in series[tag]:
-            order = np.argsort(s.step, kind="stable")  # a line over steps, even when resumed
-            values = np.where(np.isfinite(s.value), s.value, np.nan)[order]
-            ax.plot(s.step[order], values, label=run, linewidth=1.2,
-                    color=f"C{runs.index(run) % 10}")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title(tag)
-        ax.set_ylabel("value")
-        ax.grid(True, alpha=0.3)
-        if len(series[tag]) > 1 or len(runs) > 1:
-            ax.legend(loc="best", fontsize="small")
-    axes[-1].set_xlabel("step")
-    if args.title:
-        fig.suptitle(args.title)
-    with _output(args.output, binary=True) as f:
-        fig.savefig(f, format="png")
-    return 0
+    return status.code
 
 
 # -- the parser -----------------------------------------------------------------------------
@@ -667,16 +581,34 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         cmd = self.prog[len(PROG) + 1:] + ": " if self.prog != PROG else ""
-        self.exit(2, f"{PROG}: {cmd}{message} (see '{self.prog} --help')\n")
+        self.exit(2, f"{PROG}: {cmd}{_printable(message)} (see '{self.prog} --help')\n")
 
 
-def _positive(text: str) -> float:
+def _number(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a float in [low, high] (``(low, high]`` when
+    ``low_open``); NaN, infinities and 1e300 are refused in one line, before
+    they reach time.sleep or matplotlib."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not ((low < v) if low_open else (low <= v)) or not v <= high:
+            bound = f"more than {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound} and at most {high:g}, "
+                                             f"got {text!r}")
+        return v
+    return parse
+
+
+def _count(text: str) -> int:
+    """An argparse type: an integer from 0 to sys.maxsize."""
     try:
-        v = float(text)
+        v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0 or not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= v <= sys.maxsize:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {sys.maxsize}, got {text!r}")
     return v
 
 
@@ -749,12 +681,12 @@ def build_parser() -> argparse.ArgumentParser:
              "Print the last N events of each run, one line each (run, local time, step, kind, "
              "tag, value). With -f, keep printing events as writers append them (new files and "
              "runs included) until Ctrl-C or --idle-timeout seconds without a new event.")
-    sp.add_argument("-n", type=int, default=10, metavar="N", help="events per run (default 10)")
+    sp.add_argument("-n", type=_count, default=10, metavar="N", help="events per run (default 10)")
     sp.add_argument("-f", "--follow", action="store_true", help="keep following new events")
-    sp.add_argument("--idle-timeout", type=_positive, metavar="S",
+    sp.add_argument("--idle-timeout", type=_number(0, 1e9, low_open=True), metavar="S",
                     help="with -f: stop after S seconds without a new event")
-    sp.add_argument("--poll-secs", type=_positive, default=0.5, metavar="S",
-                    help="with -f: how often to look for new events (default 0.5)")
+    sp.add_argument("--poll-secs", type=_number(0.01, 3600), default=0.5, metavar="S",
+                    help="with -f: how often to look for new events (0.01 to 3600, default 0.5)")
     sp.add_argument("--run", metavar="R", help="only run R")
     sp.set_defaults(func=cmd_tail)
 
@@ -766,9 +698,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
     sp.add_argument("-o", "--output", required=True, metavar="OUT.png", help="the PNG to write")
     sp.add_argument("--title", help="a title over the figure")
-    sp.add_argument("--width", type=_positive, default=8.0, help="inches (default 8)")
-    sp.add_argument("--height-per-tag", type=_positive, default=3.0, help="inches (default 3)")
-    sp.add_argument("--dpi", type=_positive, default=100.0, help="dots per inch (default 100)")
+    sp.add_argument("--width", type=_number(1, 300), default=8.0,
+                    help="inches, 1 to 300 (default 8)")
+    sp.add_argument("--height-per-tag", type=_number(0, 300, low_open=True), default=3.0,
+                    help=f"inches per panel, at most 300 (default 3; at least "
+                         f"{MIN_PANEL_HEIGHT:g} are used)")
+    sp.add_argument("--dpi", type=_number(10, 2400), default=100.0,
+                    help="dots per inch, 10 to 2400 (default 100); the image may have at most "
+                         f"{MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} Mpx in all")
     sp.set_defaults(func=cmd_plot)
     return p
 
@@ -786,22 +723,23 @@ def _quiet_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as e:  # --help, --version, bad arguments (already reported)
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     for stream in (sys.stdout, sys.stderr):
         # names from the file system or a log (lone surrogates, non-ASCII on a
         # non-UTF-8 terminal) print escaped instead of raising
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(errors="backslashreplace")
     try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, bad arguments (already reported)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    try:
         try:
             status = args.func(args)
             sys.stdout.flush()
             return status
         except CLIError as e:
-            print(f"{PROG}: {e.message}", file=sys.stderr)
+            if e.message is not None:  # None: already reported line by line
+                _say(e.message)
             return e.code
         except BrokenPipeError:
             _quiet_stdout()
@@ -810,14 +748,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(file=sys.stderr)
             return 130
         except OSError as e:
-            reason = e.strerror or str(e)
+            reason = _reason(e)
             if e.filename is not None:  # the event files are opened by name
-                msg = f"cannot read {e.filename}: {reason}"
+                msg = f"cannot read {os.fsdecode(e.filename)}: {reason}"
             elif e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                 msg = f"cannot write the output: {reason}"
             else:
                 msg = f"I/O error: {reason}"
-            print(f"{PROG}: {msg}", file=sys.stderr)
+            _say(msg)
             return 1
     except BrokenPipeError:  # stdout already gone while reporting
         _quiet_stdout()
