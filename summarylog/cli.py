@@ -181,6 +181,11 @@ def _one_line(s: str, width: int = 80) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
+def _print_line(line: str = "") -> None:
+    """A line of human output: names from files may carry control characters."""
+    print(_printable(line))
+
+
 def _brief(kind: str, value: Any) -> str:
     """A one-line human summary of an event's value."""
     try:
@@ -315,14 +320,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]
         if i:
-            print()
+            _print_line()
         size = sum(f["size"] or 0 for f in files)
-        print(f"run {run}: {len(files)} file{'s' if len(files) != 1 else ''}, "
-              f"{info['records']} records, {_fmt_size(size)}")
+        _print_line(f"run {run}: {len(files)} file{'s' if len(files) != 1 else ''}, "
+                    f"{info['records']} records, {_fmt_size(size)}")
         tags = info["tags"]
         if tags:
-            w = max(12, *(len(t) for t in tags))
-            print(f"  {'tag':<{w}}  {'kind':<9}  {'count':>7}  {'steps':<15}  last")
+            w = min(48, max(12, *(len(t) for t in tags)))  # a huge tag pads no other row
+            _print_line(f"  {'tag':<{w}}  {'kind':<9}  {'count':>7}  {'steps':<15}  last")
             for tag, per_kind in tags.items():
                 for st in per_kind.values():  # one line per kind the tag holds
                     steps = ("-" if st["first_step"] is None
@@ -330,16 +335,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                     last = "" if st["last_value"] is None else _fmt_num(st["last_value"])
                     line = (f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  "
                             f"{last}")
-                    print(line.rstrip())
+                    _print_line(line.rstrip())
         else:
-            print("  (no tags)")
-        print("  files:")
+            _print_line("  (no tags)")
+        _print_line("  files:")
         for f in files:
             status_text = "OK" if f["ok"] else "DAMAGED: " + ", ".join(_damage_text(f))
             size = "?" if f["size"] is None else _fmt_size(f["size"])
-            print(f"    {f['path']}  {f['records']} records, {size}  {status_text}")
+            _print_line(f"    {f['path']}  {f['records']} records, {size}  {status_text}")
             if f["tail"] is not None:
-                print(f"      unfinished: {_tail_text(f['tail'])}")
+                _print_line(f"      unfinished: {_tail_text(f['tail'])}")
     return status.code
 
 
@@ -519,7 +524,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 for k, n in counts.items():
                     total[k] = total.get(k, 0) + n
                     if k.startswith("malformed "):  # counted and skipped; never silent
-                        status.later(f"run {run}: {k} skipped ({n})")
+                        status.later(f"run {run}: {n} {k} value{'s' if n != 1 else ''} "
+                                     "skipped")
                 _check_run(reader, run, status)
                 bar.advance()
     except DestinationError as exc:
@@ -601,6 +607,14 @@ def _number(low: float, high: float, *, low_open: bool = False) -> Callable[[str
     return parse
 
 
+def _nonempty(text: str) -> str:
+    """An argparse type for paths: '' would mean the current directory to
+    some calls and nothing to others."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path")
+    return text
+
+
 def _count(text: str) -> int:
     """An argparse type: an integer from 0 to sys.maxsize."""
     try:
@@ -623,7 +637,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, help: str, description: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=description)
-        sp.add_argument("path", metavar="PATH", help="event file, run directory or root of runs")
+        sp.add_argument("path", metavar="PATH", type=_nonempty,
+                        help="event file, run directory or root of runs")
         return sp
 
     sp = add("inspect", "runs, files, tags, step ranges, last values, damage",
@@ -658,7 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
              "Write every scalar as a long table: run, tag, step, wall_time, value. The format "
              "comes from OUT's suffix (.csv, .jsonl, .parquet) unless --format is given; "
              "Parquet needs pyarrow. OUT is replaced only once it is complete.")
-    sp.add_argument("-o", "--output", required=True, metavar="OUT",
+    sp.add_argument("-o", "--output", required=True, metavar="OUT", type=_nonempty,
                     help="output file ('-': stdout)")
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), help="output format")
     sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
@@ -671,7 +686,8 @@ def build_parser() -> argparse.ArgumentParser:
              "keeping the run layout: scalars, histograms, images, tensors; MindSpore lineage "
              "becomes TensorBoard hparams and TensorBoard hparams become MindSpore custom "
              "lineage. What a viewer has no place for is skipped and counted.")
-    sp.add_argument("dst", metavar="DST", help="output root (created; must not be inside PATH)")
+    sp.add_argument("dst", metavar="DST", type=_nonempty,
+                    help="output root (created; must not be inside PATH)")
     sp.add_argument("--to", required=True, choices=("tensorboard", "mindinsight"),
                     help="output dialect")
     sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
@@ -696,7 +712,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tag", action="append", required=True, metavar="T",
                     help="tag T, or tags matching the glob T (repeatable)")
     sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
-    sp.add_argument("-o", "--output", required=True, metavar="OUT.png", help="the PNG to write")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT.png", type=_nonempty,
+                    help="the PNG to write ('-': stdout)")
     sp.add_argument("--title", help="a title over the figure")
     sp.add_argument("--width", type=_number(1, 300), default=8.0,
                     help="inches, 1 to 300 (default 8)")

@@ -52,9 +52,12 @@ _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, In
               RecursionError)
 
 
+_CREATE_TRIES = 1000  # names taken in a row before giving up (never a loop for ever)
+
+
 class DestinationError(OSError):
-    """A run's output directory would leave ``dst`` (a symlink or a file
-    where a directory must be)."""
+    """A run's output would leave ``dst`` (a symlink or a file where a
+    directory must be), or no free file name was found."""
 
 
 def _host() -> str:
@@ -92,11 +95,20 @@ def _create(directory: str, name_of: Callable[[int], str]) -> RecordWriter:
     (O_EXCL: a taken name, or a symlink planted at it, moves on to the next
     second)."""
     sec = int(time.time())
-    while True:
+    tried: set[str] = set()
+    for _ in range(_CREATE_TRIES):
+        path = os.path.join(directory, name_of(sec))
+        if path in tried:  # a name that does not move with the second (_lineage)
+            break
+        tried.add(path)
         try:
-            return RecordWriter(os.path.join(directory, name_of(sec)), durability="flush")
+            return RecordWriter(path, durability="flush")
         except FileExistsError:
             sec += 1
+        except UnicodeEncodeError:  # a run directory named with bytes that are not UTF-8
+            raise DestinationError(errno.EILSEQ, "not valid UTF-8, which the writer's paths "
+                                   "must be", path) from None
+    raise DestinationError(errno.EEXIST, "exists (and so do the next names to try)", path)
 
 
 def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> None:
@@ -162,16 +174,16 @@ def _lineage_to_tensorboard(enc: Any, rw: RecordWriter, row: dict[str, Any], wal
         if _plain(k) and _plain(v):
             hparams[k] = v
         else:
-            counts["malformed lineage value"] += 1
+            counts["malformed lineage field"] += 1
     user = row.get("user_defined") or {}
     if not isinstance(user, dict):
-        counts["malformed lineage value"] += 1
+        counts["malformed lineage field"] += 1
         user = {}
     for k, v in user.items():
         if _plain(k) and _plain(v):
             hparams[k] = v
         else:
-            counts["malformed lineage value"] += 1
+            counts["malformed lineage field"] += 1
     metric = row.get("metric") or {}
     if not isinstance(metric, dict):  # e.g. "[1, 2]": MindInsight wants an object
         counts["malformed lineage metric"] += 1
@@ -233,7 +245,7 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                     try:
                         rw.write(summary_of_values(key[1], key[0], [v]))
                     except _BAD_VALUE:
-                        counts["malformed value"] += 1
+                        counts["malformed summary"] += 1
 
         for ev in reader.events(run):
             if ev.kind in _MARKERS:
@@ -246,7 +258,7 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                     continue
                 for k, v in start.items():
                     if not _plain(k) or not _plain(v):
-                        counts["malformed hparams value"] += 1
+                        counts["malformed hparams field"] += 1
                     elif isinstance(v, bool):
                         custom[k] = str(v)
                     else:
