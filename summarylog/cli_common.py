@@ -144,6 +144,7 @@ def report_dict(rep: Any) -> dict[str, Any]:
         "tail": (None if rep.tail is None else
                  {"offset": rep.tail.offset, "kind": rep.tail.kind, "length": rep.tail.length}),
         "bad_events": rep.bad_events,
+        "bad_values": getattr(rep, "bad_values", 0),  # values that did not decode
     }
 
 
@@ -153,6 +154,9 @@ def damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:
         parts.append(f"... {len(rep['damage']) - limit} more")
     if rep["bad_events"]:
         parts.append(f"{rep['bad_events']} malformed event{'s' if rep['bad_events'] != 1 else ''}")
+    bad_values = rep.get("bad_values", 0)
+    if bad_values:
+        parts.append(f"{bad_values} malformed value{'s' if bad_values != 1 else ''}")
     return parts
 
 

@@ -311,6 +311,7 @@ def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
     for run in runs if runs is not None else reader.runs():
         counts: Counter = Counter()
         out_dir = _out_dir(dst, run)
+        reader.damage(run)  # the scalar pass first: the events pass then adds to its reports
         if to == "tensorboard":
             _to_tensorboard(reader, run, out_dir, counts)
         else:

@@ -312,6 +312,11 @@ def test_convert_skips_hostile_lineage_values(tmp_path, figure):
         assert dst.scalars(name, "loss").value.tolist() == [1.0]
     assert dst.scalars("good", "lineage/ok").value.tolist() == [0.5]
     assert dst.scalars("huge", "lineage/ok").value.tolist() == [0.5]
+    v = run_cli("verify", tmp_path / "src")  # lineage files are checked too
+    no_traceback(v)
+    assert v.returncode == 1 and any(ln.startswith("DAMAGED ") and "/deep/" in ln
+                                     and ln.split()[1].endswith("_lineage")
+                                     for ln in v.stdout.splitlines()), v.stdout
     figure(f"6 runs, 5 with hostile lineage (\"[1, 2]\", a string, 100 000-deep nesting, a "
            f"400-digit number): converted in {took:.2f} s, exit 1, "
            f"{len(p.stderr.splitlines())} stderr lines, every good value kept")
@@ -409,7 +414,7 @@ def test_malformed_values_fail_cat_tail_export_convert(tmp_path, figure):
     _, bad = _malformed_run(run)
     out = tmp_path / "out"
     out.mkdir()
-    cmds = {"cat": (), "tail": (), "export": ("-o", out / "x.csv"),
+    cmds = {"cat": (), "tail": (), "verify": (), "export": ("-o", out / "x.csv"),
             "convert": (out / "conv", "--to", "tensorboard")}
     if has_matplotlib():
         cmds["plot"] = ("--tag", "loss", "-o", out / "x.png")
@@ -417,6 +422,10 @@ def test_malformed_values_fail_cat_tail_export_convert(tmp_path, figure):
         p = run_cli(cmd, run, *extra)
         no_traceback(p)
         assert p.returncode == 1, (cmd, p.returncode, p.stderr)
+        if cmd == "verify":  # on stdout, as every file's verdict
+            assert any(ln.startswith(f"DAMAGED  {bad}") and "malformed" in ln
+                       for ln in p.stdout.splitlines()), p.stdout
+            continue
         assert any(ln.startswith(f"summarylog: {bad}: ") and "malformed" in ln
                    for ln in p.stderr.splitlines()), (cmd, p.stderr)
     cat = run_cli("cat", run)
