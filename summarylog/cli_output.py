@@ -11,8 +11,8 @@ and renames it over ``path`` only once it is complete.  So:
 * an existing ``path`` that is not a regular file (a device, a FIFO, a
   socket, or a symlink to one of them) is refused: renaming over it would
   replace ``/dev/full`` with a regular file when run as root;
-* an existing regular ``path`` keeps its permission bits (and its owner
-  when the process may set it).
+* an existing regular ``path`` keeps its permission bits (not set-user-ID,
+  set-group-ID or sticky) and its owner when the process may set it.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def output(path: str, binary: bool = False) -> Iterator[Any]:
             with contextlib.suppress(OSError):  # the owner, when we may (root)
                 if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
                     os.fchown(fd, old.st_uid, old.st_gid)
-            os.fchmod(fd, stat.S_IMODE(old.st_mode))
+            os.fchmod(fd, stat.S_IMODE(old.st_mode) & 0o777)  # never set-id bits on output
         else:
             os.fchmod(fd, 0o666 & ~_umask())
         if binary:
