@@ -22,24 +22,17 @@ stderr, and only when stderr is a terminal.  Output files are written as
 from __future__ import annotations
 
 import argparse
-import base64
 import collections
 import contextlib
-import datetime
 import errno
-import json
-import math
 import os
-import re
 import sys
-import time
 from typing import Any, Callable, Iterator, NoReturn, Sequence
 
-from .cli_common import (PROG, Status as _Status, check_run as _check_run,
-                         damage_text as _damage_text, open_reader as _open,
-                         printable as _printable, reason as _reason, report_dict as _report_dict,
-                         say as _say, select_runs as _select_runs, tag_matches as _tag_matches,
-                         tail_text as _tail_text, unreadable as _unreadable)
+from .cli_common import (PROG, Status, check_run, damage_text, open_reader, printable, reason,
+                         report_dict, say, select_runs, tag_matches, tail_text, unreadable)
+from .cli_format import (Progress, dumps, event_line, event_record, fmt_num, fmt_size, isatty,
+                         json_num, jsonable, print_line, stdout_is_utf8)
 from .cli_output import CLIError, check_target, output
 from .cli_plot import MAX_PIXELS, MAX_SIDE, MIN_PANEL_HEIGHT, cmd_plot
 
@@ -50,187 +43,6 @@ EVENT_KINDS = ("scalar", "histogram", "image", "text", "tensor", "hparams", "fil
                "session_log", "graph", "landscape", "other")
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
-class _Progress:
-    """``label [#####.....] done/total`` on stderr, redrawn in place; only when
-    stderr is a terminal, and cleared when done."""
-
-    WIDTH = 30
-
-    def __init__(self, total: int, label: str) -> None:
-        self.total = total
-        self.label = label
-        self.done = 0
-        self.on = total > 0 and _isatty(sys.stderr)
-        self._drawn = False
-        self._last = 0.0
-        self._draw()
-
-    def _draw(self, force: bool = True) -> None:
-        if not self.on:
-            return
-        now = time.monotonic()
-        if not force and now - self._last < 0.1:
-            return
-        self._last = now
-        filled = self.WIDTH * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        sys.stderr.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
-        sys.stderr.flush()
-        self._drawn = True
-
-    def _clear(self) -> None:
-        if self.on and self._drawn:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-            self._drawn = False
-
-    def advance(self, n: int = 1) -> None:
-        self.done += n
-        self._draw(force=self.done >= self.total)
-
-    def print(self, line: str, file: Any = None) -> None:
-        """A line on stdout (or ``file``) without tearing the bar."""
-        if self.on:
-            self._clear()
-            print(line, file=file, flush=True)
-            self._draw()
-        else:
-            print(line, file=file)
-
-    def close(self) -> None:
-        self._clear()
-        self.on = False
-
-    def __enter__(self) -> "_Progress":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _json_float(x: float) -> Any:
-    if math.isfinite(x):
-        return x
-    if math.isnan(x):
-        return "NaN"
-    return "Infinity" if x > 0 else "-Infinity"
-
-
-def _json_num(x: float) -> str:
-    """A float as JSON text (repr is exact and valid JSON for finite floats)."""
-    return repr(x) if math.isfinite(x) else f'"{_json_float(x)}"'
-
-
-def _jsonable(v: Any) -> Any:
-    """Plain JSON values: non-finite floats as "NaN"/"Infinity"/"-Infinity",
-    bytes as base64, numpy arrays as nested lists, complex as [re, im]."""
-    if v is None or isinstance(v, (bool, str)):
-        return v
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float):
-        return _json_float(v)
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(v)).decode("ascii")
-    if isinstance(v, complex):
-        return [_json_float(v.real), _json_float(v.imag)]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    tolist = getattr(v, "tolist", None)  # numpy arrays and scalars
-    if tolist is not None:
-        return _jsonable(tolist())
-    return str(v)
-
-
-def _stdout_is_utf8() -> bool:
-    enc = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-    return enc == "utf8"
-
-
-def _dumps(obj: Any, indent: int | None = None, ascii_only: bool = False) -> str:
-    """Strict JSON (no bare NaN); ``ascii_only`` for a stdout that is not UTF-8."""
-    return json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False, indent=indent)
-
-
-def _fmt_num(x: float) -> str:
-    return f"{x:.6g}"
-
-
-def _fmt_size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-def _one_line(s: str, width: int = 80) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def _print_line(line: str = "") -> None:
-    """A line of human output: names from files may carry control characters."""
-    print(_printable(line))
-
-
-def _brief(kind: str, value: Any) -> str:
-    """A one-line human summary of an event's value."""
-    try:
-        if kind == "scalar":
-            return _fmt_num(value)
-        if kind == "histogram":
-            return (f"n={_fmt_num(value['num'])} min={_fmt_num(value['min'])} "
-                    f"max={_fmt_num(value['max'])} buckets={len(value['counts'])}")
-        if kind == "image":
-            n = len(value["pngs"])
-            return f"{value['width']}x{value['height']} ({n} png{'s' if n != 1 else ''})"
-        if kind == "text":
-            return _one_line(value if isinstance(value, str) else str(_jsonable(value)))
-        if kind == "tensor":
-            import numpy as np
-
-            text = np.array2string(value, threshold=8, edgeitems=2, max_line_width=10_000)
-            return _one_line(f"{value.dtype}{list(value.shape)} {text}")
-        if kind in ("graph", "other") and isinstance(value, (bytes, bytearray)):
-            return f"{len(value)} bytes"
-        if kind == "session_log":
-            return str(value.get("status"))
-        if isinstance(value, str):
-            return _one_line(value)
-        return _one_line(_dumps(_jsonable(value)), 100)
-    except Exception:  # a summary is never worth dying for
-        return _one_line(repr(value))
-
-
-def _event_record(run: str, ev: Any) -> dict[str, Any]:
-    value = ev.value
-    if ev.kind == "image" and isinstance(value, dict):
-        value = {"width": value.get("width"), "height": value.get("height"),
-                 "pngs": len(value.get("pngs", ()))}
-    return {"run": run, "tag": ev.tag, "kind": ev.kind, "step": int(ev.step),
-            "wall_time": _json_float(float(ev.wall_time)), "value": _jsonable(value)}
-
-
-def _event_line(run: str, ev: Any) -> str:
-    try:
-        when = datetime.datetime.fromtimestamp(ev.wall_time).isoformat(timespec="milliseconds")
-    except (OverflowError, OSError, ValueError):
-        when = repr(ev.wall_time)
-    return _printable(f"{run}  {when}  step {ev.step}  {ev.kind}  {ev.tag or '-'}  "
-                      f"{_brief(ev.kind, ev.value)}")
 
 
 def _empty_stats(kind: str) -> dict[str, Any]:
@@ -295,13 +107,13 @@ def _tag_doc(per_kind: dict[str, dict[str, Any]]) -> dict[str, Any]:
 # -- subcommands ------------------------------------------------------------------------
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    status = _Status()
-    reader = _open(args.path)
-    runs = _select_runs(reader, args.run, status)
+    status = Status()
+    reader = open_reader(args.path)
+    runs = select_runs(reader, args.run, status)
     out: dict[str, Any] = {}
-    with _Progress(sum(len(reader.files(r)) for r in runs), "inspect") as bar:
+    with Progress(sum(len(reader.files(r)) for r in runs), "inspect") as bar:
         for run in runs:
-            files = [_report_dict(rep) for rep in reader.damage(run).values()]  # before events()
+            files = [report_dict(rep) for rep in reader.damage(run).values()]  # before events()
             out[run] = {"files": files, "records": sum(f["records"] for f in files),
                         "tags": _tag_stats(reader, run)}
             bar.advance(len(files))
@@ -310,41 +122,41 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "path": args.path,
             "runs": {run: {**info, "tags": {t: _tag_doc(k) for t, k in info["tags"].items()}}
                      for run, info in out.items()},
-            "unreadable": [{"path": p, "error": r} for p, r in _unreadable(reader)]}
+            "unreadable": [{"path": p, "error": r} for p, r in unreadable(reader)]}
         try:  # usually plain JSON already; else convert NaN, bytes, numpy
-            text = _dumps(doc, ascii_only=not _stdout_is_utf8())
+            text = dumps(doc, ascii_only=not stdout_is_utf8())
         except (TypeError, ValueError):
-            text = _dumps(_jsonable(doc), ascii_only=not _stdout_is_utf8())
+            text = dumps(jsonable(doc), ascii_only=not stdout_is_utf8())
         print(text)
         return status.code
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]
         if i:
-            _print_line()
+            print_line()
         size = sum(f["size"] or 0 for f in files)
-        _print_line(f"run {run}: {len(files)} file{'s' if len(files) != 1 else ''}, "
-                    f"{info['records']} records, {_fmt_size(size)}")
+        print_line(f"run {run}: {len(files)} file{'s' if len(files) != 1 else ''}, "
+                    f"{info['records']} records, {fmt_size(size)}")
         tags = info["tags"]
         if tags:
             w = min(48, max(12, *(len(t) for t in tags)))  # a huge tag pads no other row
-            _print_line(f"  {'tag':<{w}}  {'kind':<9}  {'count':>7}  {'steps':<15}  last")
+            print_line(f"  {'tag':<{w}}  {'kind':<9}  {'count':>7}  {'steps':<15}  last")
             for tag, per_kind in tags.items():
                 for st in per_kind.values():  # one line per kind the tag holds
                     steps = ("-" if st["first_step"] is None
                              else f"{st['first_step']}..{st['last_step']}")
-                    last = "" if st["last_value"] is None else _fmt_num(st["last_value"])
+                    last = "" if st["last_value"] is None else fmt_num(st["last_value"])
                     line = (f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  "
                             f"{last}")
-                    _print_line(line.rstrip())
+                    print_line(line.rstrip())
         else:
-            _print_line("  (no tags)")
-        _print_line("  files:")
+            print_line("  (no tags)")
+        print_line("  files:")
         for f in files:
-            status_text = "OK" if f["ok"] else "DAMAGED: " + ", ".join(_damage_text(f))
-            size = "?" if f["size"] is None else _fmt_size(f["size"])
-            _print_line(f"    {f['path']}  {f['records']} records, {size}  {status_text}")
+            status_text = "OK" if f["ok"] else "DAMAGED: " + ", ".join(damage_text(f))
+            size = "?" if f["size"] is None else fmt_size(f["size"])
+            print_line(f"    {f['path']}  {f['records']} records, {size}  {status_text}")
             if f["tail"] is not None:
-                _print_line(f"      unfinished: {_tail_text(f['tail'])}")
+                print_line(f"      unfinished: {tail_text(f['tail'])}")
     return status.code
 
 
@@ -378,39 +190,39 @@ def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any
                     "bad_events": 1}
     if rep is None:  # no longer an event file (replaced since the discovery)
         raise OSError(errno.ENOENT, "not an event file", path)
-    return _report_dict(rep)
+    return report_dict(rep)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    reader = _open(args.path)
+    reader = open_reader(args.path)
     # the Reader's one discovery (symlinked directories entered once each);
     # a directory it could not list fails the check: it must not pass
     # because it could not look
     runs = reader.runs()
-    unreadable = _unreadable(reader)
-    if not unreadable:
-        runs = _select_runs(reader, None)
+    lost = unreadable(reader)
+    if not lost:
+        runs = select_runs(reader, None)
     paths = [(p, lineage) for r in runs  # and MindSpore lineage files, run by run
              for lineage, names in ((False, reader.files(r)), (True, reader.lineage_files(r)))
              for p in names]
     counts: collections.Counter = collections.Counter()
-    with _Progress(len(paths), "verify") as bar:
-        for where, reason in unreadable:
+    with Progress(len(paths), "verify") as bar:
+        for where, why in lost:
             counts["UNREADABLE"] += 1
-            bar.print(f"{'UNREADABLE':<8} {_printable(where)}: {reason}")
-            bar.print(f"{PROG}: cannot read {_printable(where)}: {reason}", sys.stderr)
+            bar.print(f"{'UNREADABLE':<8} {printable(where)}: {why}")
+            bar.print(f"{PROG}: cannot read {printable(where)}: {why}", sys.stderr)
         for path, lineage in paths:
             try:
                 rep = _file_report(path, lineage, args.quick)
             except OSError as e:  # report it and check the other files
                 counts["UNREADABLE"] += 1
-                bar.print(f"{'UNREADABLE':<8} {_printable(path)}: {_reason(e)}")
-                bar.print(f"{PROG}: cannot read {_printable(path)}: {_reason(e)}", sys.stderr)
+                bar.print(f"{'UNREADABLE':<8} {printable(path)}: {reason(e)}")
+                bar.print(f"{PROG}: cannot read {printable(path)}: {reason(e)}", sys.stderr)
                 bar.advance()
                 continue
-            problems = _damage_text(rep)
+            problems = damage_text(rep)
             if rep["tail"] is not None:
-                problems.append(_tail_text(rep["tail"]))
+                problems.append(tail_text(rep["tail"]))
             if not rep["ok"]:
                 status = "DAMAGED"
             elif rep["tail"] is not None:
@@ -419,34 +231,34 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 status = "OK"
             counts[status] += 1
             detail = f": {'; '.join(problems)}" if problems else ""
-            bar.print(f"{status:<8} {_printable(path)}  ({rep['records']} records){detail}")
+            bar.print(f"{status:<8} {printable(path)}  ({rep['records']} records){detail}")
             bar.advance()
-    if len(paths) + len(unreadable) > 1:
+    if len(paths) + len(lost) > 1:
         n = counts["UNREADABLE"]
-        lost = f"; {n} unreadable path{'s' if n != 1 else ''}" if n else ""
+        more = f"; {n} unreadable path{'s' if n != 1 else ''}" if n else ""
         print(f"{len(paths)} file{'s' if len(paths) != 1 else ''}: {counts['OK']} OK, "
-              f"{counts['DAMAGED']} damaged, {counts['TORN']} with an unfinished tail{lost}")
+              f"{counts['DAMAGED']} damaged, {counts['TORN']} with an unfinished tail{more}")
     if counts["DAMAGED"] or counts["UNREADABLE"] or (args.strict and counts["TORN"]):
         return 1
     return 0
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
-    status = _Status()
-    reader = _open(args.path)
-    runs = _select_runs(reader, args.run, status)
+    status = Status()
+    reader = open_reader(args.path)
+    runs = select_runs(reader, args.run, status)
     kinds = set(args.kind or ())
-    ascii_only = not _stdout_is_utf8()
+    ascii_only = not stdout_is_utf8()
     write = sys.stdout.write
     for run in runs:
         reader.damage(run)  # the scalar pass first: events() then adds what it meets
         for ev in reader.events(run):
             if kinds and ev.kind not in kinds:
                 continue
-            if args.tag and not _tag_matches(ev.tag, args.tag):
+            if args.tag and not tag_matches(ev.tag, args.tag):
                 continue
-            write(_dumps(_event_record(run, ev), ascii_only=ascii_only) + "\n")
-        _check_run(reader, run, status)
+            write(dumps(event_record(run, ev), ascii_only=ascii_only) + "\n")
+        check_run(reader, run, status)
     sys.stdout.flush()
     return status.flush()
 
@@ -465,10 +277,10 @@ def _export_format(args: argparse.Namespace) -> str:
 
 
 def _series(reader: Any, runs: list[str], tags: Sequence[str] | None,
-            bar: _Progress) -> Iterator[tuple[str, str, Any]]:
+            bar: Progress) -> Iterator[tuple[str, str, Any]]:
     for run in runs:
         for tag in reader.scalar_tags(run):
-            if _tag_matches(tag, tags):
+            if tag_matches(tag, tags):
                 yield run, tag, reader.scalars(run, tag)
         bar.advance(len(reader.files(run)))
 
@@ -493,12 +305,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             import pyarrow.parquet as pq
         except ImportError:
             raise CLIError("export --format parquet needs pyarrow: pip install pyarrow") from None
-    status = _Status()
-    reader = _open(args.path)
-    runs = _select_runs(reader, args.run, status)
+    status = Status()
+    reader = open_reader(args.path)
+    runs = select_runs(reader, args.run, status)
     total = sum(len(reader.files(r)) for r in runs)
     rows = 0
-    with _Progress(total, "export") as bar:
+    with Progress(total, "export") as bar:
         if fmt == "csv":
             import csv
 
@@ -510,13 +322,13 @@ def cmd_export(args: argparse.Namespace) -> int:
                                     map(repr, s.wall_time.tolist()), map(repr, s.value.tolist())))
                     rows += len(s.step)
         elif fmt == "jsonl":
-            ascii_only = args.output == "-" and not _stdout_is_utf8()
+            ascii_only = args.output == "-" and not stdout_is_utf8()
             with output(args.output) as f:
                 for run, tag, s in _series(reader, runs, args.tag, bar):
-                    head = (f'{{"run": {_dumps(run, ascii_only=ascii_only)}, '
-                            f'"tag": {_dumps(tag, ascii_only=ascii_only)}, "step": ')
+                    head = (f'{{"run": {dumps(run, ascii_only=ascii_only)}, '
+                            f'"tag": {dumps(tag, ascii_only=ascii_only)}, "step": ')
                     f.writelines(
-                        f'{head}{st}, "wall_time": {_json_num(wt)}, "value": {_json_num(v)}}}\n'
+                        f'{head}{st}, "wall_time": {json_num(wt)}, "value": {json_num(v)}}}\n'
                         for st, wt, v in zip(s.step.tolist(), s.wall_time.tolist(),
                                              s.value.tolist()))
                     rows += len(s.step)
@@ -535,31 +347,31 @@ def cmd_export(args: argparse.Namespace) -> int:
                             "value": pa.array(s.value, pa.float64())}, schema=schema))
                         rows += n
     for run in runs:
-        _check_run(reader, run, status)
-    if args.output != "-" and _isatty(sys.stderr):
-        print(f"{rows} points written to {_printable(args.output)} ({fmt})", file=sys.stderr)
+        check_run(reader, run, status)
+    if args.output != "-" and isatty(sys.stderr):
+        print(f"{rows} points written to {printable(args.output)} ({fmt})", file=sys.stderr)
     return status.flush()
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from .convert import DestinationError, iter_convert
 
-    status = _Status()
-    reader = _open(args.path)
-    runs = _select_runs(reader, args.run, status)
+    status = Status()
+    reader = open_reader(args.path)
+    runs = select_runs(reader, args.run, status)
     if os.path.exists(args.dst) and not os.path.isdir(args.dst):
         raise CLIError(f"cannot convert into {args.dst}: not a directory", 1)
     dst_abs = os.path.abspath(args.dst)
     total: dict[str, int] = {}
     try:
-        with _Progress(len(runs), f"convert to {args.to}") as bar:
+        with Progress(len(runs), f"convert to {args.to}") as bar:
             for run, counts in iter_convert(args.path, args.dst, args.to, runs, reader=reader):
                 for k, n in counts.items():
                     total[k] = total.get(k, 0) + n
                     if k.startswith("malformed "):  # counted and skipped; never silent
                         status.later(f"run {run}: {n} {k} value{'s' if n != 1 else ''} "
                                      "skipped")
-                _check_run(reader, run, status)
+                check_run(reader, run, status)
                 bar.advance()
     except DestinationError as exc:
         raise CLIError(f"cannot write {exc.filename}: {exc.strerror}", 1) from None
@@ -569,7 +381,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         name = exc.filename if isinstance(exc.filename, str) else None
         if name is None or not os.path.abspath(name).startswith(dst_abs + os.sep):
             raise
-        raise CLIError(f"cannot write {name}: {_reason(exc)}", 1) from None
+        raise CLIError(f"cannot write {name}: {reason(exc)}", 1) from None
     parts = ", ".join(f"{n} {k}" for k, n in sorted(total.items())) or "nothing"
     print(f"converted {len(runs)} run{'s' if len(runs) != 1 else ''} to {args.to} in "
           f"{args.dst}: {parts}")
@@ -577,9 +389,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    status = _Status()
-    reader = _open(args.path)
-    runs = _select_runs(reader, [args.run] if args.run and not args.follow else None, status,
+    status = Status()
+    reader = open_reader(args.path)
+    runs = select_runs(reader, [args.run] if args.run and not args.follow else None, status,
                         need_files=not args.follow)
     if args.run:
         runs = [r for r in runs if r == args.run]
@@ -593,8 +405,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
             last.append(ev)
         seen[run] = count
         for ev in last:
-            print(_event_line(run, ev))
-        _check_run(reader, run, status)
+            print(event_line(run, ev))
+        check_run(reader, run, status)
     sys.stdout.flush()
     status.flush()
     if not args.follow:
@@ -607,7 +419,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             if seen.get(run, 0) > 0:
                 seen[run] -= 1
                 continue
-            print(_event_line(run, ev), flush=True)
+            print(event_line(run, ev), flush=True)
     except KeyboardInterrupt:  # Ctrl-C is how tail -f ends
         pass
     return status.code
@@ -620,7 +432,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         cmd = self.prog[len(PROG) + 1:] + ": " if self.prog != PROG else ""
-        self.exit(2, f"{PROG}: {cmd}{_printable(message)} (see '{self.prog} --help')\n")
+        self.exit(2, f"{PROG}: {cmd}{printable(message)} (see '{self.prog} --help')\n")
 
 
 def _number(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
@@ -793,7 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
         except CLIError as e:
             if e.message is not None:  # None: already reported line by line
-                _say(e.message)
+                say(e.message)
             return e.code
         except BrokenPipeError:
             _quiet_stdout()
@@ -802,14 +614,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(file=sys.stderr)
             return 130
         except OSError as e:
-            reason = _reason(e)
+            why = reason(e)
             if e.filename is not None:  # the event files are opened by name
-                msg = f"cannot read {os.fsdecode(e.filename)}: {reason}"
+                msg = f"cannot read {os.fsdecode(e.filename)}: {why}"
             elif e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                msg = f"cannot write the output: {reason}"
+                msg = f"cannot write the output: {why}"
             else:
-                msg = f"I/O error: {reason}"
-            _say(msg)
+                msg = f"I/O error: {why}"
+            say(msg)
             return 1
     except BrokenPipeError:  # stdout already gone while reporting
         _quiet_stdout()
