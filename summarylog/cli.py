@@ -379,8 +379,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise CLIError(str(exc), 2) from None
     except OSError as exc:  # a file of DST that could not be created or written
         name = exc.filename if isinstance(exc.filename, str) else None
-        if name is None or not os.path.abspath(name).startswith(dst_abs + os.sep):
-            raise
+        where = os.path.abspath(name) if name is not None else ""
+        if where != dst_abs and not where.startswith(dst_abs + os.sep):
+            raise  # a source file: "cannot read"
         raise CLIError(f"cannot write {name}: {reason(exc)}", 1) from None
     parts = ", ".join(f"{n} {k}" for k, n in sorted(total.items())) or "nothing"
     print(f"converted {len(runs)} run{'s' if len(runs) != 1 else ''} to {args.to} in "

@@ -57,6 +57,38 @@ def _check_size(args: argparse.Namespace, panels: int) -> None:
             f"Mpx in all (choose fewer tags, or a smaller size or dpi)")
 
 
+def _panel(ax: Any, tag: str, series: list[tuple[str, Any]], runs: list[str],
+           status: Status) -> None:
+    """One tag's panel.  A tag matplotlib cannot draw (values spanning more
+    than a double, as ±1.7e308 do) gets a note in its panel and a line on
+    stderr; the other panels are drawn."""
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    for run, s in series:
+        order = np.argsort(s.step, kind="stable")  # a line over steps, even when resumed
+        values = np.where(np.isfinite(s.value), s.value, np.nan)[order]
+        ax.plot(s.step[order], values, label=_label(run, legend=True), linewidth=1.2,
+                color=f"C{runs.index(run) % 10}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(_label(tag))
+    try:  # the tick locators are where an impossible range fails: try them now
+        ax.get_xticks()
+        ax.get_yticks()
+    except (ValueError, OverflowError) as e:
+        status.later(f"plot: tag {tag!r} cannot be drawn: {e}")
+        ax.cla()
+        ax.set_title(_label(tag))
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, f"cannot be drawn: {_label(str(e))}", ha="center", va="center",
+                transform=ax.transAxes)
+        return
+    ax.set_ylabel("value")
+    ax.grid(True, alpha=0.3)
+    if len(series) > 1 or len(runs) > 1:
+        ax.legend(loc="best", fontsize="small")
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     status = Status()
     check_target(args.output)  # before the reading: a target that must not be replaced
@@ -66,10 +98,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         matplotlib.use("Agg", force=True)
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
-        from matplotlib.ticker import MaxNLocator
     except ImportError:
         raise CLIError("plot needs matplotlib: pip install matplotlib") from None
-    import numpy as np
 
     reader = open_reader(args.path)
     runs = select_runs(reader, args.run, status)
@@ -98,22 +128,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
         FigureCanvasAgg(fig)
         axes = fig.subplots(len(tags), 1, sharex=True, squeeze=False)[:, 0]
         for ax, tag in zip(axes, tags):
-            for run, s in series[tag]:
-                order = np.argsort(s.step, kind="stable")  # a line over steps, even when resumed
-                values = np.where(np.isfinite(s.value), s.value, np.nan)[order]
-                ax.plot(s.step[order], values, label=_label(run, legend=True), linewidth=1.2,
-                        color=f"C{runs.index(run) % 10}")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_title(_label(tag))
-            ax.set_ylabel("value")
-            ax.grid(True, alpha=0.3)
-            if len(series[tag]) > 1 or len(runs) > 1:
-                ax.legend(loc="best", fontsize="small")
+            _panel(ax, tag, series[tag], runs, status)
         axes[-1].set_xlabel("step")
         if args.title:
             fig.suptitle(_label(args.title))
-        with output(args.output, binary=True) as f:
-            fig.savefig(f, format="png")
+        try:
+            with output(args.output, binary=True) as f:
+                fig.savefig(f, format="png")
+        except (ValueError, OverflowError, RuntimeError, MemoryError) as e:
+            raise CLIError(f"plot: matplotlib could not draw the figure: {e}", 1) from None
     for run in runs:
         check_run(reader, run, status)
     return status.flush()

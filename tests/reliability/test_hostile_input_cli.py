@@ -349,6 +349,30 @@ def test_plot_draws_tex_like_text_as_text(tmp_path, figure):
            f"{len(hostile) + 1}-panel PNG in {took:.1f} s, stderr empty")
 
 
+def test_plot_isolates_a_tag_it_cannot_draw(tmp_path, figure):
+    require(has_matplotlib(), "matplotlib")
+    run = tmp_path / "run"
+    small_run(run)
+    with RecordWriter(str(run / "events.out.tfevents.9999999999.x")) as rw:
+        for step, val in ((0, 1.7e308), (1, -1.7e308)):  # a range past a double
+            ev = tb.Event(wall_time=time.time(), step=step)
+            v = ev.summary.value.add(tag="huge")
+            v.metadata.plugin_data.plugin_name = "scalars"
+            v.tensor.dtype = 2  # DT_DOUBLE
+            v.tensor.double_val.append(val)
+            rw.write(ev.SerializeToString())
+    out = tmp_path / "p.png"
+    p = run_cli("plot", run, "--tag", "*", "-o", out)
+    no_traceback(p)
+    assert p.returncode == 1, p.stderr
+    (line,) = p.stderr.splitlines()
+    assert line.startswith("summarylog: plot: tag 'huge' cannot be drawn"), line
+    png = out.read_bytes()
+    assert png[:8] == PNG and int.from_bytes(png[20:24], "big") == 600  # both panels
+    figure(f"a tag spanning ±1.7e308 beside a plain one under --tag '*': the PNG has both "
+           f"panels (the bad one says why), exit 1, stderr: {line[12:70]}…")
+
+
 @pytest.mark.parametrize("args, words", [
     (("--dpi", "100000"), ("--dpi", "at most 2400")),
     (("--dpi", "nan"), ("--dpi",)),
@@ -479,6 +503,8 @@ def test_hostile_arguments_never_traceback(tmp_path, figure):
     outdir = tmp_path / "outs"
     outdir.mkdir()
     long_name = outdir / ("x" * 300 + ".csv")
+    dangling = tmp_path / "dangling"
+    os.symlink(tmp_path / "nowhere", dangling)
     paths = [root, fifo, loop, odd, tmp_path / "missing", os.devnull, "/dev"]
     argsets = []
     for path in paths:
@@ -494,6 +520,7 @@ def test_hostile_arguments_never_traceback(tmp_path, figure):
         ("convert", root, fifo, "--to", "tensorboard"),
         ("convert", root, os.devnull, "--to", "mindinsight"),
         ("convert", root, tmp_path / "c", "--to", "nothing"),
+        ("convert", root, dangling, "--to", "tensorboard"),
         ("plot", root, "--tag", "nope", "-o", outdir / "p.png"),
         ("plot", root, "--tag", "loss", "-o", fifo),
         ("tail", root, "-f", "--idle-timeout", "0.3", "--poll-secs", "0.05"),
