@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, NoReturn, Sequence
 from .cli_common import (PROG, Status, check_run, damage_text, open_reader, printable, reason,
                          report_dict, say, select_runs, tag_matches, tail_text, unreadable)
 from .cli_format import (Progress, dumps, event_line, event_record, fmt_num, fmt_size, isatty,
-                         json_num, jsonable, print_line, stdout_is_utf8)
+                         json_num, jsonable, print_line, stdout_is_utf8, text)
 from .cli_output import CLIError, check_target, output
 from .cli_plot import MAX_PIXELS, MAX_SIDE, MIN_PANEL_HEIGHT, cmd_plot
 
@@ -124,10 +124,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                      for run, info in out.items()},
             "unreadable": [{"path": p, "error": r} for p, r in unreadable(reader)]}
         try:  # usually plain JSON already; else convert NaN, bytes, numpy
-            text = dumps(doc, ascii_only=not stdout_is_utf8())
+            out_text = dumps(doc, ascii_only=not stdout_is_utf8())
         except (TypeError, ValueError):
-            text = dumps(jsonable(doc), ascii_only=not stdout_is_utf8())
-        print(text)
+            out_text = dumps(jsonable(doc), ascii_only=not stdout_is_utf8())
+        print(out_text)
         return status.code
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]
@@ -255,7 +255,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
         for ev in reader.events(run):
             if kinds and ev.kind not in kinds:
                 continue
-            if args.tag and not tag_matches(ev.tag, args.tag):
+            if args.tag and not tag_matches(text(ev.tag), args.tag):
                 continue
             write(dumps(event_record(run, ev), ascii_only=ascii_only) + "\n")
         check_run(reader, run, status)
@@ -440,15 +440,15 @@ def _number(low: float, high: float, *, low_open: bool = False) -> Callable[[str
     """An argparse type: a float in [low, high] (``(low, high]`` when
     ``low_open``); NaN, infinities and 1e300 are refused in one line, before
     they reach time.sleep or matplotlib."""
-    def parse(text: str) -> float:
+    def parse(arg: str) -> float:
         try:
-            v = float(text)
+            v = float(arg)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+            raise argparse.ArgumentTypeError(f"not a number: {arg!r}") from None
         if not ((low < v) if low_open else (low <= v)) or not v <= high:
             bound = f"more than {low:g}" if low_open else f"at least {low:g}"
             raise argparse.ArgumentTypeError(f"must be {bound} and at most {high:g}, "
-                                             f"got {text!r}")
+                                             f"got {arg!r}")
         return v
     return parse
 

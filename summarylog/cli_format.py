@@ -79,6 +79,15 @@ class Progress:
         self.close()
 
 
+def text(x: Any) -> str:
+    """A name as text: a decoder may hand over bytes that are not UTF-8."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (bytes, bytearray)):
+        return bytes(x).decode("utf-8", "backslashreplace")
+    return str(x)
+
+
 def json_float(x: float) -> Any:
     if math.isfinite(x):
         return x
@@ -182,7 +191,7 @@ def event_record(run: str, ev: Any) -> dict[str, Any]:
     if ev.kind == "image" and isinstance(value, dict):
         value = {"width": value.get("width"), "height": value.get("height"),
                  "pngs": len(value.get("pngs", ()))}
-    return {"run": run, "tag": ev.tag, "kind": ev.kind, "step": int(ev.step),
+    return {"run": run, "tag": text(ev.tag), "kind": ev.kind, "step": int(ev.step),
             "wall_time": json_float(float(ev.wall_time)), "value": jsonable(value)}
 
 
@@ -191,5 +200,5 @@ def event_line(run: str, ev: Any) -> str:
         when = datetime.datetime.fromtimestamp(ev.wall_time).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):
         when = repr(ev.wall_time)
-    return printable(f"{run}  {when}  step {ev.step}  {ev.kind}  {ev.tag or '-'}  "
+    return printable(f"{run}  {when}  step {ev.step}  {ev.kind}  {text(ev.tag) or '-'}  "
                       f"{brief(ev.kind, ev.value)}")
