@@ -37,6 +37,8 @@ import time
 from collections import Counter
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from .reader import Reader
 from .records import RecordWriter
 
@@ -312,10 +314,13 @@ def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
         counts: Counter = Counter()
         out_dir = _out_dir(dst, run)
         reader.damage(run)  # the scalar pass first: the events pass then adds to its reports
-        if to == "tensorboard":
-            _to_tensorboard(reader, run, out_dir, counts)
-        else:
-            _to_mindinsight(reader, run, out_dir, counts)
+        # values from files: a float64 past float32 becomes inf in MindSpore's
+        # float32 tensors, as it would in MindSpore itself; no warnings for that
+        with np.errstate(all="ignore"):
+            if to == "tensorboard":
+                _to_tensorboard(reader, run, out_dir, counts)
+            else:
+                _to_mindinsight(reader, run, out_dir, counts)
         yield run, counts
 
 

@@ -539,3 +539,67 @@ def test_hostile_arguments_never_traceback(tmp_path, figure):
     figure(f"{len(argsets)} hostile invocations (FIFO, symlink loop, control characters, "
            f"300-character names, bad globs...) in {took:.0f} s: no traceback, exit codes "
            f"{dict(sorted(codes.items()))}, every stderr line one 'summarylog: ' line")
+
+
+def test_mutated_runs_through_every_command(tmp_path, rng, figure, long_run):
+    """Valid records (good CRCs) whose payloads have random bytes changed, in
+    both dialects with lineage, through every reading command in-process:
+    exit codes only, never an exception."""
+    require(hasattr(Reader, "tag_kinds"), "the hardened Reader (issue 27's reader side)")
+    import contextlib
+    import io
+
+    from summarylog.cli import main
+    from summarylog.records import RecordReader
+
+    gen = np.random.default_rng(rng.randrange(1 << 30))
+    base = tmp_path / "base"
+    with Writer(str(base / "tb")) as w:
+        for s in range(4):
+            w.log({"loss": 1.0 / (s + 1)}, s)
+            w.add_histogram("h", gen.standard_normal(100), s)
+            w.add_image("img", gen.random((3, 4, 4)), s)
+            w.add_text("t", "hello", s)
+            w.add_tensor("tt", np.arange(6.0).reshape(2, 3), s)
+        w.add_hparams({"lr": 0.1, "opt": "adam"}, {"loss": 0.1})
+    with SummaryRecord(str(base / "ms")) as rec:
+        for s in range(3):
+            rec.add_value("scalar", "loss", 1.0)
+            rec.add_value("histogram", "w", np.linspace(-1, 1, 50))
+            rec.add_value("tensor", "t", np.arange(4))
+            rec.add_value("image", "img", gen.random((1, 3, 4, 4)))
+            rec.record(s)
+        rec.add_value("eval_lineage", "x", {"metric": '{"acc": 0.5}'})
+        rec.add_value("custom_lineage_data", "x", {"seed": 3})
+        rec.record(3)
+    sources = {}
+    for d, _, names in os.walk(base):
+        for name in names:
+            path = os.path.join(d, name)
+            with RecordReader(path) as rr:
+                sources[os.path.relpath(path, base)] = list(rr)
+    trials, runs_cmds, codes = (1000 if long_run else 25), 0, collections.Counter()
+    for trial in range(trials):
+        root = tmp_path / f"t{trial}"
+        for rel, payloads in sources.items():
+            os.makedirs(root / os.path.dirname(rel), exist_ok=True)
+            with RecordWriter(str(root / rel)) as rw:
+                for p in payloads:
+                    b = bytearray(p)
+                    if b and rng.random() < 0.3:
+                        for _ in range(rng.randint(1, 4)):
+                            b[rng.randrange(len(b))] = rng.randrange(256)
+                    rw.write(bytes(b))
+        for args in (["convert", root, f"{root}_tb", "--to", "tensorboard"],
+                     ["convert", root, f"{root}_ms", "--to", "mindinsight"],
+                     ["cat", root], ["inspect", root], ["inspect", "--json", root],
+                     ["tail", root], ["verify", root], ["export", root, "-o", f"{root}.csv"]):
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                rc = main([str(a) for a in args])
+            assert rc in (0, 1, 2), (args, rc)
+            codes[rc] += 1
+            runs_cmds += 1
+    figure(f"{trials} mutated copies of a TensorBoard and a MindSpore run (lineage too), "
+           f"{runs_cmds} commands in-process: no exception, exit codes "
+           f"{dict(sorted(codes.items()))}")
