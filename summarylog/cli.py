@@ -53,11 +53,15 @@ def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
     """tag -> kind -> {kind, count, first_step, last_step, last_value}; the
     tag's first kind is the one ``Reader.tags`` gives.  A tag can hold more
     than one kind (a scalar and a histogram both named ``loss``)."""
-    primary = reader.tags(run)
     tag_kinds = getattr(reader, "tag_kinds", None)
     # without Reader.tag_kinds, only a pass over the events finds a second kind
     scan_all = tag_kinds is None
-    kinds = {t: [k] for t, k in primary.items()} if scan_all else tag_kinds(run)
+    if scan_all:
+        primary = reader.tags(run)
+        kinds = {t: [k] for t, k in primary.items()}
+    else:  # Reader.tags(run) is each tag's first kind: one look, not two
+        kinds = tag_kinds(run)
+        primary = {t: ks[0] for t, ks in kinds.items() if ks}
     stats: dict[str, dict[str, dict[str, Any]]] = {}
     from_events: set[tuple[str, str]] = set()  # (tag, kind) counted from the events
     for tag in sorted(set(primary) | set(kinds)):
