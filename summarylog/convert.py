@@ -14,40 +14,103 @@ dialect, plain or zstd) and writes the same run layout under ``dst``:
   file.
 
 What a dialect has no place for (text in MindInsight, MindSpore graphs and
-loss landscapes in TensorBoard, run markers) is skipped and counted.
+loss landscapes in TensorBoard, run markers) is skipped and counted
+(``"skipped <kind>"``).  A value that cannot be converted because it is
+malformed (lineage whose ``metric`` is not a JSON object, a string that is
+not valid Unicode, a number past a double) is skipped and counted as
+``"malformed <kind>"``; it never ends the conversion.
+
+Output stays inside ``dst``: run directories are created one component at
+a time and a component that exists as anything but a real directory (a
+planted symlink) is refused with :class:`DestinationError`; event files are
+created with ``O_CREAT|O_EXCL``, so an existing name is never followed or
+truncated.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
+import stat
 import time
 from collections import Counter
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from .reader import Reader
 from .records import RecordWriter
 
-__all__ = ["convert", "FORMATS"]
+__all__ = ["convert", "iter_convert", "DestinationError", "FORMATS"]
 
 FORMATS = ("tensorboard", "mindinsight")
 _MARKERS = {"file_version", "session_log"}
+
+
+# what encoding a hostile value can raise (bad Unicode, out-of-range numbers,
+# wrong types from a damaged file); such a value is skipped, never fatal
+_BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError,
+              RecursionError)
+
+
+_CREATE_TRIES = 1000  # names taken in a row before giving up (never a loop for ever)
+
+
+class DestinationError(OSError):
+    """A run's output would leave ``dst`` (a symlink or a file where a
+    directory must be), or no free file name was found."""
 
 
 def _host() -> str:
     return (socket.gethostname() or "localhost").replace("/", "_")
 
 
+def _out_dir(dst: str, run: str) -> str:
+    """``dst/run``, created one component at a time below ``dst`` (``dst``
+    itself is taken as the user named it); every component must be a real
+    directory, never a symlink, so nothing is written outside ``dst``."""
+    os.makedirs(dst, exist_ok=True)
+    if run == ".":
+        return dst
+    d = dst
+    for part in run.split("/"):
+        if part in ("", ".", ".."):
+            raise DestinationError(errno.EINVAL, f"run name {run!r} cannot be a path under DST",
+                                   os.path.join(dst, run))
+        d = os.path.join(d, part)
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            pass
+        st = os.lstat(d)
+        if stat.S_ISLNK(st.st_mode):
+            raise DestinationError(errno.ELOOP, "a symlink, not a directory (refused: it could "
+                                   "lead outside the destination)", d)
+        if not stat.S_ISDIR(st.st_mode):
+            raise DestinationError(errno.ENOTDIR, "not a directory", d)
+    return d
+
+
 def _create(directory: str, name_of: Callable[[int], str]) -> RecordWriter:
     """A new file ``name_of(sec)`` in ``directory``, created exclusively
-    (a taken name moves on to the next second)."""
-    os.makedirs(directory, exist_ok=True)
+    (O_EXCL: a taken name, or a symlink planted at it, moves on to the next
+    second)."""
     sec = int(time.time())
-    while True:
+    tried: set[str] = set()
+    for _ in range(_CREATE_TRIES):
+        path = os.path.join(directory, name_of(sec))
+        if path in tried:  # a name that does not move with the second (_lineage)
+            break
+        tried.add(path)
         try:
-            return RecordWriter(os.path.join(directory, name_of(sec)), durability="flush")
+            return RecordWriter(path, durability="flush")
         except FileExistsError:
             sec += 1
+        except UnicodeEncodeError:  # a run directory named with bytes that are not UTF-8
+            raise DestinationError(errno.EILSEQ, "not valid UTF-8, which the writer's paths "
+                                   "must be", path) from None
+    raise DestinationError(errno.EEXIST, "exists (and so do the next names to try)", path)
 
 
 def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> None:
@@ -62,31 +125,94 @@ def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
         for ev in reader.events(run):
             if ev.kind in _MARKERS:
                 continue
-            payload = payload_of_event(ev)
+            try:
+                payload = payload_of_event(ev)
+                if payload is not None:
+                    rw.write(payload)  # ValueError past protobuf's 2 GiB
+            except _BAD_VALUE:
+                counts[f"malformed {ev.kind}"] += 1
+                continue
             if payload is None:
                 counts[f"skipped {ev.kind}"] += 1
                 continue
-            rw.write(payload)
             counts[ev.kind] += 1
             last_step, last_wall = ev.step, ev.wall_time
-        for row in reader.lineage([run]):
-            hparams: dict[str, Any] = {}
-            for k, v in row.items():
-                if k in ("run", "summary_dir", "metric", "user_defined", "dataset_graph"):
-                    continue
-                if isinstance(v, (bool, int, float, str)):
-                    hparams[k] = v
-            hparams.update({k: v for k, v in row.get("user_defined", {}).items()
-                            if isinstance(v, (bool, int, float, str))})
-            metrics = []
-            for name, value in (row.get("metric") or {}).items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    tag = f"lineage/{name}"
-                    rw.write(enc.scalars(last_wall, last_step, [tag], [float(value)]))
-                    metrics.append(tag)
-            for payload in enc.hparams(last_wall, hparams, metrics):
-                rw.write(payload)
-            counts["lineage"] += 1
+        for row in _lineage_rows(reader, run, counts):
+            _lineage_to_tensorboard(enc, rw, row, last_wall, last_step, counts)
+
+
+def _lineage_rows(reader: Reader, run: str, counts: Counter) -> list[dict[str, Any]]:
+    try:
+        return reader.lineage([run])
+    except _BAD_VALUE:  # e.g. JSON nested too deep for the decoder
+        counts["malformed lineage"] += 1
+        return []
+
+
+def _plain(v: Any) -> bool:
+    """A value TensorBoard's hparams can hold: a bool, a finite-sized number
+    or valid Unicode text."""
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int):
+        return -(1 << 1023) < v < (1 << 1023)  # float(v) must not overflow
+    return isinstance(v, float)
+
+
+def _lineage_to_tensorboard(enc: Any, rw: RecordWriter, row: dict[str, Any], wall: float,
+                            step: int, counts: Counter) -> None:
+    """One lineage row as hparams (train and custom lineage) and
+    ``lineage/<metric>`` scalars; hostile values are counted and skipped."""
+    hparams: dict[str, Any] = {}
+    for k, v in row.items():
+        if k in ("run", "summary_dir", "metric", "user_defined", "dataset_graph") or v is None:
+            continue
+        if _plain(k) and _plain(v):
+            hparams[k] = v
+        else:
+            counts["malformed lineage field"] += 1
+    user = row.get("user_defined") or {}
+    if not isinstance(user, dict):
+        counts["malformed lineage field"] += 1
+        user = {}
+    for k, v in user.items():
+        if _plain(k) and _plain(v):
+            hparams[k] = v
+        else:
+            counts["malformed lineage field"] += 1
+    metric = row.get("metric") or {}
+    if not isinstance(metric, dict):  # e.g. "[1, 2]": MindInsight wants an object
+        counts["malformed lineage metric"] += 1
+        metric = {}
+    metrics = []
+    for name, value in metric.items():
+        tag = f"lineage/{name}"
+        if value is None or isinstance(value, (str, bool)):  # TensorBoard metrics are numbers
+            counts["skipped lineage metric"] += 1
+            continue
+        if not (_plain(tag) and _plain(value)):  # lists, objects, 10**400, bad Unicode
+            counts["malformed lineage metric"] += 1
+            continue
+        try:
+            rw.write(enc.scalars(wall, step, [tag], [float(value)]))
+        except _BAD_VALUE:
+            counts["malformed lineage metric"] += 1
+            continue
+        metrics.append(tag)
+    try:
+        payloads = enc.hparams(wall, hparams, metrics)
+    except _BAD_VALUE:
+        counts["malformed lineage"] += 1
+        return
+    for payload in payloads:
+        rw.write(payload)
+    counts["lineage"] += 1
 
 
 def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> None:
@@ -112,22 +238,40 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
         custom: dict[str, Any] = {}
 
         def emit() -> None:
-            if group and key is not None:
+            if not group or key is None:
+                return
+            try:
                 rw.write(summary_of_values(key[1], key[0], group))
+            except _BAD_VALUE:  # one bad value: write the others one by one
+                for v in group:
+                    try:
+                        rw.write(summary_of_values(key[1], key[0], [v]))
+                    except _BAD_VALUE:
+                        counts["malformed summary"] += 1
 
         for ev in reader.events(run):
             if ev.kind in _MARKERS:
                 continue
             if ev.kind == "hparams":
-                start = ev.value.get("session_start_info", {}).get("hparams", {})
+                info = ev.value.get("session_start_info") if isinstance(ev.value, dict) else None
+                start = info.get("hparams", {}) if isinstance(info, dict) else {}
+                if not isinstance(ev.value, dict) or not isinstance(start, dict):
+                    counts["malformed hparams"] += 1
+                    continue
                 for k, v in start.items():
-                    if isinstance(v, bool):
+                    if not _plain(k) or not _plain(v):
+                        counts["malformed hparams field"] += 1
+                    elif isinstance(v, bool):
                         custom[k] = str(v)
-                    elif isinstance(v, (int, float, str)):
+                    else:
                         custom[k] = v
                 counts["hparams"] += 1
                 continue
-            value = value_of_event(ev)
+            try:
+                value = value_of_event(ev)
+            except _BAD_VALUE:
+                counts[f"malformed {ev.kind}"] += 1
+                continue
             if value is None:
                 counts[f"skipped {ev.kind}"] += 1
                 continue
@@ -141,30 +285,42 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
             info = {k: (float(v) if isinstance(v, float) and not float(v).is_integer()
                         else int(v) if isinstance(v, float) and abs(v) < 2**31 else v)
                     for k, v in custom.items()}
+            try:
+                payload = enc.lineage(time.time(), "custom_lineage_data", user_defined_info(info))
+            except _BAD_VALUE:
+                counts["malformed lineage"] += 1
+                return
             lineage = _create(out_dir, name("_lineage"))
             with lineage:
-                lineage.write(enc.lineage(time.time(), "custom_lineage_data",
-                                          user_defined_info(info)))
+                lineage.write(payload)
             counts["lineage"] += 1
 
 
-def iter_convert(src: str, dst: str, to: str,
-                 runs: list[str] | None = None) -> Iterator[tuple[str, Counter]]:
+def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
+                 reader: Reader | None = None) -> Iterator[tuple[str, Counter]]:
     """Convert run by run, yielding ``(run, counts)`` after each (counts of
-    values written by kind, and ``"skipped <kind>"``)."""
+    values written by kind, ``"skipped <kind>"`` and ``"malformed <kind>"``).
+    ``reader``: a Reader of ``src`` to read through (its damage reports then
+    cover what was converted).  Raises ValueError for bad arguments and
+    :class:`DestinationError` for a run directory that would leave ``dst``."""
     if to not in FORMATS:
         raise ValueError(f"to must be one of {FORMATS}, got {to!r}")
-    reader = Reader(src)
+    if reader is None:
+        reader = Reader(src)
     src_abs, dst_abs = os.path.realpath(src), os.path.realpath(dst)
     if dst_abs == src_abs or dst_abs.startswith(src_abs + os.sep):
         raise ValueError(f"the destination {dst!r} must not be inside the source {src!r}")
     for run in runs if runs is not None else reader.runs():
         counts: Counter = Counter()
-        out_dir = dst if run == "." else os.path.join(dst, run)
-        if to == "tensorboard":
-            _to_tensorboard(reader, run, out_dir, counts)
-        else:
-            _to_mindinsight(reader, run, out_dir, counts)
+        out_dir = _out_dir(dst, run)
+        reader.damage(run)  # the scalar pass first: the events pass then adds to its reports
+        # values from files: a float64 past float32 becomes inf in MindSpore's
+        # float32 tensors, as it would in MindSpore itself; no warnings for that
+        with np.errstate(all="ignore"):
+            if to == "tensorboard":
+                _to_tensorboard(reader, run, out_dir, counts)
+            else:
+                _to_mindinsight(reader, run, out_dir, counts)
         yield run, counts
 
 

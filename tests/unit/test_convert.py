@@ -106,3 +106,35 @@ def test_convert_cli_errors(tmp_path, capsys):
                         str(tmp_path / "o"), "--to", "tensorboard"], capture_output=True, cwd=tmp_path,
                        text=True)
     assert r.returncode == 0 and "converted 1 run to tensorboard" in r.stdout
+
+
+def test_convert_refuses_a_run_directory_that_is_a_symlink(tmp_path):
+    from summarylog.convert import DestinationError
+
+    with Writer(tmp_path / "src" / "a") as w:
+        w.add_scalar("loss", 1.0, 0)
+    (tmp_path / "dst").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / "dst" / "a")
+    with pytest.raises(DestinationError) as info:
+        convert(str(tmp_path / "src"), str(tmp_path / "dst"), "tensorboard")
+    assert info.value.filename == str(tmp_path / "dst" / "a")
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_convert_counts_hostile_lineage_as_malformed(tmp_path):
+    with SummaryRecord(tmp_path / "src") as rec:
+        rec.add_value("scalar", "loss", 1.0)
+        rec.record(0)
+        rec.add_value("eval_lineage", "x", {"metric": json.dumps({"a": [1], "b": 0.5})})
+        rec.record(1)
+    reader = Reader(tmp_path / "src")
+    (counts,) = convert(str(tmp_path / "src"), str(tmp_path / "dst"), "tensorboard").values()
+    assert counts["malformed lineage metric"] == 1 and counts["lineage"] == 1
+    assert Reader(tmp_path / "dst").scalars(".", "lineage/b").value.tolist() == [0.5]
+    # through a given Reader, whose damage reports then cover what was converted
+    from summarylog.convert import iter_convert
+
+    (run, counts), = iter_convert(str(tmp_path / "src"), str(tmp_path / "dst2"), "mindinsight",
+                                 reader=reader)
+    assert run == "." and counts["scalar"] == 1 and all(r.ok for r in reader.damage(".").values())

@@ -1,0 +1,166 @@
+"""What the ``summarylog`` commands share: finding the runs to read, and
+reporting the problems met on the way (directories that could not be
+listed, damaged files, malformed values) as one stderr line each, with the
+exit status they call for."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import sys
+from typing import Any, Sequence
+
+from .cli_output import CLIError
+
+__all__ = ["PROG", "Status", "say", "reason", "printable", "tag_matches", "open_reader",
+           "unreadable", "select_runs", "check_run", "report_dict", "damage_text", "tail_text"]
+
+PROG = "summarylog"
+
+
+def say(message: str) -> None:
+    print(f"{PROG}: {printable(message)}", file=sys.stderr, flush=True)
+
+
+def reason(e: OSError) -> str:
+    return e.strerror or str(e)
+
+
+class Status:
+    """Problems a command met and went on past (unlistable directories,
+    damaged files, malformed values): each is one stderr line, and any of
+    them makes the exit status 1."""
+
+    def __init__(self) -> None:
+        self.code = 0
+        self._pending: list[str] = []
+
+    def now(self, message: str) -> None:
+        say(message)
+        self.code = max(self.code, 1)
+
+    def later(self, message: str) -> None:
+        """Reported by :meth:`flush` (after a progress bar, or a run's output)."""
+        self._pending.append(message)
+        self.code = max(self.code, 1)
+
+    def flush(self) -> int:
+        for message in self._pending:
+            say(message)
+        self._pending.clear()
+        return self.code
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(s: str) -> str:
+    """Text for a terminal: control characters (a tag or path may carry
+    escape sequences that would drive the terminal) shown as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+
+
+def tag_matches(tag: str, patterns: Sequence[str] | None) -> bool:
+    if not patterns:
+        return True
+    return any(tag == p or fnmatch.fnmatchcase(tag, p) for p in patterns)
+
+
+# -- reading -------------------------------------------------------------------------
+
+def open_reader(path: str) -> Any:
+    from .reader import Reader
+
+    try:
+        return Reader(path)
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file or directory") from None
+
+
+def unreadable(reader: Any) -> list[tuple[str, str]]:
+    """(path, reason) of every directory the discovery could not list."""
+    out = []
+    for e in getattr(reader, "discovery_errors", ()):
+        where = getattr(e, "filename", None)
+        where = reader.path if where is None else os.fsdecode(where)
+        out.append((where, reason(e) if isinstance(e, OSError) else str(e)))
+    return out
+
+
+def select_runs(reader: Any, wanted: Sequence[str] | None, status: Status | None = None, *,
+                need_files: bool = True) -> list[str]:
+    """The runs to read.  Directories that could not be listed are reported
+    on stderr and make the exit status 1 (a run must never go missing
+    silently); with no run found at all that is the only error."""
+    runs = reader.runs()
+    lost = unreadable(reader)
+    if status is not None:
+        for where, why in lost:
+            status.now(f"cannot read {where}: {why}")
+    if not runs and need_files:
+        if lost and status is not None:  # reported above: nothing more to say
+            raise CLIError(None, 1)
+        raise CLIError(f"{reader.path}: no event files found")
+    if not wanted:
+        return runs
+    missing = [r for r in wanted if r not in runs]
+    if missing:
+        raise CLIError(f"no run {missing[0]!r} under {reader.path} "
+                       f"(runs: {', '.join(runs) or 'none'})")
+    return [r for r in runs if r in wanted]
+
+
+def check_run(reader: Any, run: str, status: Status) -> None:
+    """Report (on stderr, later) each damaged file or malformed value the
+    Reader met in ``run``; a torn tail (a live writer) is no problem."""
+    for path, rep in reader.damage(run).items():
+        if not rep.ok:
+            problems = damage_text(report_dict(rep)) or ["damaged"]
+            status.later(f"{path}: {', '.join(problems)}")
+    lineage_damage = getattr(reader, "lineage_damage", None)
+    if lineage_damage is not None:
+        mine = set(reader.lineage_files(run))
+        for path, rep in lineage_damage().items():
+            if path in mine and not rep.ok:
+                problems = damage_text(report_dict(rep)) or ["damaged"]
+                status.later(f"{path}: {', '.join(problems)}")
+
+
+def file_size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+def report_dict(rep: Any) -> dict[str, Any]:
+    return {
+        "path": rep.path,
+        "size": rep.size if rep.size is not None else file_size(rep.path),
+        "records": rep.records,
+        "ok": rep.ok,
+        "damage": [{"offset": d.offset, "kind": d.kind, "length": d.length} for d in rep.damage],
+        "tail": (None if rep.tail is None else
+                 {"offset": rep.tail.offset, "kind": rep.tail.kind, "length": rep.tail.length}),
+        "bad_events": rep.bad_events,
+        "bad_values": getattr(rep, "bad_values", 0),  # values that did not decode
+    }
+
+
+def damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:
+    parts = [f"{d['kind']} at {d['offset']} ({d['length']} bytes)" for d in rep["damage"][:limit]]
+    if len(rep["damage"]) > limit:
+        parts.append(f"... {len(rep['damage']) - limit} more")
+    if rep["bad_events"]:
+        parts.append(f"{rep['bad_events']} malformed event{'s' if rep['bad_events'] != 1 else ''}")
+    bad_values = rep.get("bad_values", 0)
+    if bad_values:
+        parts.append(f"{bad_values} malformed value{'s' if bad_values != 1 else ''}")
+    return parts
+
+
+def tail_text(tail: dict[str, Any]) -> str:
+    return f"{tail['kind']} tail at {tail['offset']} ({tail['length']} bytes)"
+
+

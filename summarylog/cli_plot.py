@@ -1,0 +1,142 @@
+"""``summarylog plot``: chosen scalars as a PNG (matplotlib, Agg backend).
+
+Tags, run names and the title come from files and users, so they are drawn
+as plain text: mathtext and TeX are off (``$\\frac{$`` is a tag like any
+other), text that is not valid Unicode or holds control characters is shown
+escaped, and long text is cut (a 100 000-character title would take
+constrained layout minutes).  The figure's size is checked before anything
+is drawn: at most ``MAX_SIDE`` pixels a side and ``MAX_PIXELS`` in all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import warnings
+from typing import Any
+
+from .cli_common import Status, check_run, open_reader, select_runs, tag_matches
+from .cli_output import CLIError, check_target, output
+
+__all__ = ["cmd_plot", "figure_pixels", "MAX_SIDE", "MAX_PIXELS", "MIN_PANEL_HEIGHT"]
+
+MAX_SIDE = 32_768  # pixels; Agg refuses 2**16 and more
+MAX_PIXELS = 1 << 26  # 256 MiB of RGBA
+MIN_PANEL_HEIGHT = 2.5  # inches: a shorter panel leaves no room for its axes
+MAX_LABEL = 120  # characters of a tag, run or title drawn
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _label(text: str, legend: bool = False) -> str:
+    """``text`` as plain drawable text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    if len(text) > MAX_LABEL:
+        text = text[: MAX_LABEL - 1] + "…"
+    if legend and text.startswith("_"):  # matplotlib's legend hides "_…" labels
+        text = " " + text
+    return text
+
+
+def figure_pixels(width: float, height_per_tag: float, dpi: float, panels: int) -> tuple[int, int]:
+    """(width, height) in pixels of a plot of ``panels`` panels."""
+    return (round(width * dpi), round(max(MIN_PANEL_HEIGHT, height_per_tag) * panels * dpi))
+
+
+def _check_size(args: argparse.Namespace, panels: int) -> None:
+    w, h = figure_pixels(args.width, args.height_per_tag, args.dpi, panels)
+    if w > MAX_SIDE or h > MAX_SIDE or w * h > MAX_PIXELS or min(w, h) < 1:
+        raise CLIError(
+            f"plot: {panels} panel{'s' if panels != 1 else ''} at --width {args.width:g} "
+            f"--height-per-tag {args.height_per_tag:g} --dpi {args.dpi:g} make a {w}x{h}-pixel "
+            f"image; the limits are {MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} "
+            f"Mpx in all (choose fewer tags, or a smaller size or dpi)")
+
+
+def _panel(ax: Any, tag: str, series: list[tuple[str, Any]], runs: list[str],
+           status: Status) -> None:
+    """One tag's panel.  A tag matplotlib cannot draw (values spanning more
+    than a double, as ±1.7e308 do) gets a note in its panel and a line on
+    stderr; the other panels are drawn."""
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    for run, s in series:
+        order = np.argsort(s.step, kind="stable")  # a line over steps, even when resumed
+        values = np.where(np.isfinite(s.value), s.value, np.nan)[order]
+        ax.plot(s.step[order], values, label=_label(run, legend=True), linewidth=1.2,
+                color=f"C{runs.index(run) % 10}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(_label(tag))
+    try:  # the tick locators are where an impossible range fails: try them now
+        ax.get_xticks()
+        ax.get_yticks()
+    except (ValueError, OverflowError) as e:
+        status.later(f"plot: tag {tag!r} cannot be drawn: {e}")
+        ax.cla()
+        ax.set_title(_label(tag))
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, f"cannot be drawn: {_label(str(e))}", ha="center", va="center",
+                transform=ax.transAxes)
+        return
+    ax.set_ylabel("value")
+    ax.grid(True, alpha=0.3)
+    if len(series) > 1 or len(runs) > 1:
+        ax.legend(loc="best", fontsize="small")
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    status = Status()
+    check_target(args.output)  # before the reading: a target that must not be replaced
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise CLIError("plot needs matplotlib: pip install matplotlib") from None
+
+    reader = open_reader(args.path)
+    runs = select_runs(reader, args.run, status)
+    series: dict[str, list[tuple[str, Any]]] = {}  # tag -> [(run, Scalars)]
+    available: set[str] = set()
+    for run in runs:
+        tags = reader.scalar_tags(run)
+        available.update(tags)
+        for tag in tags:
+            if tag_matches(tag, args.tag):
+                series.setdefault(tag, []).append((run, reader.scalars(run, tag)))
+    if not series:
+        shown = sorted(available)
+        listed = ", ".join(map(_label, shown[:20])) + (", …" if len(shown) > 20 else "")
+        raise CLIError(f"no scalar tag {' or '.join(repr(_label(t)) for t in args.tag)} in "
+                       f"{'run ' + ', '.join(map(_label, runs)) if args.run else args.path} "
+                       f"(scalar tags: {listed or 'none'})")
+    tags = sorted(series)
+    _check_size(args, len(tags))
+    # plain text everywhere, whatever the user's matplotlibrc says
+    rc = {"text.parse_math": False, "text.usetex": False}
+    with matplotlib.rc_context(rc), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # missing glyphs, layout notes: not the user's concern
+        fig = Figure(figsize=(args.width, max(MIN_PANEL_HEIGHT, args.height_per_tag) * len(tags)),
+                     dpi=args.dpi, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(len(tags), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, tag in zip(axes, tags):
+            _panel(ax, tag, series[tag], runs, status)
+        axes[-1].set_xlabel("step")
+        if args.title:
+            fig.suptitle(_label(args.title))
+        try:
+            with output(args.output, binary=True) as f:
+                fig.savefig(f, format="png")
+        except (ValueError, OverflowError, RuntimeError, MemoryError) as e:
+            raise CLIError(f"plot: matplotlib could not draw the figure: {e}", 1) from None
+    for run in runs:
+        check_run(reader, run, status)
+    return status.flush()
