@@ -31,15 +31,15 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
 import stat
 import time
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from .reader import Reader
+from .files import FileSeries, MindSporeFiles, TensorBoardNames
 from .records import RecordWriter
 
 __all__ = ["convert", "iter_convert", "DestinationError", "FORMATS"]
@@ -54,16 +54,11 @@ _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, In
               RecursionError)
 
 
-_CREATE_TRIES = 1000  # names taken in a row before giving up (never a loop for ever)
 
 
 class DestinationError(OSError):
     """A run's output would leave ``dst`` (a symlink or a file where a
     directory must be), or no free file name was found."""
-
-
-def _host() -> str:
-    return (socket.gethostname() or "localhost").replace("/", "_")
 
 
 def _out_dir(dst: str, run: str) -> str:
@@ -92,35 +87,27 @@ def _out_dir(dst: str, run: str) -> str:
     return d
 
 
-def _create(directory: str, name_of: Callable[[int], str]) -> RecordWriter:
-    """A new file ``name_of(sec)`` in ``directory``, created exclusively
-    (O_EXCL: a taken name, or a symlink planted at it, moves on to the next
-    second)."""
-    sec = int(time.time())
-    tried: set[str] = set()
-    for _ in range(_CREATE_TRIES):
-        path = os.path.join(directory, name_of(sec))
-        if path in tried:  # a name that does not move with the second (_lineage)
-            break
-        tried.add(path)
-        try:
-            return RecordWriter(path, durability="flush")
-        except FileExistsError:
-            sec += 1
-        except UnicodeEncodeError:  # a run directory named with bytes that are not UTF-8
-            raise DestinationError(errno.EILSEQ, "not valid UTF-8, which the writer's paths "
-                                   "must be", path) from None
-    raise DestinationError(errno.EEXIST, "exists (and so do the next names to try)", path)
+def _open(path: str) -> RecordWriter:
+    return RecordWriter(path, durability="flush")
+
+
+def _created(series: Any) -> RecordWriter:
+    """The series' first file (summarylog.files: a taken name, or a symlink
+    planted at it, moves on to the next name, a bounded number of times)."""
+    try:
+        return series.writer()
+    except FileExistsError as exc:
+        raise DestinationError(errno.EEXIST, "exists (and so do the next names to try)",
+                               exc.filename) from None
 
 
 def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> None:
     from .dialects.tensorboard import TensorBoardEncoder, payload_of_event
 
     enc = TensorBoardEncoder()
-    pid = os.getpid()
-    rw = _create(out_dir, lambda sec: f"events.out.tfevents.{sec:010d}.{_host()}.{pid}.0")
+    rw = _created(FileSeries(out_dir, TensorBoardNames(None, "", False), _open,
+                             lambda wall: [enc.file_header(wall)]))
     with rw:
-        rw.write(enc.file_header(time.time()))
         last_step, last_wall = 0, time.time()
         for ev in reader.events(run):
             if ev.kind in _MARKERS:
@@ -220,19 +207,10 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                                      value_of_event)
 
     enc = MindSporeEncoder()
-    stamp: list[int] = []
-
-    def name(suffix: str) -> Callable[[int], str]:
-        def of(sec: int) -> str:
-            sec = stamp[0] if stamp and suffix == "_lineage" else sec
-            return f"events.out.events.summary.{sec}.{_host()}{suffix}"
-        return of
-
-    rw = _create(out_dir, name("_MS"))
-    stamp.append(int(os.path.basename(rw.path).split("summary.")[1].split(".")[0]))
-    lineage: RecordWriter | None = None
+    files = MindSporeFiles(out_dir, "events", "_MS", None, _open,
+                           lambda wall: [enc.file_header(wall)], None, "rotate")
+    rw = _created(files.summary)
     with rw:
-        rw.write(enc.file_header(time.time()))
         group: list[Any] = []
         key: tuple[int, float] | None = None
         custom: dict[str, Any] = {}
@@ -290,8 +268,7 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
             except _BAD_VALUE:
                 counts["malformed lineage"] += 1
                 return
-            lineage = _create(out_dir, name("_lineage"))
-            with lineage:
+            with _created(files.lineage) as lineage:
                 lineage.write(payload)
             counts["lineage"] += 1
 

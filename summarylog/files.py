@@ -16,6 +16,7 @@ See docs/format.md for what goes into the files.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import socket
@@ -30,6 +31,7 @@ __all__ = ["host_name", "check_suffix", "detect_rank", "check_local_dir", "Tenso
 
 _seq = itertools.count()  # per process: two writers in one second never collide
 _NAME_MAX = 255  # bytes of one path component on Linux file systems
+_CREATE_TRIES = 1000  # names a series tries before it gives up (all taken: hostile)
 
 
 def host_name() -> str:
@@ -108,7 +110,7 @@ class MindSporeNames:
     def next_pair(self) -> None:
         """Move to a later second whose two names are both free."""
         sec = max(int(time.time()), self.sec + 1 if self.sec else 0)
-        while True:
+        for _ in range(_CREATE_TRIES):
             self.sec = sec
             if not any(os.path.lexists(os.path.join(self.directory, self.name(lin)))
                        for lin in (False, True)):
@@ -140,13 +142,16 @@ class FileSeries:
 
     def _create(self) -> RecordWriter:
         os.makedirs(self.directory, exist_ok=True)
-        while True:
+        for _ in range(_CREATE_TRIES):
             path = os.path.join(self.directory, self._new_name())
             try:
                 rw = self._open_file(path)
                 break
-            except FileExistsError:  # taken: the series' next name
+            except FileExistsError:  # taken (or a planted symlink): the series' next name
                 continue
+        else:
+            raise FileExistsError(errno.EEXIST, f"no free file name after {_CREATE_TRIES} "
+                                  f"tries (the last)", path)
         self.paths.append(rw.path)
         for payload in self._first_records(time.time()):
             rw.write(payload)
