@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .checks import check_tag
 from .records import MAX_PAYLOAD
 from .values import Deferred, resolve_array, snapshot_array
 
@@ -53,15 +54,10 @@ class TagNameError(TypeError, ValueError):
 
 
 def check_summary_tag(name: Any) -> str:
-    if not isinstance(name, str) or not name:
-        raise TagNameError(f"{name!r} is not a valid tag name: name must be a non-empty str")
-    if not name.isascii():
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            raise TagNameError(f"{name!r} is not a valid tag name: it holds a lone surrogate "
-                               f"(not valid Unicode text)") from None
-    return name
+    try:
+        return check_tag(name, "name")
+    except (TypeError, ValueError) as exc:
+        raise TagNameError(f"{name!r} is not a valid tag name: {exc}") from None
 
 
 def pool_bytes(pool: Mapping[str, list[tuple[str, Any]]]) -> int:
