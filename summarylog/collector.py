@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .collector_lane import CollectorLane, LaneSource
+from .record_values import check_export_options
 from .summary_record import SummaryRecord
 
 __all__ = ["CollectionPolicy", "CollectorCore", "DEFAULT_COLLECT", "LOSS_TAG", "INPUT_TAG",
@@ -126,7 +127,7 @@ class CollectionPolicy:
         self.custom_lineage_data = {**_env_custom_lineage(),
                                     **check_custom_lineage_data(custom_lineage_data)}
         self.max_file_size = _positive_int("max_file_size", max_file_size, optional=True)
-        self.export_options = SummaryRecord._check_export_options(export_options)
+        self.export_options = check_export_options(export_options)
         if format not in ("mindinsight", "tensorboard"):
             raise ValueError(f"format must be 'mindinsight' or 'tensorboard', got {format!r}")
         self.format = format

@@ -188,3 +188,16 @@ def graph_proto(value: Any) -> Any:
     if getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "ModelProto":
         return _message(ms.ModelProto, value, "graph").graph
     return _message(ms.GraphProto, value, "graph")
+
+
+def check_export_options(opts: Any) -> dict[str, Any] | None:
+    if opts is None:
+        return None
+    if not isinstance(opts, Mapping):
+        raise TypeError(f"export_options must be a dict or None, got {type(opts).__name__}")
+    for k, v in opts.items():
+        if k != "tensor_format":
+            raise ValueError(f"export_options: unknown option {k!r} (only 'tensor_format')")
+        if v is not None and v != "npy":
+            raise ValueError(f"export_options: tensor_format must be 'npy' or None, got {v!r}")
+    return dict(opts)

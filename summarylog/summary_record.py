@@ -33,14 +33,15 @@ import numpy as np
 
 from . import shutdown
 from .binner import BINNABLE, Lane
-from .checks import check_flush_secs
+from .checks import check_choice, check_flush_secs, check_optional_size
 from .dialects.mindspore import MindSporeEncoder, lineage_message
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
 from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
 from .record_values import (ALL_PLUGINS, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_OP_NAME,
                             SUMMARY_PLUGINS, TagNameError, check_summary_tag, graph_of,
-                            graph_proto, pool_bytes, summary_value)
+                            graph_proto, pool_bytes, summary_value,
+                            check_export_options)
 from .records import RecordWriter
 
 __all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
@@ -88,24 +89,16 @@ class SummaryRecord:
         log_dir = check_local_dir("log_dir", log_dir)
         check_suffix("file_prefix", file_prefix)
         check_suffix("file_suffix", file_suffix)
-        if max_file_size is not None:
-            if isinstance(max_file_size, bool) or not isinstance(max_file_size, int):
-                raise TypeError(f"max_file_size must be an int or None, "
-                                f"got {type(max_file_size).__name__}")
-            if max_file_size <= 0:
-                raise ValueError(f"max_file_size must be > 0, got {max_file_size}")
-        if isinstance(max_buffer, bool) or not isinstance(max_buffer, int):
-            raise TypeError(f"max_buffer must be an int, got {type(max_buffer).__name__}")
-        if max_buffer < (1 << 20):
-            raise ValueError(f"max_buffer must be >= 1 MiB, got {max_buffer}")
+        check_optional_size("max_file_size", max_file_size)
+        if check_optional_size("max_buffer", max_buffer, 1 << 20) is None:
+            raise TypeError("max_buffer must be an int, got NoneType")
         self.max_buffer = max_buffer
         if not isinstance(raise_exception, bool):
             raise TypeError(f"raise_exception must be a bool, got {type(raise_exception).__name__}")
-        if format not in ("mindinsight", "tensorboard"):
-            raise ValueError(f"format must be 'mindinsight' or 'tensorboard', got {format!r}")
-        if on_limit not in ("rotate", "stop"):
-            raise ValueError(f"on_limit must be 'rotate' or 'stop', got {on_limit!r}")
-        self.export_options = self._check_export_options(export_options)
+        check_choice("format", format, ("mindinsight", "tensorboard"))
+        check_choice("on_limit", on_limit, ("rotate", "stop"))
+        check_choice("durability", durability, ("none", "flush", "fsync"))
+        self.export_options = check_export_options(export_options)
         self._dir = os.path.realpath(log_dir)
         self.file_prefix = file_prefix
         self.file_suffix = file_suffix
@@ -165,19 +158,6 @@ class SummaryRecord:
         self._held = 0  # recorded steps holding a framework's memory, not written yet
         self._lane_waits = False  # a collector's lane waits for the queued steps
         shutdown.register(self)
-
-    @staticmethod
-    def _check_export_options(opts: Any) -> dict[str, Any] | None:
-        if opts is None:
-            return None
-        if not isinstance(opts, Mapping):
-            raise TypeError(f"export_options must be a dict or None, got {type(opts).__name__}")
-        for k, v in opts.items():
-            if k != "tensor_format":
-                raise ValueError(f"export_options: unknown option {k!r} (only 'tensor_format')")
-            if v is not None and v != "npy":
-                raise ValueError(f"export_options: tensor_format must be 'npy' or None, got {v!r}")
-        return dict(opts)
 
     # -- the MindSpore API -------------------------------------------------------------
     @property

@@ -91,10 +91,8 @@ class Writer:
         self.compression = check_choice("compression", compression, (None, "zstd"))
         self.max_file_size = check_optional_size("max_file_size", max_file_size)
         self.filename_suffix = check_suffix("filename_suffix", filename_suffix)
-        if isinstance(max_buffer, bool) or not isinstance(max_buffer, int):
-            raise TypeError(f"max_buffer must be an int, got {type(max_buffer).__name__}")
-        if max_buffer < (1 << 20):
-            raise ValueError(f"max_buffer must be >= 1 MiB, got {max_buffer}")
+        if check_optional_size("max_buffer", max_buffer, 1 << 20) is None:
+            raise TypeError("max_buffer must be an int, got NoneType")
         self.on_full = check_choice("on_full", on_full, ("block", "drop"))
         if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
             raise ValueError(f"rank must be a non-negative int or None, got {rank!r}")
