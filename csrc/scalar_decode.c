@@ -448,8 +448,24 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
         /* count the scalars first so an event is never split across calls */
         uint64_t start_values = res->n_values, bad_values_before = res->bad_values;
         int any_other = 0;
-        cursor s = summary;
-        while (s.p < s.end) {
+        /* every Summary field of the event: protobuf merges repeated ones */
+        cursor evs = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
+        evs.end = evs.p + spans[i].length;
+        cursor s = {0, 0};
+        for (;;) {
+            if (s.p >= s.end) {
+                int more = 0;
+                while (!more && evs.p < evs.end) {
+                    cursor sm;
+                    uint32_t fe;
+                    int wte;
+                    uint64_t ve;
+                    if (!next_field(&evs, &fe, &wte, &ve, &sm)) break; /* parsed above */
+                    if (fe == 5 && wte == 2) { s = sm; more = 1; }
+                }
+                if (!more) break;
+                continue;
+            }
             cursor val;
             if (!next_field(&s, &f, &wt, &v, &val)) { bad = 1; break; }
             if (f != 1 || wt != 2) continue;

@@ -272,6 +272,11 @@ class RecordReader:
             return
 
     @property
+    def largest_step(self) -> int:
+        """The most bytes one decompression step produced (0: not zstd)."""
+        return self._source.largest_step if self.compressed else 0
+
+    @property
     def spans(self) -> Any:
         """The ``slg_span[]`` that :meth:`scan_batches` fills."""
         return self._spans
