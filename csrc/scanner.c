@@ -25,9 +25,7 @@ static int all_zero(const char *p, uint64_t n) {
 
 /* Does a record of payload length L starting at p fit in the data? */
 static int fits(uint64_t p, uint64_t L, uint64_t data_end) {
-    /* no writer can make a record longer than SLG_MAX_PAYLOAD: a longer claim
-     * is never asked for, even where the data's end is unknown (zstd) */
-    if (L > SLG_MAX_PAYLOAD || L > UINT64_MAX - SLG_FRAME_OVERHEAD - p) return 0;
+    if (L > UINT64_MAX - SLG_FRAME_OVERHEAD - p) return 0;
     return p + SLG_FRAME_OVERHEAD + L <= data_end;
 }
 
@@ -58,7 +56,7 @@ static int resync(slg_scan_state *s, const char *buf, uint64_t base, uint64_t bu
     for (; q + SLG_HEADER_SIZE <= buf_end; q++) {
         uint64_t L;
         const char *h = buf + (q - base);
-        int ok = header_ok(h, &L) && L <= SLG_MAX_PAYLOAD; /* longer: no record */
+        int ok = header_ok(h, &L);
         if (ok && data_end == SLG_UNKNOWN_END && !fits(q, L, buf_end)) {
             /* End of data unknown (zstd): whether this record fits cannot be
              * decided yet.  Ask for the record (or the end of the data). */

@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from .._native import ffi, lib
 from ..errors import CorruptRecordError
+from .zstd_source import UNKNOWN_END as _UNKNOWN_END
 from .zstd_source import ZSTD_MAGIC, ZstdSource, starts_zstd
 
 __all__ = ["RecordReader", "Damage", "Tail", "ZSTD_MAGIC"]
@@ -232,6 +233,7 @@ class RecordReader:
         nspans = self._nspans
         self.tail = None
         want = self._chunk
+        known_end: int | None = None  # a zstd stream's end, found by decoding ahead
         buf, data_end = self._source.read(st.pos, want)
         base = st.pos
         while True:
@@ -254,10 +256,27 @@ class RecordReader:
                     # a valid header: the scanner checked its record fits the
                     # data (or the data's end is unknown): read all of it
                     length = int.from_bytes(buf[rel : rel + 8], "little")
-                    if length <= lib.SLG_MAX_PAYLOAD:  # longer is never a record (scanner.c)
+                    if not self.compressed or length + 16 <= want:
                         want = max(want, length + 16)
+                    else:
+                        # a zstd stream's end is unknown: whether the record
+                        # fits is found by decoding ahead without keeping
+                        # the output (reading it whole could decode a bomb
+                        # into memory); the end found is the data's end for
+                        # the scanner's judgement of every header
+                        known_end = self._source.end_before(st.pos, st.pos + length + 16)
+                        if known_end is None and length > lib.SLG_MAX_PAYLOAD:
+                            # the stream holds it, but no writer makes such a
+                            # record: the scanner is told the data ends short
+                            # of it (damage), rather than holding it in memory
+                            known_end = min(st.pos + 15 + length, _UNKNOWN_END - 1)
+                        elif known_end is None:
+                            want = length + 16
                 buf, data_end = self._source.read(st.pos, want)
                 base = st.pos
+                if known_end is not None and data_end == _UNKNOWN_END:
+                    data_end = known_end
+                known_end = None
                 continue
             if rc == lib.SLG_SCAN_TORN or rc == lib.SLG_SCAN_ZERO_TAIL:
                 end = base + len(buf)

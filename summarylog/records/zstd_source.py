@@ -145,6 +145,8 @@ class ZstdSource:
         self._quiet = False  # while re-decoding: damage was reported already
         #: compressed bytes of zeros where the next frame should start (0: none)
         self.zero_tail = 0
+        # (compressed size, decompressed end) found by end_before
+        self._end_seen: tuple[int, int] | None = None
         #: the most output one decoding step made (bytes)
         self.largest_step = 0
 
@@ -249,6 +251,33 @@ class ZstdSource:
                 break
         self.largest_step = max(self.largest_step, len(self._out) - before)
         return True
+
+    def end_before(self, pos: int, end: int) -> int | None:
+        """Where the stream ends if it ends before ``end`` (decompressed
+        offsets), else None.  Decodes ahead without keeping the output, then
+        goes back to ``pos``: a record header claiming more bytes than the
+        stream holds costs time, never memory."""
+        top = self._out_base + len(self._out)
+        if top >= end:
+            return None
+        size = os.fstat(self.fd).st_size
+        if self._end_seen is not None and self._end_seen[0] == size:  # found before
+            return self._end_seen[1] if self._end_seen[1] < end else None
+        zero_tail = self.zero_tail
+        self._quiet = True  # what it finds is reported when read for real
+        try:
+            while top < end and self._pump():
+                top = self._out_base + len(self._out)
+                self._out_base = top
+                self._out = bytearray()
+        finally:
+            self._quiet = False
+        self._rewind(pos)
+        self.zero_tail = zero_tail
+        if top < end:  # the whole stream, as the file is now
+            self._end_seen = (size, top)
+            return top
+        return None
 
     def pending(self) -> int:
         """Compressed bytes of a frame begun but not finished (a torn tail)."""
