@@ -52,6 +52,20 @@ __all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file", "is_line
 _KIND_ORDER = ("scalar", "histogram", "image", "text", "tensor", "hparams")
 
 
+def _tag_patterns(tags: list[str]) -> list[bytes]:
+    """The bytes of each tag as a Summary.Value ``tag`` field (1, LEN)."""
+    out = []
+    for tag in tags:
+        raw = tag.encode("utf-8", "surrogateescape")
+        n, size = len(raw), bytearray()
+        while n >= 0x80:
+            size.append(n & 0x7F | 0x80)
+            n >>= 7
+        size.append(n)
+        out.append(b"\x0a" + bytes(size) + raw)
+    return out
+
+
 class Reader:
     """Read runs of TensorBoard event files and MindSpore summary files.
 
@@ -163,8 +177,9 @@ class Reader:
         materialised: only their kinds are decoded."""
         cols = self._load_columns(run)
         out: dict[str, set[str]] = {tag: {"scalar"} for tag in cols.series}
-        if cols.needs_events():  # some tags hold more than scalars: look
-            for ev in self._events(run, values=False):
+        need = cols.needs_events()
+        if need:  # some tags hold more than scalars: look at the records holding them
+            for ev in self._events(run, values=False, tags=need):
                 if ev.tag:
                     out.setdefault(ev.tag, set()).add(ev.kind)
         rank = {k: i for i, k in enumerate(_KIND_ORDER)}
@@ -185,12 +200,20 @@ class Reader:
         values of their events are yielded."""
         return self._events(run, values=True)
 
-    def _events(self, run: str, values: bool) -> Iterator[Event]:
+    def _events(self, run: str, values: bool,
+                tags: list[str] | None = None) -> Iterator[Event]:
+        """Every value (kinds only unless ``values``); with ``tags``, only the
+        records whose bytes hold one of those tags as a Summary.Value tag
+        field (a cheap filter with false positives, never false negatives)."""
         plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
+        patterns = _tag_patterns(tags) if tags is not None and len(tags) <= 64 else None
         for path in self.files(run):
             dec = EventDecoder(path, plugins, values)
             with RecordReader(path, verify=self.verify) as rr:
-                yield from dec.each(iter(rr))
+                payloads: Iterator[bytes] = iter(rr)
+                if patterns is not None:
+                    payloads = (p for p in payloads if any(t in p for t in patterns))
+                yield from dec.each(payloads)
                 self._note(path, rr, dec)
 
     def _note(self, path: str, rr: RecordReader, dec: EventDecoder) -> None:
