@@ -20,7 +20,13 @@ What the scanner decides (FORMAT.md §9, "scanner target"):
 
 Every damage is kept in :attr:`RecordReader.damage`; ``strict=True`` raises
 :class:`~summarylog.errors.CorruptRecordError` instead.  No length read from
-the file is trusted: nothing is allocated beyond the bytes present.
+the file is trusted: nothing is allocated beyond the bytes present.  In a
+zstd file, decoding is bounded per step (:mod:`.zstd_source`), skippable
+frames are valid, and a record header claiming more bytes than the stream
+holds is found out by decoding ahead without keeping the output.
+
+Only regular files are read: a FIFO, socket or device is refused with an
+``OSError`` naming it, without blocking (opened ``O_NONBLOCK``, then fstat).
 """
 
 from __future__ import annotations
