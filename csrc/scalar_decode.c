@@ -139,7 +139,7 @@ int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n) {
     uint64_t j = h & (t->n_slots - 1);
     while (t->slots[j]) {
         tag_entry *e = &t->entries[t->slots[j] - 1];
-        if (e->hash == h && e->len == n && memcmp(t->arena + e->off, p, (size_t)n) == 0)
+        if (e->hash == h && e->len == n && (n == 0 || memcmp(t->arena + e->off, p, (size_t)n) == 0))
             return t->slots[j] - 1;
         j = (j + 1) & (t->n_slots - 1);
     }
@@ -487,8 +487,10 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
             if (!tag.p) tag.p = tag.end = val.end;
             uint64_t tag_len = (uint64_t)(tag.end - tag.p);
             int64_t id;
+            /* (an empty tag may come first, with no arena yet: no memcmp on NULL) */
             if (last_id >= 0 && tags->entries[last_id].len == tag_len &&
-                memcmp(tags->arena + tags->entries[last_id].off, tag.p, (size_t)tag_len) == 0) {
+                (tag_len == 0 ||
+                 memcmp(tags->arena + tags->entries[last_id].off, tag.p, (size_t)tag_len) == 0)) {
                 id = last_id;
             } else {
                 id = slg_tags_intern(tags, (const char *)tag.p, tag_len);

@@ -507,3 +507,29 @@ def test_hostile_lineage_metric(tmp_path, figure):
     assert [dmg[p].bad_values for p in paths] == [1, 1, 0]
     figure("lineage metrics nested 100 000 deep and a JSON list: kept raw, reported "
            "malformed, no RecursionError")
+
+
+def test_zstd_frame_header_claiming_2_40_bytes(tmp_path, figure):
+    import zstandard
+
+    plain, _ = _zstd_events(tmp_path, 20)
+    frame = zstandard.ZstdCompressor(write_content_size=True).compress(_bytes(plain))
+    fhd = frame[4]
+    single = (fhd >> 5) & 1
+    fcs_len = {0: single, 1: 2, 2: 4, 3: 8}[fhd >> 6]
+    body = 5 + (0 if single else 1) + fcs_len
+    lie = (frame[:4] + bytes([(fhd & 0x3F) | 0xC0]) + frame[5 : 5 + (0 if single else 1)]
+           + struct.pack("<Q", 1 << 40) + frame[body:])
+    good = zstandard.ZstdCompressor().compress(_bytes(plain))
+    p = tmp_path / "fcs" / "events.out.tfevents.1.h.zst"
+    p.parent.mkdir()
+    p.write_bytes(lie + good)
+    tracemalloc.start()
+    rr = RecordReader(str(p))
+    recs = list(rr)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [d.kind for d in rr.damage] == ["bad_zstd_frame"] and len(recs) == 20
+    assert peak < 16 * MiB
+    figure(f"a zstd frame header claiming 2^40 bytes: reported as {rr.damage[0].kind}, the "
+           f"next frame's 20 records read, {peak / MiB:.1f} MiB peak")
