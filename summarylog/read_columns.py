@@ -33,7 +33,8 @@ class RunColumns:
     """All scalars of one run, decoded once."""
 
     def __init__(self) -> None:
-        self.tags: list[str] = []  #: every tag seen, in id order (non-UTF-8 bytes surrogate-escaped)
+        #: every tag seen, in id order (bytes that are not UTF-8 surrogate-escaped)
+        self.tags: list[str] = []
         self.kinds: list[int] = []
         self.flags: list[int] = []  #: TAG_* bits per tag
         self.series: dict[str, Scalars] = {}

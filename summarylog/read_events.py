@@ -12,7 +12,7 @@ an Event at all is counted in ``bad_events``."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from .discovery import dialect_of
 from .events import Event

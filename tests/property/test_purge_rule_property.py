@@ -13,7 +13,8 @@ from summarylog.read_columns import purge_keep
 
 @given(st.lists(st.integers(-5, 20), max_size=60),
        st.lists(st.tuples(st.integers(0, 70), st.integers(-5, 20)), min_size=1, max_size=12))
-def test_purge_keep_matches_the_definition(steps: list[int], markers: list[tuple[int, int]]) -> None:
+def test_purge_keep_matches_the_definition(steps: list[int],
+                                           markers: list[tuple[int, int]]) -> None:
     arr = np.array(steps, np.int64)
     markers = sorted(markers, key=lambda m: m[0])  # the loader finds them in file order
     keep = np.ones(len(arr), bool)

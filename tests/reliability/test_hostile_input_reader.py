@@ -148,7 +148,8 @@ def test_symlink_loops_and_deep_trees_are_walked_once(tmp_path, figure):
     assert deep_runs or out["errors"], out
     assert all(named for named, _ in out["errors"])
     figure(f"two symlinks to '.', a link to a run and a {depth}-deep tree: "
-           f"{len(runs)} runs found once each in {out['secs']:.2f} s, "
+           f"{len(runs)} runs found once each (the run {depth + 1} levels down "
+           f"{'found' if deep_runs else 'reported'}) in {out['secs']:.2f} s, "
            f"{len(out['errors'])} errors (each with its path)")
 
 
