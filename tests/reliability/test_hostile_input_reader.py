@@ -121,12 +121,13 @@ def test_symlink_loops_and_deep_trees_are_walked_once(tmp_path, figure):
     for _ in range(depth):  # one level at a time: a path too long for makedirs
         os.mkdir(os.path.join(d, "d"))
         d = os.path.join(d, "d")
+    cwd = os.getcwd()
     os.chdir(d)  # write the deepest run relative to itself (the path is long)
     try:
         with Writer(".") as w:
             w.add_scalar("x", 2.0, 1)
     finally:
-        os.chdir(str(tmp_path))
+        os.chdir(cwd)
     try:
         out = _child(f"""
             import json, time
