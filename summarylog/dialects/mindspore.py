@@ -321,6 +321,8 @@ def tensor_to_numpy(t: Any) -> np.ndarray:
             return np.array(vals).astype(dt).reshape(shape)
     if t.raw_data and len(t.raw_data) == size * dt.itemsize:
         return np.frombuffer(t.raw_data, dt.newbyteorder("<")).astype(dt).reshape(shape)
+    if held or t.raw_data:  # data that does not fill the shape: malformed, not zeros
+        raise ValueError(f"tensor data ({held} values) does not match its shape {shape}")
     return np.zeros(shape, dt)
 
 

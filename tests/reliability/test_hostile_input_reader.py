@@ -409,6 +409,21 @@ def test_mindspore_tensor_shape_without_values_is_not_expanded(tmp_path, figure)
            f"reported malformed, {peak / MiB:.1f} MiB peak")
 
 
+def test_mindspore_tensor_data_not_matching_its_shape_is_reported(tmp_path, figure):
+    ev = ms.Event(step=1, wall_time=1.0)
+    v = ev.summary.value.add(tag="t")
+    v.tensor.dims.extend([3])
+    v.tensor.data_type = ms.DataType.values_by_name["DT_FLOAT32"].number
+    v.tensor.float_data.extend([1.0, 2.0, 3.0, 4.0, 5.0])
+    ev.summary.value.add(tag="loss", scalar_value=0.5)
+    path = _write(tmp_path / "run" / "x.summary.1", [ev.SerializeToString()])
+    r = Reader(tmp_path)
+    assert [(e.tag, e.value) for e in r.events("run")] == [("loss", 0.5)]
+    assert r.damage("run", deep=True)[path].bad_values == 1
+    figure("a MindSpore tensor of 5 values with shape [3]: reported malformed (it read back as "
+           "zeros before), 'loss' of the same event kept")
+
+
 # ---- items 11 and 12: tags and values --------------------------------------------------
 
 @pytest.mark.parametrize("dialect", ["tensorboard", "mindspore"])
