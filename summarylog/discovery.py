@@ -74,6 +74,18 @@ def _named(exc: OSError, path: str) -> OSError:
     return exc
 
 
+def _regular(e: os.DirEntry[str]) -> bool:
+    """Whether an entry named like an event file is one to read: a regular
+    file (or a link to one); False for a dangling link; OSError naming it for
+    a FIFO, socket or device (never opened: it could block)."""
+    if e.is_file():
+        return True
+    if e.is_symlink() and not os.path.exists(e.path):
+        return False
+    raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device is never read "
+                  "as an event file)", e.path)
+
+
 def discover(path: str) -> Discovery:
     """Every run under path (a file, a run directory or a root of runs)."""
     runs: dict[str, list[str]] = {}
@@ -109,13 +121,12 @@ def discover(path: str) -> Discovery:
                     if key not in seen:
                         seen.add(key)
                         subdirs.append(e.name)
-                elif is_event_file(e.name) or is_lineage_file(e.name):
-                    if not e.is_file():
-                        if e.is_symlink() and not os.path.exists(e.path):
-                            continue  # a dangling link: nothing to read
-                        raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or "
-                                      "device is never read as an event file)", e.path)
-                    (files if is_event_file(e.name) else lin).append(e.path)
+                elif is_event_file(e.name):
+                    if _regular(e):
+                        files.append(e.path)
+                elif is_lineage_file(e.name):
+                    if _regular(e):
+                        lin.append(e.path)
             except OSError as exc:
                 errors.append(_named(exc, e.path))
         name = rel or "."

@@ -42,6 +42,8 @@ class RunColumns:
     def needs_events(self) -> list[str]:
         """Tags whose kinds the scalar columns do not tell (they hold other
         values, perhaps besides scalars)."""
+        if len(self.series) == len(self.tags) and not any(self.flags):
+            return []  # the usual run: every tag a scalar series, nothing else seen
         return [t for t, f in zip(self.tags, self.flags)
                 if f & TAG_OTHER or t not in self.series]
 
@@ -92,8 +94,19 @@ def _tag_names(tags: Any, cols: RunColumns) -> None:
         cols.flags.append(flags(tags, t))
 
 
+def _slices(cols: RunColumns, steps: np.ndarray, walls: np.ndarray, vals: np.ndarray,
+            counts: Any) -> None:
+    """Each tag's series as a slice of columns grouped by tag (counts per tag)."""
+    start = 0
+    for tag, count in zip(cols.tags, ffi.unpack(counts, len(cols.tags))):
+        if count:
+            end = start + count
+            cols.series[tag] = Scalars(steps[start:end], walls[start:end], vals[start:end])
+            start = end
+
+
 def _split(cols: RunColumns, ids: np.ndarray, steps: np.ndarray, walls: np.ndarray,
-           vals: np.ndarray, counts: Any = None) -> None:
+           vals: np.ndarray) -> None:
     """Group the columns in place by tag (stable); each series is a slice."""
     ntags, n = len(cols.tags), len(steps)
     if not n:
@@ -101,16 +114,10 @@ def _split(cols: RunColumns, ids: np.ndarray, steps: np.ndarray, walls: np.ndarr
     if ntags == 1:  # one tag: the columns are its series
         cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
         return
-    if counts is None or ntags > len(counts):
-        counts = ffi.new("uint64_t[]", ntags)
+    counts = ffi.new("uint64_t[]", ntags)
     if lib.slg_columns_group(*_pointers(ids, steps, walls, vals), n, ntags, counts) < 0:
         raise MemoryError("slg_columns_group")
-    start = 0
-    for tag, count in zip(cols.tags, ffi.unpack(counts, ntags)):
-        if count:
-            end = start + count
-            cols.series[tag] = Scalars(steps[start:end], walls[start:end], vals[start:end])
-            start = end
+    _slices(cols, steps, walls, vals, counts)
 
 
 def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
@@ -183,11 +190,20 @@ class ColumnLoader:
         reports[path] = self._loaded_report(path, loaded)
         cols = RunColumns()
         _tag_names(sc.tags, cols)
-        n = loaded.dec.n_values
-        if n:
-            _split(cols, sc.ids[:n], sc.steps[:n], sc.walls[:n], sc.vals[:n], sc.counts)
-            for tag, s in cols.series.items():  # out of the scratch buffers
-                cols.series[tag] = Scalars(s.step.copy(), s.wall_time.copy(), s.value.copy())
+        n, ntags = loaded.dec.n_values, len(cols.tags)
+        if not n:
+            return cols
+        counts = sc.counts
+        if ntags > 1:  # grouped in the scratch columns, then one copy out
+            if ntags > len(counts):
+                counts = ffi.new("uint64_t[]", ntags)
+            if lib.slg_columns_group(*sc.ptrs, n, ntags, counts) < 0:
+                raise MemoryError("slg_columns_group")
+        steps, walls, vals = sc.steps[:n].copy(), sc.walls[:n].copy(), sc.vals[:n].copy()
+        if ntags == 1:
+            cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
+            return cols
+        _slices(cols, steps, walls, vals, counts)
         return cols
 
     def _loaded_report(self, path: str, loaded: Any) -> FileReport:

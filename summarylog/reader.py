@@ -176,12 +176,14 @@ class Reader:
         hold scalars and histograms), scalars first.  Values are not
         materialised: only their kinds are decoded."""
         cols = self._load_columns(run)
-        out: dict[str, set[str]] = {tag: {"scalar"} for tag in cols.series}
         need = cols.needs_events()
-        if need:  # some tags hold more than scalars: look at the records holding them
-            for ev in self._events(run, values=False, tags=need):
-                if ev.tag:
-                    out.setdefault(ev.tag, set()).add(ev.kind)
+        if not need:  # the usual run: scalars only, all told by the columns
+            return {tag: ["scalar"] for tag in sorted(cols.series)}
+        out: dict[str, set[str]] = {tag: {"scalar"} for tag in cols.series}
+        # some tags hold more than scalars: look at the records holding them
+        for ev in self._events(run, values=False, tags=need):
+            if ev.tag:
+                out.setdefault(ev.tag, set()).add(ev.kind)
         rank = {k: i for i, k in enumerate(_KIND_ORDER)}
         return {tag: sorted(kinds, key=lambda k: (rank.get(k, len(rank)), k))
                 for tag, kinds in sorted(out.items())}
@@ -191,6 +193,9 @@ class Reader:
         ``"image"``, ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``).
         A tag of several kinds is listed with its first (scalars first);
         :meth:`tag_kinds` lists them all."""
+        cols = self._load_columns(run)
+        if not cols.needs_events():  # the usual run, without building lists
+            return {tag: "scalar" for tag in sorted(cols.series)}
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
     def events(self, run: str) -> Iterator[Event]:
