@@ -40,7 +40,9 @@ int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *
                      uint64_t cap, slg_damage *damage, uint64_t max_damage,
                      slg_file_scalars *out) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO (or device) planted under an event file's name must
+     * not block the open; only regular files are read (fstat below) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -errno;
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -69,7 +71,10 @@ int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *
     rc = read_all(fd, buf, size, &size);
     if (rc < 0) goto done;
     out->size = size;
-    if (size >= 4 && memcmp(buf, ZSTD_MAGIC, 4) == 0) {
+    /* zstd, or a skippable zstd frame (magic 0x184D2A50..5F) first */
+    if (size >= 4 && (memcmp(buf, ZSTD_MAGIC, 4) == 0 ||
+                      ((unsigned char)buf[0] >> 4 == 0x5 && (unsigned char)buf[1] == 0x2A &&
+                       (unsigned char)buf[2] == 0x4D && (unsigned char)buf[3] == 0x18))) {
         rc = SLG_LOAD_FALLBACK;
         goto done;
     }

@@ -22,6 +22,7 @@ typedef struct {
     uint64_t off, len; /* in arena */
     uint64_t hash;
     int32_t kind;      /* SLG_TAG_* */
+    int32_t flags;     /* SLG_TAGF_* */
 } tag_entry;
 
 struct slg_tags {
@@ -33,6 +34,33 @@ struct slg_tags {
     uint32_t *slots; /* open addressing: id + 1, 0 = empty */
     uint64_t n_slots;
 };
+
+/* Strict UTF-8, as Python's "utf-8" codec accepts it (no overlongs, no
+ * surrogates, nothing past U+10FFFF): a tag that fails is kept under its own
+ * bytes but reported, since proto3 strings must be UTF-8. */
+static int utf8_ok(const unsigned char *p, uint64_t n) {
+    uint64_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        if (c < 0x80) { i++; continue; }
+        uint64_t k;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { k = 1; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { k = 2; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { k = 3; cp = c & 0x07; }
+        else return 0;
+        if (n - i <= k) return 0;
+        for (uint64_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i + j] & 0x3F);
+        }
+        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
 
 static uint64_t hash_bytes(const char *p, uint64_t n) {
     uint64_t h = 1469598103934665603ull;
@@ -85,6 +113,11 @@ int slg_tags_get(const slg_tags *t, uint64_t id, const char **data, uint64_t *le
     return 0;
 }
 
+int slg_tags_flags(const slg_tags *t, uint64_t id) {
+    if (id >= t->n) return -EINVAL;
+    return t->entries[id].flags;
+}
+
 static int grow_slots(slg_tags *t) {
     uint64_t n = t->n_slots * 2;
     uint32_t *s = calloc(n, sizeof *s);
@@ -106,7 +139,7 @@ int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n) {
     uint64_t j = h & (t->n_slots - 1);
     while (t->slots[j]) {
         tag_entry *e = &t->entries[t->slots[j] - 1];
-        if (e->hash == h && e->len == n && memcmp(t->arena + e->off, p, (size_t)n) == 0)
+        if (e->hash == h && e->len == n && (n == 0 || memcmp(t->arena + e->off, p, (size_t)n) == 0))
             return t->slots[j] - 1;
         j = (j + 1) & (t->n_slots - 1);
     }
@@ -132,6 +165,7 @@ int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n) {
     e->len = n;
     e->hash = h;
     e->kind = SLG_TAG_UNKNOWN;
+    e->flags = utf8_ok((const unsigned char *)p, n) ? 0 : SLG_TAGF_BAD_UTF8;
     t->arena_len += n;
     t->slots[j] = (uint32_t)(t->n + 1);
     t->n++;
@@ -158,10 +192,49 @@ static int read_varint(cursor *c, uint64_t *v) {
     return 0;
 }
 
-/* Read a field key; LEN fields give their body in *sub. 0 = malformed/end. */
+/* Skip a group's fields up to its END_GROUP (wire types 3/4, valid though
+ * deprecated: protobuf keeps them as unknown fields).  Iterative, with a
+ * depth limit like protobuf's own, so nesting cannot exhaust the stack. */
+static int skip_group(cursor *c, uint32_t field) {
+    int depth = 1;
+    while (c->p < c->end) {
+        uint64_t key, v;
+        if (!read_varint(c, &key)) return 0;
+        switch (key & 7) {
+        case 0:
+            if (!read_varint(c, &v)) return 0;
+            break;
+        case 1:
+            if (c->end - c->p < 8) return 0;
+            c->p += 8;
+            break;
+        case 5:
+            if (c->end - c->p < 4) return 0;
+            c->p += 4;
+            break;
+        case 2:
+            if (!read_varint(c, &v) || v > (uint64_t)(c->end - c->p)) return 0;
+            c->p += v;
+            break;
+        case 3:
+            if (++depth > SLG_MAX_GROUP_DEPTH) return 0;
+            break;
+        case 4:
+            if (--depth == 0) return (uint32_t)(key >> 3) == field;
+            break;
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Read a field key; LEN fields give their body in *sub, groups are skipped
+ * (wire type 3, no value).  0 = malformed/end. */
 static int next_field(cursor *c, uint32_t *field, int *wt, uint64_t *v, cursor *sub) {
     uint64_t key;
-    if (c->p >= c->end || !read_varint(c, &key)) return 0;
+    if (c->p >= c->end || !read_varint(c, &key) || key >> 3 == 0 || key >> 3 > 0x1FFFFFFF)
+        return 0; /* field numbers are 1 .. 2^29 - 1 */
     *field = (uint32_t)(key >> 3);
     *wt = (int)(key & 7);
     switch (*wt) {
@@ -188,6 +261,9 @@ static int next_field(cursor *c, uint32_t *field, int *wt, uint64_t *v, cursor *
         c->p += n;
         return 1;
     }
+    case 3:
+        *v = 0;
+        return skip_group(c, *field);
     default:
         return 0;
     }
@@ -242,6 +318,8 @@ static int tensor_scalar(cursor c, double *out) {
                         if (!next_field(&dim, &f3, &wt3, &v3, &s3)) return 0;
                         if (f3 == 1 && wt3 == 0) size = v3;
                     }
+                    /* a wrapped product could pass for 1 element: overflow is not a scalar */
+                    if (size && elements > UINT64_MAX / size) return 0;
                     elements *= size;
                 }
             }
@@ -368,18 +446,34 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
         }
         if (!summary.p) { res->other_events++; res->spans_done = i + 1; continue; }
         /* count the scalars first so an event is never split across calls */
-        uint64_t start_values = res->n_values;
+        uint64_t start_values = res->n_values, bad_values_before = res->bad_values;
         int any_other = 0;
-        cursor s = summary;
-        while (s.p < s.end) {
+        /* every Summary field of the event: protobuf merges repeated ones */
+        cursor evs = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
+        evs.end = evs.p + spans[i].length;
+        cursor s = {0, 0};
+        for (;;) {
+            if (s.p >= s.end) {
+                int more = 0;
+                while (!more && evs.p < evs.end) {
+                    cursor sm;
+                    uint32_t fe;
+                    int wte;
+                    uint64_t ve;
+                    if (!next_field(&evs, &fe, &wte, &ve, &sm)) break; /* parsed above */
+                    if (fe == 5 && wte == 2) { s = sm; more = 1; }
+                }
+                if (!more) break;
+                continue;
+            }
             cursor val;
             if (!next_field(&s, &f, &wt, &v, &val)) { bad = 1; break; }
             if (f != 1 || wt != 2) continue;
             cursor tag = {0, 0}, tensor = {0, 0}, md = {0, 0};
-            int has_simple = 0;
+            int has_simple = 0, bad_value = 0;
             double x = 0;
             while (val.p < val.end) {
-                if (!next_field(&val, &f, &wt, &v, &sub)) { bad = 1; break; }
+                if (!next_field(&val, &f, &wt, &v, &sub)) { bad_value = 1; break; }
                 if (f == 1 && wt == 2) tag = sub;
                 else if (ms) { /* MindSpore: scalar_value = 3 (float); 4, 8-10 are others */
                     if (f == 3 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
@@ -387,12 +481,16 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                 else if (f == 8 && wt == 2) tensor = sub;
                 else if (f == 9 && wt == 2) md = sub;
             }
-            if (bad) break;
+            /* a malformed value is its own loss: the event's other values stay
+             * (its bytes are bounded by the Summary, which parsed) */
+            if (bad_value) { res->bad_values++; any_other = 1; continue; }
             if (!tag.p) tag.p = tag.end = val.end;
             uint64_t tag_len = (uint64_t)(tag.end - tag.p);
             int64_t id;
+            /* (an empty tag may come first, with no arena yet: no memcmp on NULL) */
             if (last_id >= 0 && tags->entries[last_id].len == tag_len &&
-                memcmp(tags->arena + tags->entries[last_id].off, tag.p, (size_t)tag_len) == 0) {
+                (tag_len == 0 ||
+                 memcmp(tags->arena + tags->entries[last_id].off, tag.p, (size_t)tag_len) == 0)) {
                 id = last_id;
             } else {
                 id = slg_tags_intern(tags, (const char *)tag.p, tag_len);
@@ -400,6 +498,7 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                 last_id = id;
             }
             tag_entry *te = &tags->entries[id];
+            if (te->flags & SLG_TAGF_BAD_UTF8) res->bad_values++; /* kept, and reported */
             if (md.p) {
                 cursor name = plugin_name(md);
                 if (name.p && name.end - name.p == 7 && memcmp(name.p, "scalars", 7) == 0)
@@ -414,10 +513,15 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
             } else if (tensor.p && te->kind == SLG_TAG_SCALAR) {
                 is_scalar = tensor_scalar(tensor, &x);
             }
-            if (!is_scalar) { any_other = 1; continue; }
+            if (!is_scalar) {
+                any_other = 1;
+                te->flags |= SLG_TAGF_OTHER;
+                continue;
+            }
             if (res->n_values >= cap) {
                 res->n_values = start_values; /* undo this event; resume at it */
                 res->n_purges = purges_before;
+                res->bad_values = bad_values_before;
                 res->spans_done = i;
                 return SLG_DECODE_OUT_FULL;
             }
@@ -427,7 +531,11 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
             values[res->n_values] = x;
             res->n_values++;
         }
-        if (bad) { res->bad_events++; res->n_values = start_values; }
+        if (bad) {
+            res->bad_events++;
+            res->n_values = start_values;
+            res->bad_values = bad_values_before;
+        }
         else if (any_other) res->other_events++;
         res->spans_done = i + 1;
     }

@@ -186,6 +186,9 @@ int slg_writer_write_tb_scalars(slg_writer *w, uint64_t n_events, const double *
 #define SLG_TAG_UNKNOWN 0
 #define SLG_TAG_SCALAR 1        /* simple_value, or tensors of the scalars plugin */
 #define SLG_TAG_OTHER 2
+#define SLG_TAGF_OTHER 1        /* slg_tags_flags: the tag also holds values that are not scalars */
+#define SLG_TAGF_BAD_UTF8 2     /* ...its bytes are not UTF-8 (kept apart, reported) */
+#define SLG_MAX_GROUP_DEPTH 100 /* nested protobuf groups skipped (protobuf's own limit) */
 #define SLG_MAX_PURGES 16
 #define SLG_DECODE_OUT_FULL 1    /* output arrays full: resume at spans_done */
 #define SLG_DECODE_PURGES_FULL 2 /* purge list full: apply, resume at spans_done */
@@ -200,6 +203,7 @@ typedef struct {
     uint64_t n_purges;      /* SessionLog.START markers seen, in order: */
     uint64_t purge_index[16];  /* ...the number of values before the marker */
     int64_t purge_step[16];    /* ...and its step */
+    uint64_t bad_values;    /* malformed values (or non-UTF-8 tags) in events otherwise read */
 } slg_decode_result;
 
 slg_tags *slg_tags_new(void);
@@ -215,6 +219,8 @@ uint64_t slg_tags_count(const slg_tags *t);
 /* id of the tag p[0:n], interned if new (-ENOMEM on failure) */
 int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n);
 int slg_tags_get(const slg_tags *t, uint64_t id, const char **data, uint64_t *len, int32_t *kind);
+/* SLG_TAGF_* bits of tag id (-EINVAL for an unknown id) */
+int slg_tags_flags(const slg_tags *t, uint64_t id);
 /* Decode the scalars of n_spans event records, in the table's dialect
  * (payloads in buf, which holds file bytes from absolute offset base) into
  * the four arrays (cap entries).

@@ -307,15 +307,22 @@ def summary_of_values(wall_time: float, step: int, values: Sequence[Any]) -> byt
 
 def tensor_to_numpy(t: Any) -> np.ndarray:
     """The array of an anf_ir TensorProto (exact fields preferred)."""
+    from .tensorboard import tensor_elements
+
     shape = [int(d) for d in t.dims]
     dt = _NP_OF_DT.get(t.data_type, np.dtype(np.float32))
-    size = int(np.prod(shape)) if shape else 1
+    # what the fields hold decides the cap: no expansion past it (tensor_elements)
+    held = max(len(t.double_data), len(t.int64_data), len(t.uint64_data), len(t.int32_data),
+               len(t.float_data), len(t.raw_data) // dt.itemsize)
+    size = tensor_elements(shape, held)
     for field in ("double_data", "int64_data", "uint64_data", "int32_data", "float_data"):
         vals = getattr(t, field)
         if len(vals) == size:
             return np.array(vals).astype(dt).reshape(shape)
     if t.raw_data and len(t.raw_data) == size * dt.itemsize:
         return np.frombuffer(t.raw_data, dt.newbyteorder("<")).astype(dt).reshape(shape)
+    if held or t.raw_data:  # data that does not fill the shape: malformed, not zeros
+        raise ValueError(f"tensor data ({held} values) does not match its shape {shape}")
     return np.zeros(shape, dt)
 
 
@@ -329,10 +336,17 @@ def _histogram_dict(h: Any) -> dict[str, Any]:
             "neg_inf_count": h.neg_inf_count}
 
 
-def decode_event(payload: bytes, plugins: dict[str, str] | None = None) -> list[Any]:
+_KIND = {"scalar_value": "scalar", "image": "image", "tensor": "tensor",
+         "histogram": "histogram", "loss_landscape": "landscape"}
+
+
+def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
+                 values: bool = True) -> list[Any]:
     """Plain :class:`summarylog.events.Event` objects for one record of a
     MindSpore summary file (same kinds and value shapes as the TensorBoard
-    dialect; histograms also carry buckets and non-finite counts)."""
+    dialect; histograms also carry buckets and non-finite counts).
+    ``values=False``: kinds only (each Event's value is None).  A tag that
+    is not UTF-8 comes surrogate-escaped (the Reader reports it)."""
     from ..events import Event
 
     ev = ms.Event.FromString(payload)
@@ -341,23 +355,29 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None) -> list[
         out = []
         for v in ev.summary.value:
             kind = v.WhichOneof("value")
-            if kind == "scalar_value":
-                out.append(Event("scalar", v.tag, ev.step, ev.wall_time, float(v.scalar_value)))
+            tag = v.tag
+            if isinstance(tag, bytes):  # proto2 hands a non-UTF-8 string back as bytes
+                tag = tag.decode("utf-8", "surrogateescape")
+            if not values:
+                out.append(Event(_KIND.get(kind or "", "other"), tag, ev.step, ev.wall_time,
+                                 None))
+            elif kind == "scalar_value":
+                out.append(Event("scalar", tag, ev.step, ev.wall_time, float(v.scalar_value)))
             elif kind == "image":
-                out.append(Event("image", v.tag, ev.step, ev.wall_time,
+                out.append(Event("image", tag, ev.step, ev.wall_time,
                                  {"width": v.image.width, "height": v.image.height,
                                   "pngs": [v.image.encoded_image]}))
             elif kind == "tensor":
-                out.append(Event("tensor", v.tag, ev.step, ev.wall_time,
+                out.append(Event("tensor", tag, ev.step, ev.wall_time,
                                  tensor_to_numpy(v.tensor)))
             elif kind == "histogram":
-                out.append(Event("histogram", v.tag, ev.step, ev.wall_time,
+                out.append(Event("histogram", tag, ev.step, ev.wall_time,
                                  _histogram_dict(v.histogram)))
             elif kind == "loss_landscape":
-                out.append(Event("landscape", v.tag, ev.step, ev.wall_time,
+                out.append(Event("landscape", tag, ev.step, ev.wall_time,
                                  v.loss_landscape.SerializeToString()))
             else:
-                out.append(Event("other", v.tag, ev.step, ev.wall_time, v.SerializeToString()))
+                out.append(Event("other", tag, ev.step, ev.wall_time, v.SerializeToString()))
         return out
     if which == "version":
         return [Event("file_version", "", ev.step, ev.wall_time, ev.version)]

@@ -289,6 +289,27 @@ _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 _DT_BFLOAT16 = tb.DataType.values_by_name["DT_BFLOAT16"].number
 
 
+#: the most elements a tensor is expanded to beyond the values it holds
+#: (TF's repeated-last-value packing, or a shape with no values): past it the
+#: value is malformed, so a few bytes cannot claim gigabytes
+MAX_EXPANDED_ELEMENTS = 1 << 20
+
+
+def tensor_elements(shape: list[int], present: int) -> int:
+    """The element count of a shape, checked: ValueError for a negative
+    dimension, or when it needs more than MAX_EXPANDED_ELEMENTS elements
+    where only ``present`` values are stored."""
+    size = 1
+    for d in shape:
+        if d < 0:
+            raise ValueError(f"tensor shape {shape} has a negative dimension")
+        size *= d
+    if size > max(present, MAX_EXPANDED_ELEMENTS):
+        raise ValueError(f"tensor shape {shape} needs {size} elements but holds {present} "
+                         f"(expansion is capped at {MAX_EXPANDED_ELEMENTS})")
+    return size
+
+
 def _tensor_to_numpy(t: Any) -> np.ndarray:
     shape = [d.size for d in t.tensor_shape.dim]
     if t.dtype == _DT_STRING:
@@ -299,7 +320,7 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
         else:
             bits = np.array(list(t.half_val), np.uint32)
         arr = (bits << 16).view(np.float32)
-        size = int(np.prod(shape)) if shape else 1
+        size = tensor_elements(shape, arr.size)
         if arr.size == 1 and size > 1:
             arr = np.repeat(arr, size)
         return arr.reshape(shape)
@@ -316,10 +337,11 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
                 arr = np.array(vals, np.uint16).view(np.float16)
             else:
                 arr = np.array(vals)
-            size = int(np.prod(shape)) if shape else 1
+            size = tensor_elements(shape, arr.size)
             if arr.size == 1 and size > 1:  # TF's repeated-last-value packing
                 arr = np.repeat(arr, size)
             return arr.astype(dt).reshape(shape)
+    tensor_elements(shape, 0)
     return np.zeros(shape, dt)
 
 
@@ -328,7 +350,12 @@ def _histogram_dict(h: Any) -> dict[str, Any]:
             "max": h.max, "num": h.num, "sum": h.sum, "sum_squares": h.sum_squares}
 
 
-def _decode_value(v: Any, ev: Any, plugins: dict[str, str]) -> tuple[str, Any]:
+_KIND_OF_PLUGIN = {"scalars": "scalar", "images": "image", "text": "text",
+                   "histograms": "histogram"}
+
+
+def _decode_value(v: Any, ev: Any, plugins: dict[str, str],
+                  values: bool = True) -> tuple[str, Any]:
     from google.protobuf import json_format
 
     plugin = v.metadata.plugin_data.plugin_name if v.HasField("metadata") else ""
@@ -337,6 +364,12 @@ def _decode_value(v: Any, ev: Any, plugins: dict[str, str]) -> tuple[str, Any]:
     else:
         plugin = plugins.get(v.tag, "")
     which = v.WhichOneof("value")
+    if not values:  # the kind only (a tag listing): nothing converted
+        if which in ("simple_value", "histo", "image"):
+            return {"simple_value": "scalar", "histo": "histogram"}.get(which, which), None
+        if plugin == "hparams":
+            return "hparams", None
+        return (_KIND_OF_PLUGIN.get(plugin, "tensor") if which == "tensor" else "other"), None
     if which == "simple_value":
         return "scalar", float(v.simple_value)
     if which == "histo":
@@ -370,10 +403,12 @@ def _decode_value(v: Any, ev: Any, plugins: dict[str, str]) -> tuple[str, Any]:
     return "other", v.SerializeToString()
 
 
-def decode_event(payload: bytes, plugins: dict[str, str] | None = None) -> list[Any]:
+def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
+                 values: bool = True) -> list[Any]:
     """Plain :class:`summarylog.events.Event` objects for one event record
     (one per Summary.Value, or one marker).  ``plugins`` carries each tag's
-    plugin from its first value (TF2 writes that metadata once per tag)."""
+    plugin from its first value (TF2 writes that metadata once per tag).
+    ``values=False``: kinds only (each Event's value is None)."""
     from ..events import Event
 
     if plugins is None:
@@ -383,7 +418,7 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None) -> list[
     if which == "summary":
         out = []
         for v in ev.summary.value:
-            kind, value = _decode_value(v, ev, plugins)
+            kind, value = _decode_value(v, ev, plugins, values)
             out.append(Event(kind, v.tag, ev.step, ev.wall_time, value))
         return out
     if which == "file_version":

@@ -20,11 +20,18 @@ What the scanner decides (FORMAT.md §9, "scanner target"):
 
 Every damage is kept in :attr:`RecordReader.damage`; ``strict=True`` raises
 :class:`~summarylog.errors.CorruptRecordError` instead.  No length read from
-the file is trusted: nothing is allocated beyond the bytes present.
+the file is trusted: nothing is allocated beyond the bytes present.  In a
+zstd file, decoding is bounded per step (:mod:`.zstd_source`), skippable
+frames are valid, and a record header claiming more bytes than the stream
+holds is found out by decoding ahead without keeping the output.
+
+Only regular files are read: a FIFO, socket or device is refused with an
+``OSError`` naming it, without blocking (opened ``O_NONBLOCK``, then fstat).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -33,10 +40,10 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from .._native import ffi, lib
 from ..errors import CorruptRecordError
+from .zstd_source import UNKNOWN_END as _UNKNOWN_END
+from .zstd_source import ZSTD_MAGIC, ZstdSource, starts_zstd
 
 __all__ = ["RecordReader", "Damage", "Tail", "ZSTD_MAGIC"]
-
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 _KINDS = {
     lib.SLG_DAMAGE_BAD_LENGTH_CRC: "bad_length_crc",
@@ -47,7 +54,6 @@ _KINDS = {
 _SPANS = 1 << 16
 _DAMAGE = 256
 _SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
-_UNKNOWN_END = 0xFFFFFFFFFFFFFFFF
 # id() is the object's address only in CPython: the C list builder needs it
 _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
 
@@ -94,144 +100,6 @@ class _PlainSource:
         return data, pos + len(data) if len(data) < n else size
 
 
-class _ZstdSource:
-    """The decompressed stream of a file of zstd frames, decoded in small
-    steps so that no frame can make it allocate much more than it reads."""
-
-    _STEP = 1 << 15
-
-    def __init__(self, fd: int, damage: Callable[[int, int], None]) -> None:
-        import zstandard
-
-        self.fd = fd
-        self._zstd = zstandard
-        self._dctx = zstandard.ZstdDecompressor()
-        self._dobj = self._dctx.decompressobj()
-        self._frame_start = 0  # compressed offset of the frame being decoded
-        self._cpos = 0  # compressed bytes fed
-        self._out = bytearray()
-        self._out_base = 0
-        self._damage = damage
-        # (decompressed offset, compressed offset) of every frame start seen,
-        # to decode again from when the scanner goes back to a tail's start
-        self._frames: list[tuple[int, int]] = [(0, 0)]
-        self._quiet = False  # while re-decoding: damage was reported already
-        #: compressed bytes of zeros where the next frame should start (0: none)
-        self.zero_tail = 0
-
-    def _frame_at(self, cpos: int) -> None:
-        d = self._out_base + len(self._out)
-        if self._frames[-1][0] <= d and self._frames[-1][1] < cpos:
-            self._frames.append((d, cpos))
-
-    def _rewind(self, pos: int) -> None:
-        import bisect
-
-        i = bisect.bisect_right(self._frames, (pos, float("inf"))) - 1
-        dpos, cpos = self._frames[i]
-        self._dobj = self._dctx.decompressobj()
-        self._frame_start = self._cpos = cpos
-        self._out = bytearray()
-        self._out_base = dpos
-        self._quiet = True
-        try:
-            while self._out_base + len(self._out) < pos and self._pump():
-                drop = min(len(self._out), pos - self._out_base)
-                del self._out[:drop]
-                self._out_base += drop
-        finally:
-            self._quiet = False
-        drop = min(len(self._out), pos - self._out_base)
-        del self._out[:drop]
-        self._out_base += drop
-
-    def _resync(self) -> bool:
-        """Skip a frame that does not decode, to the next frame magic (damage
-        reported); False when nothing but zeros follows it to the end of the
-        file: a zero-filled tail, not damage, read again next time (a writer
-        may still fill it)."""
-        start = self._frame_start + 1
-        while True:
-            chunk = os.pread(self.fd, 1 << 20, start)
-            if not chunk:
-                nxt = os.fstat(self.fd).st_size
-                break
-            i = chunk.find(ZSTD_MAGIC)
-            if i >= 0:
-                nxt = start + i
-                break
-            start += max(1, len(chunk) - 3)
-        self._dobj = self._dctx.decompressobj()
-        if nxt > self._frame_start and self._all_zero(self._frame_start, nxt):
-            self.zero_tail = nxt - self._frame_start
-            self._cpos = self._frame_start
-            return False
-        if not self._quiet:
-            self._damage(self._frame_start, nxt - self._frame_start)
-        self._frame_start = self._cpos = nxt
-        self._frame_at(nxt)
-        return True
-
-    def _all_zero(self, start: int, end: int) -> bool:
-        """Whether the file holds only zero bytes from ``start`` to its end
-        (``end``: where the search for a frame magic stopped)."""
-        size = os.fstat(self.fd).st_size
-        if end < size:  # a frame magic follows: damage in the middle
-            return False
-        while start < size:
-            chunk = os.pread(self.fd, min(1 << 20, size - start), start)
-            if not chunk or chunk.count(0) != len(chunk):
-                return False
-            start += len(chunk)
-        return True
-
-    def _pump(self) -> bool:
-        """Decode one step; False when no compressed input is left (for now)."""
-        chunk = os.pread(self.fd, self._STEP, self._cpos)
-        if not chunk:
-            return False
-        try:
-            out = self._dobj.decompress(chunk)
-        except self._zstd.ZstdError:
-            return self._resync()
-        self.zero_tail = 0
-        self._out += out
-        self._cpos += len(chunk)
-        while self._dobj.eof:
-            rest = self._dobj.unused_data
-            self._frame_start = self._cpos - len(rest)
-            self._dobj = self._dctx.decompressobj()
-            self._frame_at(self._frame_start)
-            if not rest:
-                break
-            try:
-                self._out += self._dobj.decompress(rest)
-            except self._zstd.ZstdError:
-                self._resync()
-                break
-        return True
-
-    def pending(self) -> int:
-        """Compressed bytes of a frame begun but not finished (a torn tail)."""
-        return self._cpos - self._frame_start if not self._dobj.eof else 0
-
-    def read(self, pos: int, want: int) -> tuple[bytes, int]:
-        if pos < self._out_base:  # back to a tail's start, already dropped
-            self._rewind(pos)
-        # drop what the scanner is done with
-        if pos > self._out_base:
-            del self._out[: pos - self._out_base]
-            self._out_base = pos
-        exhausted = False
-        while len(self._out) < want:
-            if not self._pump():
-                exhausted = True
-                break
-        data = bytes(self._out[:want])
-        end = self._out_base + len(self._out) if exhausted else _UNKNOWN_END
-        return data, end
-
-
 class RecordReader:
     """Read the payloads of a TFRecord file (plain or zstd-compressed).
 
@@ -263,19 +131,29 @@ class RecordReader:
             raise ValueError(f"chunk_size must be >= 64, got {chunk_size}")
         self.strict = strict
         self._chunk = chunk_size
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
+        self._fd = -1
+        # O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer;
+        # only regular files are read, decided on the open descriptor
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(21, "Is a directory", self.path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device "
+                              "is never read as an event file)", self.path)
+        except BaseException:
             os.close(fd)
-            raise IsADirectoryError(21, "Is a directory", self.path)
+            raise
         self._fd = fd
         #: the file's size when opened (bytes)
         self.size = st.st_size
         small = st.st_size <= _SMALL_FILE
         head = os.pread(fd, st.st_size if small else 4, 0)
-        self.compressed = head[:4] == ZSTD_MAGIC or (self.path.endswith(".zst") and not head)
+        self.compressed = starts_zstd(head) or (self.path.endswith(".zst") and not head)
         self._source: Any = (
-            _ZstdSource(fd, self._zstd_damage) if self.compressed
+            ZstdSource(fd, self._zstd_damage) if self.compressed
             else _PlainSource(fd, (head, len(head)) if small else None)
         )
         self._state = ffi.new("slg_scan_state *")
@@ -302,7 +180,9 @@ class RecordReader:
     def _zstd_damage(self, offset: int, length: int) -> None:
         self._pending_zstd.append(Damage(offset, "bad_zstd_frame", length))
 
-    def _add_damage(self, d: Damage) -> None:
+    def add_damage(self, d: Damage) -> None:
+        """Record one damage of a batch from :meth:`scan_batches` (raises
+        CorruptRecordError in strict mode)."""
         self.damage.append(d)
         if self.strict:
             raise CorruptRecordError(self.path, d.offset, d.kind, d.length)
@@ -337,13 +217,13 @@ class RecordReader:
                     # damage before this record first: strict mode raises
                     # before yielding anything that follows the damage
                     while j < len(batch) and batch[j].offset < flat[i]:
-                        self._add_damage(batch[j])
+                        self.add_damage(batch[j])
                         j += 1
                     self.records_read += 1
                     start = flat[i] - base
                     yield buf[start : start + flat[i + 1]]
             for d in batch[j:]:
-                self._add_damage(d)
+                self.add_damage(d)
 
     def scan_batches(self) -> Iterator[tuple[bytes, int, int, list[Damage]]]:
         """The scanner's raw output, for native decoders: yields
@@ -359,6 +239,7 @@ class RecordReader:
         nspans = self._nspans
         self.tail = None
         want = self._chunk
+        known_end: int | None = None  # a zstd stream's end, found by decoding ahead
         buf, data_end = self._source.read(st.pos, want)
         base = st.pos
         while True:
@@ -366,7 +247,7 @@ class RecordReader:
             if rc < 0:  # pragma: no cover - internal contract
                 raise RuntimeError(f"slg_scan: bad arguments ({rc})")
             while self._pending_zstd:
-                self._add_damage(self._pending_zstd.pop(0))
+                self.add_damage(self._pending_zstd.pop(0))
             batch: list[Damage] = []
             if ndm[0]:
                 batch = damage_list(dmg, ndm[0])
@@ -381,9 +262,27 @@ class RecordReader:
                     # a valid header: the scanner checked its record fits the
                     # data (or the data's end is unknown): read all of it
                     length = int.from_bytes(buf[rel : rel + 8], "little")
-                    want = max(want, length + 16)
+                    if not self.compressed or length + 16 <= want:
+                        want = max(want, length + 16)
+                    else:
+                        # a zstd stream's end is unknown: whether the record
+                        # fits is found by decoding ahead without keeping
+                        # the output (reading it whole could decode a bomb
+                        # into memory); the end found is the data's end for
+                        # the scanner's judgement of every header
+                        known_end = self._source.end_before(st.pos, st.pos + length + 16)
+                        if known_end is None and length > lib.SLG_MAX_PAYLOAD:
+                            # the stream holds it, but no writer makes such a
+                            # record: the scanner is told the data ends short
+                            # of it (damage), rather than holding it in memory
+                            known_end = min(st.pos + 15 + length, _UNKNOWN_END - 1)
+                        elif known_end is None:
+                            want = length + 16
                 buf, data_end = self._source.read(st.pos, want)
                 base = st.pos
+                if known_end is not None and data_end == _UNKNOWN_END:
+                    data_end = known_end
+                known_end = None
                 continue
             if rc == lib.SLG_SCAN_TORN or rc == lib.SLG_SCAN_ZERO_TAIL:
                 end = base + len(buf)
@@ -396,6 +295,11 @@ class RecordReader:
                 # the stream ends inside a zstd frame: its records are not here yet
                 self.tail = Tail(int(st.pos), "torn", self._source.pending())
             return
+
+    @property
+    def largest_step(self) -> int:
+        """The most bytes one decompression step produced (0: not zstd)."""
+        return self._source.largest_step if self.compressed else 0
 
     @property
     def spans(self) -> Any:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reference_scanner as ref
+from summarylog import read_columns as columns_mod
 from summarylog import reader as reader_mod
 from summarylog.dialects.tensorboard import TensorBoardEncoder
 from summarylog.pb import tb
@@ -67,16 +68,16 @@ def event_file(draw: Any) -> bytes:
 
 
 def _read(path: str, small: int, purge: bool) -> tuple[Any, ...]:
-    saved = reader_mod._SMALL_FILE
-    reader_mod._SMALL_FILE = small
+    saved = columns_mod._SMALL_FILE
+    columns_mod._SMALL_FILE = small
     try:
         r = reader_mod.Reader(path, purge=purge)
         cols = {t: tuple(np.asarray(a).tolist() for a in r.scalars(".", t))
                 for t in r.scalar_tags(".")}
         (rep,) = r.damage(".").values()
-        return cols, rep.records, rep.damage, rep.tail, rep.bad_events, rep.size
+        return cols, rep.records, rep.damage, rep.tail, rep.bad_events, rep.size, rep.bad_values
     finally:
-        reader_mod._SMALL_FILE = saved
+        columns_mod._SMALL_FILE = saved
 
 
 @pytest.mark.parametrize("purge", [True, False])

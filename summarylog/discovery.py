@@ -1,0 +1,139 @@
+"""Finding runs: which directories under a path hold event files.
+
+A run is a directory holding event files (names containing ``tfevents``,
+``zevents`` for summarylog's zstd files, or MindSpore's ``summary.<digits>``);
+its name is its path relative to the root (``"."`` for the root itself).  A
+run's files are sorted by name with numbers compared as numbers (timestamp,
+host, pid, sequence), so rotated segments and per-rank files merge in order.
+
+The walk is iterative (no depth limit), follows symbolic links, and enters
+each directory once, keyed by its own device and inode (a link loop, or two
+links to one directory, is walked once; a directory on another mount with
+the inode of one already seen is still walked).  What cannot be listed is
+reported as an ``OSError`` whose ``filename`` names the path, never skipped
+silently.  Every command (Reader, inspect, cat, verify, export, follow)
+finds runs through :func:`discover`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from typing import Any, NamedTuple
+
+__all__ = ["Discovery", "discover", "is_event_file", "is_lineage_file", "dialect_of",
+           "natural_key"]
+
+_EVENT_NAME = re.compile(r"(tfevents|zevents)")
+_MS_NAME = re.compile(r"summary\.\d+")  # MindSpore summary and lineage files (as MindInsight)
+_LINEAGE_SUFFIX = "_lineage"
+_NUM = re.compile(r"(\d+)")
+
+
+def is_event_file(name: str) -> bool:
+    """True for event files: names TensorBoard reads (``tfevents``),
+    summarylog's zstd segments (``zevents``) and MindSpore summary files
+    (``summary.<digits>``, as MindInsight finds them; not ``_lineage``)."""
+    base = os.path.basename(name)
+    if _EVENT_NAME.search(base) is not None:
+        return True
+    return _MS_NAME.search(base) is not None and not base.endswith(_LINEAGE_SUFFIX)
+
+
+def is_lineage_file(name: str) -> bool:
+    """True for MindSpore lineage files (``summary.<digits>…_lineage``)."""
+    base = os.path.basename(name)
+    return base.endswith(_LINEAGE_SUFFIX) and _MS_NAME.search(base) is not None
+
+
+def dialect_of(name: str) -> str:
+    """``"tensorboard"`` or ``"mindspore"``: how an event file is read,
+    from its name (a file never mixes dialects)."""
+    base = os.path.basename(name)
+    return "tensorboard" if _EVENT_NAME.search(base) is not None else "mindspore"
+
+
+def natural_key(name: str) -> list[Any]:
+    """Sort key of a file name: its digit runs compared as numbers."""
+    return [int(p) if p.isdigit() else p for p in _NUM.split(os.path.basename(name))]
+
+
+class Discovery(NamedTuple):
+    """What one walk found."""
+
+    runs: dict[str, list[str]]  #: run name -> event files, in reading order
+    lineage: dict[str, list[str]]  #: run name -> MindSpore lineage files
+    errors: list[OSError]  #: what could not be listed or examined, each naming its path
+
+
+def _named(exc: OSError, path: str) -> OSError:
+    """exc with its filename set (DirEntry methods may leave it unset)."""
+    if exc.filename is None:
+        exc = type(exc)(exc.errno, exc.strerror or str(exc), path)
+    return exc
+
+
+def _regular(e: os.DirEntry[str]) -> bool:
+    """Whether an entry named like an event file is one to read: a regular
+    file (or a link to one); False for a dangling link; OSError naming it for
+    a FIFO, socket or device (never opened: it could block)."""
+    if e.is_file():
+        return True
+    if e.is_symlink() and not os.path.exists(e.path):
+        return False
+    raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device is never read "
+                  "as an event file)", e.path)
+
+
+def discover(path: str) -> Discovery:
+    """Every run under path (a file, a run directory or a root of runs)."""
+    runs: dict[str, list[str]] = {}
+    lineage: dict[str, list[str]] = {}
+    errors: list[OSError] = []
+    if os.path.isfile(path):
+        if is_lineage_file(path):
+            return Discovery({".": []}, {".": [path]}, errors)
+        return Discovery({".": [path]}, lineage, errors)
+    try:
+        root_st = os.stat(path)
+    except OSError as exc:
+        errors.append(_named(exc, path))
+        return Discovery(runs, lineage, errors)
+    seen = {(root_st.st_dev, root_st.st_ino)}
+    stack = [(path, "")]
+    while stack:
+        d, rel = stack.pop()
+        try:
+            with os.scandir(d) as it:  # one listing per directory, file types with it
+                entries = list(it)
+        except OSError as exc:
+            errors.append(_named(exc, d))
+            continue
+        files, subdirs, lin = [], [], []
+        for e in entries:
+            try:
+                if e.is_dir():
+                    # the entry's own device: a mount point's inode number
+                    # belongs to another filesystem than its parent's
+                    st = e.stat()
+                    key = (st.st_dev, st.st_ino)
+                    if key not in seen:
+                        seen.add(key)
+                        subdirs.append(e.name)
+                elif is_event_file(e.name):
+                    if _regular(e):
+                        files.append(e.path)
+                elif is_lineage_file(e.name):
+                    if _regular(e):
+                        lin.append(e.path)
+            except OSError as exc:
+                errors.append(_named(exc, e.path))
+        name = rel or "."
+        if files or lin:
+            runs[name] = sorted(files, key=natural_key) if len(files) > 1 else files
+        if lin:
+            lineage[name] = sorted(lin, key=natural_key)
+        for sub in sorted(subdirs, reverse=True):
+            stack.append((os.path.join(d, sub), f"{rel}/{sub}" if rel else sub))
+    return Discovery(runs, lineage, errors)

@@ -1,0 +1,191 @@
+"""Every value of an event file as :class:`~summarylog.events.Event` objects,
+with what could not be decoded counted, never dropped silently.
+
+An event whose values do not all decode (a value protobuf rejects, a tensor
+that cannot be converted, a tag that is not UTF-8) keeps its good values: it
+is taken apart at the wire level and each value is decoded on its own.  A
+value that still fails is counted in ``bad_values``; a value whose only
+defect is a tag that is not UTF-8 is kept under the tag's surrogate-escaped
+bytes (distinct tags stay distinct) and counted too.  A record that is not
+an Event at all is counted in ``bad_events``."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator
+
+from .discovery import dialect_of
+from .events import Event
+
+__all__ = ["EventDecoder", "decoder_of"]
+
+_SUMMARY, _VALUE, _TAG = 5, 1, 1  # Event.summary, Summary.value, Value.tag (both dialects)
+
+
+def decoder_of(path: str) -> Callable[..., list[Event]]:
+    """The event decoder of a file's dialect: ``decode(payload, plugins, values)``."""
+    if dialect_of(path) == "tensorboard":
+        from .dialects.tensorboard import decode_event
+    else:
+        from .dialects.mindspore import decode_event
+    return decode_event
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    r = shift = 0
+    while shift < 64:
+        c = b[i]  # IndexError past the end: malformed
+        i += 1
+        r |= (c & 0x7F) << shift
+        if c < 0x80:
+            return r, i
+        shift += 7
+    raise ValueError("varint too long")
+
+
+def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
+    """(field, start, body_start, end) of each field of a message (groups:
+    their whole extent).  ValueError/IndexError when malformed."""
+    out, i, n = [], 0, len(b)
+    while i < n:
+        start = i
+        key, i = _varint(b, i)
+        field, wt = key >> 3, key & 7
+        body = i
+        if wt == 0:
+            _, i = _varint(b, i)
+        elif wt == 1:
+            i += 8
+        elif wt == 5:
+            i += 4
+        elif wt == 2:
+            size, body = _varint(b, i)
+            i = body + size
+        elif wt == 3:  # a group: skip to its end, iteratively
+            depth = 1
+            while depth:
+                k, i = _varint(b, i)
+                w = k & 7
+                if w == 0:
+                    _, i = _varint(b, i)
+                elif w == 1:
+                    i += 8
+                elif w == 5:
+                    i += 4
+                elif w == 2:
+                    size, i = _varint(b, i)
+                    i += size
+                elif w == 3:
+                    depth += 1
+                elif w == 4:
+                    depth -= 1
+                else:
+                    raise ValueError("bad wire type")
+        else:
+            raise ValueError("bad wire type")
+        if i > n or field == 0:
+            raise ValueError("field past the end")
+        out.append((field, start, body, i))
+    return out
+
+
+def _len_field(field: int, body: bytes) -> bytes:
+    key, size, out = field << 3 | 2, len(body), bytearray()
+    for x in (key, size):
+        while x >= 0x80:
+            out.append(x & 0x7F | 0x80)
+            x >>= 7
+        out.append(x)
+    return bytes(out) + body
+
+
+class EventDecoder:
+    """Decodes one file's records, counting what does not decode."""
+
+    def __init__(self, path: str, plugins: dict[str, str], values: bool = True) -> None:
+        self._decode = decoder_of(path)
+        self._plugins = plugins
+        self._values = values
+        self.bad_events = 0  #: records that are not Events
+        self.bad_values = 0  #: values lost, or kept with a non-UTF-8 tag
+
+    def decode(self, payload: bytes) -> list[Event]:
+        try:
+            events = self._decode(payload, self._plugins, self._values)
+        except Exception:
+            return self._salvage(payload)
+        self._count_tags(events)
+        return events
+
+    def _count_tags(self, events: list[Event]) -> None:
+        for ev in events:
+            if not ev.tag.isascii() and not _utf8(ev.tag):
+                self.bad_values += 1
+
+    def _salvage(self, payload: bytes) -> list[Event]:
+        """The values of an event that does not decode whole, one by one."""
+        try:
+            fields = _fields(payload)
+            summaries = [payload[b:e] for f, _, b, e in fields if f == _SUMMARY]
+            values = [s[b:e] for s in summaries for f, _, b, e in _fields(s) if f == _VALUE]
+        except (ValueError, IndexError):
+            self.bad_events += 1
+            return []
+        if not summaries:  # not a summary: nothing to take apart
+            self.bad_events += 1
+            return []
+        rest = b"".join(payload[s:e] for f, s, _, e in fields if f != _SUMMARY)
+        out: list[Event] = []
+        for value in values:
+            try:
+                one = self._decode(rest + _len_field(_SUMMARY, _len_field(_VALUE, value)),
+                                   self._plugins, self._values)
+            except Exception:
+                pass
+            else:
+                self._count_tags(one)
+                out.extend(one)
+                continue
+            self.bad_values += 1
+            kept = self._without_bad_tag(rest, value)
+            out.extend(kept)
+        return out
+
+    def _without_bad_tag(self, rest: bytes, value: bytes) -> list[Event]:
+        """A value rejected only for a tag that is not UTF-8, under its
+        surrogate-escaped tag; [] for any other defect."""
+        try:
+            vf = _fields(value)
+        except (ValueError, IndexError):
+            return []
+        tags = [value[b:e] for f, _, b, e in vf if f == _TAG]
+        if not tags or _utf8_bytes(tags[-1]):
+            return []
+        stripped = b"".join(value[s:e] for f, s, _, e in vf if f != _TAG)
+        tag = tags[-1].decode("utf-8", "surrogateescape")
+        try:
+            events = self._decode(rest + _len_field(_SUMMARY, _len_field(_VALUE, stripped)),
+                                  {}, self._values)
+        except Exception:
+            return []
+        return [dataclasses.replace(ev, tag=tag) for ev in events]
+
+    def each(self, payloads: Iterator[bytes]) -> Iterator[Event]:
+        for payload in payloads:
+            yield from self.decode(payload)
+
+
+def _utf8(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _utf8_bytes(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False

@@ -1,0 +1,96 @@
+"""MindSpore lineage files into MindInsight's lineage rows.
+
+A lineage record's ``metric`` is JSON written by the training script; it is
+parsed only when it is at most :data:`MAX_METRIC_BYTES` long and nested at
+most :data:`MAX_METRIC_DEPTH` deep and is a JSON object.  Anything else is
+kept as ``{"_raw": text}`` and counted as a malformed value of its file (a
+metric nested 100 000 deep would otherwise exhaust the interpreter's
+recursion limit)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from .read_types import FileReport
+from .records import RecordReader
+
+__all__ = ["read_lineage", "MAX_METRIC_BYTES", "MAX_METRIC_DEPTH"]
+
+MAX_METRIC_BYTES = 1 << 20  #: the longest metric JSON parsed (bytes)
+MAX_METRIC_DEPTH = 64  #: the deepest nesting of a metric JSON parsed
+_TRAIN_KEYS = ("optimizer", "learning_rate", "loss_function", "epoch", "parallel_mode",
+               "device_num", "batch_size")
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting of JSON text (brackets inside strings
+    included: an over-estimate that errs on the side of not parsing)."""
+    b = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    step = (np.isin(b, (0x5B, 0x7B)).astype(np.int64) - np.isin(b, (0x5D, 0x7D)))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def parse_metric(metric: Any) -> tuple[dict[str, Any], bool]:
+    """(metric as a dict, ok): not ok when it is not a JSON object within the
+    size and depth limits (then kept raw)."""
+    if not metric:
+        return {}, True
+    text = str(metric)
+    if len(text) > MAX_METRIC_BYTES or _depth(text) > MAX_METRIC_DEPTH:
+        return {"_raw": text}, False
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {"_raw": text}, False
+    if not isinstance(value, dict):
+        return {"_raw": text}, False
+    return value, True
+
+
+def read_lineage(run: str, files: list[str], verify: bool,
+                 reports: dict[str, FileReport]) -> dict[str, Any]:
+    """The lineage row of one run (see Reader.lineage); each file's report
+    into reports."""
+    from .dialects.mindspore import decode_lineage, user_info_dict
+
+    row: dict[str, Any] = {"run": run, "summary_dir": os.path.dirname(files[0])}
+    user: dict[str, Any] = {}
+    for path in files:
+        bad = bad_values = 0
+        with RecordReader(path, verify=verify) as rr:
+            for payload in rr:
+                try:
+                    member, _, fields = decode_lineage(payload)
+                except Exception:
+                    bad += 1
+                    continue
+                if member == "train_lineage":
+                    hp = fields.get("hyper_parameters", {})
+                    ds = fields.get("train_dataset", {})
+                    algo = fields.get("algorithm", {})
+                    model = fields.get("model", {})
+                    row.update({k: hp.get(k) for k in _TRAIN_KEYS})
+                    row["train_dataset_path"] = ds.get("train_dataset_path")
+                    row["train_dataset_size"] = ds.get("train_dataset_size")
+                    row["network"] = algo.get("network")
+                    row["loss"] = algo.get("loss")
+                    row["model_path"] = model.get("path")
+                    row["model_size"] = int(model["size"]) if "size" in model else None
+                elif member == "evaluation_lineage":
+                    row["metric"], ok = parse_metric(fields.get("metric"))
+                    bad_values += not ok
+                    vd = fields.get("valid_dataset", {})
+                    row["valid_dataset_path"] = vd.get("valid_dataset_path")
+                    row["valid_dataset_size"] = vd.get("valid_dataset_size")
+                elif member == "dataset_graph":
+                    row["dataset_graph"] = fields
+                elif member == "user_defined_info":
+                    user.update(user_info_dict(fields))
+            reports[path] = FileReport(path, rr.records_read, list(rr.damage), rr.tail, bad,
+                                       rr.size, bad_values)
+    row["user_defined"] = user
+    return row
