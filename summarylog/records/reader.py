@@ -2,7 +2,7 @@
 scanner (``slg_scan``), with damage classified and reported, never skipped
 silently.
 
-What the scanner decides (FORMAT.md §9, "scanner target"):
+What the scanner decides (docs/format.md §2):
 
 * a torn record, or zero bytes, at the end of the file: *not yet written*.
   No error; :attr:`RecordReader.tail` says so and the next read (or

@@ -120,7 +120,7 @@ def write_records(path: str, payloads: list[bytes]) -> None:
 
 class _InOrder:
     """A directory of copies of ``files`` renamed so that TensorBoard, which
-    sorts a run's file names as strings (FORMAT.md §4), reads them in the
+    sorts a run's file names as strings (docs/format.md §5), reads them in the
     order given (the Reader's: numbers compared as numbers)."""
 
     def __init__(self, files: list[str]) -> None:

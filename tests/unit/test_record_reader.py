@@ -1,5 +1,5 @@
 """summarylog.records.RecordReader: round trips, every kind of damage the
-scanner classifies (FORMAT.md §9), strict mode, resuming and following a
+scanner classifies (docs/format.md §2), strict mode, resuming and following a
 growing file, zstd files, and files written by tensorboardX and TensorBoard."""
 
 from __future__ import annotations
