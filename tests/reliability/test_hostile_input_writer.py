@@ -61,8 +61,9 @@ for strict in (False, True):
         closed = "OSError"
     print(strict, flushed, closed, w.stats["dropped_values"], round(time.monotonic() - t0, 3))
 """
+    # (cwd: not the checkout, whose source tree would shadow the installed package)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     lines = [ln.split() for ln in r.stdout.strip().splitlines()]
     (s0, f0, c0, d0, t0), (s1, f1, *rest) = lines[0], lines[1]
