@@ -301,11 +301,15 @@ class Pipeline:
             self.histograms.write(self.writer(), items, self.encoder.histogram,
                                   self.write_payload)
 
-    def write_scalars_now(self, tags: list[str], step: int, wall: float,
-                          values: list[float]) -> None:
-        """One scalar event, written at once (from a job, inside the drain)."""
+    def scalar_record(self, tags: list[str], step: int, wall: float, values: list[float]) -> bytes:
+        """The packed record of one scalar event (see scalar_events)."""
         key, pack = self.scalars.key_set(tuple(tags))
-        self._write_scalars([pack(key, 0, step, wall, *values)])
+        return pack(key, 0, step, wall, *values)
+
+    def write_scalar_records(self, run: list[bytes]) -> None:
+        """Scalar events, written at once in one native call (from a job or a
+        drain hook, inside the drain)."""
+        self._write_scalars(run)
 
     # -- flush and close --------------------------------------------------------------
     def take_error(self) -> None:

@@ -172,6 +172,7 @@ class TensorBoardSink:
         self.pipe = writer.pipeline
         self._hold_bytes = hold_bytes
         self._hists: list[tuple[float, int, str, np.ndarray, int]] = []
+        self._scalars: list[bytes] = []  # packed scalar events of this drain's steps
         self._hist_bytes = self._hist_borrowed = 0
         self.last_step = 0
         self.lineage_hparams: dict[str, Any] = {}
@@ -187,8 +188,8 @@ class TensorBoardSink:
         pipe, enc = self.pipe, self.pipe.encoder
         scalars = pool.get("scalar", [])
         if scalars:
-            pipe.write_scalars_now([t for t, _ in scalars], step, wall,
-                                   [float(a) for _, a in scalars])
+            self._scalars.append(pipe.scalar_record([t for t, _ in scalars], step, wall,
+                                                    [float(a) for _, a in scalars]))
         for tag, arr in pool.get("image", []):
             grid, axes = check_image(image_grid(arr), "HWC", "image")
             for payload in self.w.encode_images(wall, step, tag, grid,
@@ -241,7 +242,7 @@ class TensorBoardSink:
             else:
                 self._hold(wall, step, tag, value)
         if tags:
-            self.pipe.write_scalars_now(tags, step, wall, floats)
+            self._scalars.append(self.pipe.scalar_record(tags, step, wall, floats))
         self.last_step = max(self.last_step, step)
         self._write_past_limits()
         return True
@@ -262,6 +263,11 @@ class TensorBoardSink:
             self.drained()
 
     def drained(self) -> None:
+        """Write what the steps of this drain left: their scalar events in one
+        native call, their histograms in another."""
+        scalars, self._scalars = self._scalars, []
+        if scalars:
+            self.pipe.write_scalar_records(scalars)
         hists, self._hists = self._hists, []
         self._hist_bytes = self._hist_borrowed = 0
         if hists:

@@ -43,6 +43,7 @@ class ScalarEvents:
         #: tag -> (key index of the one-tag set, its packer): add_scalar's lookup
         self.single: dict[str, tuple[int, Callable[..., bytes]]] = {}
         self._sets: dict[tuple[str, ...], tuple[int, Callable[..., bytes]]] = {}
+        self._layouts: dict[int, np.dtype] = {}  # record layout by value count
 
     def _tag_id(self, tag: str) -> int:  # under self._lock
         tid = self._tag_ids.get(tag)
@@ -88,9 +89,12 @@ class ScalarEvents:
         size = len(run[0])
         if all(len(r) == size for r in run):  # the usual run: one layout, numpy views
             k = (size - HEAD) // 8
-            rec = np.frombuffer(b"".join(run), np.dtype(
-                [("key", "<u4"), ("pad", "<u4"), ("step", "<i8"), ("wall", "<f8"),
-                 ("vals", "<f8", (k,))]))
+            layout = self._layouts.get(k)
+            if layout is None:
+                layout = self._layouts[k] = np.dtype(
+                    [("key", "<u4"), ("pad", "<u4"), ("step", "<i8"), ("wall", "<f8"),
+                     ("vals", "<f8", (k,))])
+            rec = np.frombuffer(b"".join(run), layout)
             n = len(rec)
             keys = rec["key"]
             if (keys == keys[0]).all():
