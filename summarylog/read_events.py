@@ -43,6 +43,20 @@ def _varint(b: bytes, i: int) -> tuple[int, int]:
     raise ValueError("varint too long")
 
 
+def _skip(b: bytes, i: int, wt: int) -> int:
+    """Past a scalar or length-delimited value of wire type ``wt`` at ``i``."""
+    if wt == 0:
+        return _varint(b, i)[1]
+    if wt == 1:
+        return i + 8
+    if wt == 5:
+        return i + 4
+    if wt == 2:
+        size, i = _varint(b, i)
+        return i + size
+    raise ValueError("bad wire type")
+
+
 def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
     """(field, start, body_start, end) of each field of a message (groups:
     their whole extent).  ValueError/IndexError when malformed."""
@@ -52,13 +66,7 @@ def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
         key, i = _varint(b, i)
         field, wt = key >> 3, key & 7
         body = i
-        if wt == 0:
-            _, i = _varint(b, i)
-        elif wt == 1:
-            i += 8
-        elif wt == 5:
-            i += 4
-        elif wt == 2:
+        if wt == 2:
             size, body = _varint(b, i)
             i = body + size
         elif wt == 3:  # a group: skip to its end, iteratively
@@ -66,23 +74,14 @@ def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
             while depth:
                 k, i = _varint(b, i)
                 w = k & 7
-                if w == 0:
-                    _, i = _varint(b, i)
-                elif w == 1:
-                    i += 8
-                elif w == 5:
-                    i += 4
-                elif w == 2:
-                    size, i = _varint(b, i)
-                    i += size
-                elif w == 3:
+                if w == 3:
                     depth += 1
                 elif w == 4:
                     depth -= 1
                 else:
-                    raise ValueError("bad wire type")
+                    i = _skip(b, i, w)
         else:
-            raise ValueError("bad wire type")
+            i = _skip(b, i, wt)
         if i > n or field == 0:
             raise ValueError("field past the end")
         out.append((field, start, body, i))
