@@ -66,6 +66,7 @@ class Pipeline:
         self._lock = threading.Lock()
         self._drain_lock = threading.Lock()  # one drain at a time, in order
         self._heavy_bytes = 0  # of queued jobs
+        self._holding = 0  # queued jobs that may be held back (hold_until set)
         self._wake = threading.Event()
         self.thread: threading.Thread | None = None
         self.closed = False
@@ -120,6 +121,7 @@ class Pipeline:
                 used = self._heavy_bytes + len(self.queue) * ITEM_BYTES
                 if self._heavy_bytes == 0 or used + n <= self._queue_cap:
                     self._heavy_bytes += n
+                    self._holding += job.hold_until > 0
                     self.queue.append(job)
                     break
             if self.on_full == "drop" or self.closed:
@@ -149,6 +151,12 @@ class Pipeline:
         if scalar_tag is not None:
             check_tag(scalar_tag)
         return self.histograms.open_lane(rw, scalar_tag, entries)
+
+    @property
+    def queued_jobs(self) -> tuple[int, int]:
+        """``(bytes, holding)``: memory of the queued jobs, and how many of
+        them may be held back."""
+        return self._heavy_bytes, self._holding
 
     def idle(self) -> bool:
         """Nothing queued and no drain under way (a lane's collection may go
@@ -276,6 +284,7 @@ class Pipeline:
         finally:
             with self._lock:
                 self._heavy_bytes -= job.nbytes
+                self._holding -= job.hold_until > 0
         for payload in payloads:
             self.write_payload(payload)
 

@@ -154,8 +154,6 @@ class SummaryRecord:
         self._sink: Any = (TensorBoardSink(self._tb, builder, self._wake_bytes) if self._tb
                            else MindSporeSink(self._files, self._enc, builder))
         self._pipe.after_drain.append(self._sink.drained)
-        self._queued = 0  # bytes of recorded steps not written yet (record's own count)
-        self._held = 0  # recorded steps holding a framework's memory, not written yet
         self._lane_waits = False  # a collector's lane waits for the queued steps
         shutdown.register(self)
 
@@ -276,14 +274,9 @@ class SummaryRecord:
     def open_lane(self, scalar_tag: str | None,
                   entries: list[tuple[str, np.ndarray]]) -> Lane | None:
         """A :class:`~summarylog.binner.Lane` into this record's TensorBoard
-        file for a collector whose collections are the same tensors again
-        and again: ``entries`` are ``(histogram tag, array viewing the
-        tensor's memory)``, ``scalar_tag`` the loss's (None: none).  Each
-        collection is then copied and queued in one native call on the
-        training thread, and binned and written by the native binner: this
-        record's thread does nothing for it.  None when collections can't go
-        that way (yet): another dialect, rotation, exports, no file yet,
-        values the histogram plugin refuses (0-d) or the binner can't take."""
+        file (see summarylog.collector_lane): ``entries`` are ``(histogram
+        tag, array viewing the tensor's memory)``, ``scalar_tag`` the loss's.
+        None while collections can't go that way."""
         if not self.lanes_possible or self._closed or self._stopped:
             return None
         if any(arr.ndim == 0 or arr.size == 0 or arr.dtype not in BINNABLE
@@ -303,9 +296,7 @@ class SummaryRecord:
         recorded step still waiting for this record's thread (the lane's
         events would overtake its: file order is step order).  Such steps
         are then written at once, so that the lane's next collection may go."""
-        if not self._pipe.idle():
-            # steps wait for the background stage: have them (and the next
-            # one recorded) written at once, so that the lane may go soon
+        if not self._pipe.idle():  # have them (and the next recorded) written now
             self._lane_waits = True
             self._pipe.wake()
             return False
@@ -368,20 +359,16 @@ class SummaryRecord:
         # being computed) waits for the next wake, which the step after it
         # brings; past half of flush_secs it is taken anyway
         hold = time.monotonic() + self.flush_secs / 2 if borrowed else 0.0
-        self._queued += n
-        self._held += borrowed
-        self._pipe.put(Job(self._write_step, step, time.time(), pool, plugin_filter, n, borrowed,
+        self._pipe.put(Job(self._write_step, step, time.time(), pool, plugin_filter,
                            nbytes=n, hold_until=hold))
-        if self._queued > self._wake_bytes or self._held > 1 or self._lane_waits:
+        queued, holding = self._pipe.queued_jobs
+        if queued > self._wake_bytes or holding > 1 or self._lane_waits:
             self._pipe.wake()
         return True
 
     def _write_step(self, step: int, wall: float, pool: Any,
-                    plugin_filter: Callable[[str], bool] | None, n: int,
-                    borrowed: bool) -> list[bytes]:
+                    plugin_filter: Callable[[str], bool] | None) -> list[bytes]:
         """A recorded step, on the background stage (a pipeline job)."""
-        self._queued -= n
-        self._held -= borrowed
         if not self._stopped:
             try:
                 self._sink.write_step(step, wall, pool, plugin_filter)

@@ -88,7 +88,7 @@ while time.monotonic() - t0 < secs:
         marks.append(state["scalars"])
 marks.append(state["scalars"])
 if on_full == "summary_record":
-    stalled_stats = {"queued_bytes": rec._queued,
+    stalled_stats = {"queued_bytes": rec._pipe.queued_jobs[0],
                      "file": rec._files.summary.current.stats._asdict()}
 else:
     stalled_stats = dict(w.stats)
