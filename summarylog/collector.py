@@ -271,7 +271,7 @@ class CollectorCore:
         self.freeze = freeze
         #: with lazy values: reads one value to host numpy on the background
         #: thread (JAX's to_numpy); what it returns is the collector's own, so
-        #: it is neither copied again nor re-checked once its kind passed
+        #: it is not copied again
         self.read = read
         self._freq = policy.collect_freq
         self._later_bytes = 0  # memory of a lazy collection (estimated once per kind)

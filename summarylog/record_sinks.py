@@ -30,9 +30,9 @@ from google.protobuf import json_format
 
 from .checks import check_image
 from .dialects.mindspore import image_grid, tensor_to_numpy, user_info_dict
-from .record_values import (BORROWED_MAX, CHECKED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS,
-                            SUMMARY_PLUGINS, check_summary_tag, export_name, kind_key,
-                            real_subdir, resolve, summary_value)
+from .record_values import (BORROWED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS,
+                            check_summary_tag, export_name, real_subdir, resolve,
+                            summary_value)
 
 __all__ = ["StepBuilder", "MindSporeSink", "TensorBoardSink"]
 
@@ -46,9 +46,6 @@ class StepBuilder:
     """Builds, checks and reads a recorded step's values (background thread)."""
 
     def __init__(self, export_dir: Callable[[], str] | None) -> None:
-        #: (plugin, tag, shape, dtype) of owned values that passed the checks:
-        #: a collector's, collection after collection, pass again unchecked
-        self.checked: set[tuple[Any, ...]] = set()
         self._export_dir = export_dir
 
     def build_later(self, step: int, pool: Pool, plugin_filter: Filter) -> None:
@@ -77,19 +74,11 @@ class StepBuilder:
                 entries.append((tag, item))
 
     def _check(self, plugin: str, tag: str, value: Any, owned: bool) -> Any:
-        key = kind_key(plugin, tag, value) if owned else None
-        if key is not None and key in self.checked:
-            return np.asarray(value)  # a number as a 0-d array, as checked
         if plugin not in SUMMARY_PLUGINS:
             raise ValueError(f"add_later() takes summary plugins only "
                              f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
         check_summary_tag(tag)
-        item = summary_value(plugin, value, copy=not owned)
-        if key is not None:
-            if len(self.checked) >= CHECKED_MAX:
-                self.checked.clear()
-            self.checked.add(key)
-        return item
+        return summary_value(plugin, value, copy=not owned)
 
     def build(self, step: int, pool: Pool, plugin_filter: Filter) -> Pool:
         """The step's values, read to numpy (one that can't be read is dropped
@@ -179,9 +168,6 @@ class TensorBoardSink:
         self.lineage_metrics: dict[str, float] = {}
 
     def write_step(self, step: int, wall: float, pool: Pool, plugin_filter: Filter) -> None:
-        if (LATER in pool and len(pool) == 1 and len(pool[LATER]) == 1
-                and self._write_checked(step, wall, pool, plugin_filter)):
-            return
         pool = self.builder.build(step, pool, plugin_filter)
         if any(pool.get(p) for p in (*SUMMARY_PLUGINS, LANDSCAPE)):
             self.last_step = max(self.last_step, step)
@@ -211,41 +197,6 @@ class TensorBoardSink:
             for _, message in pool.get(plugin, []):
                 self._lineage(plugin, message)
         self._write_past_limits()
-
-    def _write_checked(self, step: int, wall: float, pool: Pool, plugin_filter: Filter) -> bool:
-        """A lone collection of scalars and histograms that are the builder's
-        own and of kinds checked before (a collector's, collection after
-        collection), written with no further checks.  False when any value
-        needs the general path (``pool`` then holds the values built)."""
-        build, nbytes, on_error, owned = pool[LATER][0]
-        if not owned:
-            return False
-        try:
-            values = list(build())
-        except Exception:
-            return False  # the general path builds again and reports it
-        checked = self.builder.checked
-        for plugin, tag, value in values:
-            kind = type(value)
-            if (plugin not in ("scalar", "histogram")
-                    or not (kind is float or (kind is np.ndarray and value.dtype.kind in "iuf"))
-                    or kind_key(plugin, tag, value) not in checked):
-                pool[LATER] = [(lambda: values, nbytes, on_error, owned)]
-                return False
-        tags, floats = [], []
-        for plugin, tag, value in values:
-            if plugin_filter is not None and not plugin_filter(plugin):
-                continue
-            if plugin == "scalar":  # a float, or a one-value array of any shape
-                tags.append(tag)
-                floats.append(value if type(value) is float else float(value.reshape(())))
-            else:
-                self._hold(wall, step, tag, value)
-        if tags:
-            self._scalars.append(self.pipe.scalar_record(tags, step, wall, floats))
-        self.last_step = max(self.last_step, step)
-        self._write_past_limits()
-        return True
 
     def _hold(self, wall: float, step: int, tag: str, arr: np.ndarray) -> None:
         """Keep a histogram for :meth:`drained`: those of all the steps of one

@@ -27,22 +27,10 @@ SUMMARY_PLUGINS = ("scalar", "image", "tensor", "histogram")
 LINEAGE_PLUGINS = ("train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data")
 LANDSCAPE = "LANDSCAPE"
 LATER = "_later"  # pool key of add_later() builders (not a plugin)
-CHECKED_MAX = 4096  # (plugin, tag, shape, dtype) kinds of owned arrays known to pass
 #: pending TensorBoard histograms that are views of a framework's memory are
 #: written once this many bytes pile up: held, they keep its allocator from
 #: reusing that memory, and its next outputs land on fresh pages
 BORROWED_MAX = 1 << 20
-
-def kind_key(plugin: str, tag: str, value: Any) -> tuple[Any, ...] | None:
-    """What an owned value's checks depend on (``the record's checked kinds``):
-    its plugin, tag, shape and dtype; for a Python float (the loss torch's
-    collector reads at the step) ``()`` and ``float``; None for others."""
-    if isinstance(value, (np.ndarray, np.generic)):
-        return (plugin, tag, value.shape, value.dtype)
-    if type(value) is float:
-        return (plugin, tag, (), float)
-    return None
-
 
 ALL_PLUGINS = (*SUMMARY_PLUGINS, *LINEAGE_PLUGINS, "graph", LANDSCAPE)
 SUMMARY_OP_NAME = re.compile(r"(.+)\[:(.+)\]")
