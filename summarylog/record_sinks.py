@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from google.protobuf import json_format
 
-from .checks import check_image
-from .dialects.mindspore import image_grid, tensor_to_numpy, user_info_dict
+from .dialects.base import DialectEncoder
+from .dialects.mindspore import user_info_dict
 from .record_values import (BORROWED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS,
                             check_summary_tag, export_name, real_subdir, resolve,
                             summary_value)
@@ -127,7 +127,7 @@ def export_dir(base: str, names: Any) -> Callable[[], str]:
 
 
 class MindSporeSink:
-    def __init__(self, files: Any, encoder: Any, builder: StepBuilder) -> None:
+    def __init__(self, files: Any, encoder: DialectEncoder, builder: StepBuilder) -> None:
         self.files, self.enc, self.builder = files, encoder, builder
         self.last_step = 0
 
@@ -140,7 +140,8 @@ class MindSporeSink:
                   for tag, arr in pool.get(plugin, [])]
         if values:
             self.last_step = max(self.last_step, step)
-            files.write(enc.summary(wall, step, values))
+            for payload in enc.summary(wall, step, values):
+                files.write(payload)
         for plugin in LINEAGE_PLUGINS:
             for _, message in pool.get(plugin, []):
                 files.write(enc.lineage(wall, plugin, message), lineage=True)
@@ -173,24 +174,14 @@ class TensorBoardSink:
             self.last_step = max(self.last_step, step)
         pipe, enc = self.pipe, self.pipe.encoder
         scalars = pool.get("scalar", [])
-        if scalars:
+        if scalars:  # scalars and histograms: batched over the drain, encoded natively
             self._scalars.append(pipe.scalar_record([t for t, _ in scalars], step, wall,
                                                     [float(a) for _, a in scalars]))
-        for tag, arr in pool.get("image", []):
-            grid, axes = check_image(image_grid(arr), "HWC", "image")
-            for payload in self.w.encode_images(wall, step, tag, grid,
-                                                [0] + [a + 1 for a in axes], True):
-                pipe.write_payload(payload)
-        for tag, arr in pool.get("tensor", []):
-            pipe.write_payload(enc.tensor(wall, step, tag, arr))
         for tag, arr in pool.get("histogram", []):  # the arrays are ours alone
             self._hold(wall, step, tag, arr)
-        for tag, message in pool.get(LANDSCAPE, []):
-            for axis in ("x", "y", "z"):
-                t = getattr(message.landscape, axis)
-                if len(t.dims):
-                    pipe.write_payload(enc.tensor(wall, step, f"{tag}/landscape/{axis}",
-                                                  tensor_to_numpy(t)))
+        rest = [(p, tag, v) for p in ("image", "tensor", LANDSCAPE) for tag, v in pool.get(p, [])]
+        for payload in enc.summary(wall, step, rest):
+            pipe.write_payload(payload)
         for _, graph_def in pool.get("graph", []):
             pipe.write_payload(enc.graph(wall, graph_def))
         for plugin in LINEAGE_PLUGINS:

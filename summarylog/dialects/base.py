@@ -1,12 +1,11 @@
-"""The interface every dialect encoder implements: event payloads (bytes)
-for each kind of value, from validated numpy data.  The rest of summarylog
-never touches field numbers."""
+"""The seam between the dialects: what the dialect-neutral stages ask of an
+encoder.  A file series writes its header; a SummaryRecord's sink
+(summarylog.record_sinks) writes a recorded step's graph and values.  A
+dialect's own front end (the Writer, for TensorBoard) may use more of it."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence
-
-import numpy as np
+from typing import Any, Iterable, Protocol
 
 
 class DialectEncoder(Protocol):
@@ -18,24 +17,11 @@ class DialectEncoder(Protocol):
     def file_header(self, wall_time: float) -> bytes:
         """The first record of a file."""
 
-    def scalars(self, wall_time: float, step: int, tags: Sequence[str],
-                values: Sequence[float]) -> bytes:
-        """One event holding several scalars."""
+    def graph(self, wall_time: float, graph: Any, step: int | None = None) -> bytes:
+        """An event holding a graph (a serialized GraphDef, or a GraphProto)."""
 
-    def histogram(self, wall_time: float, step: int, tag: str, values: np.ndarray,
-                  bins: int) -> bytes:
-        """One event holding a histogram of ``values`` (any shape, finite or not)."""
-
-    def images(self, wall_time: float, step: int, tag: str, pngs: Sequence[bytes],
-               height: int, width: int, channels: int) -> bytes:
-        """One event holding PNG images of one size."""
-
-    def text(self, wall_time: float, step: int, tag: str, text: str) -> bytes:
-        """One event holding a text."""
-
-    def tensor(self, wall_time: float, step: int, tag: str, array: np.ndarray) -> bytes:
-        """One event holding a tensor, dtype kept."""
-
-    def hparams(self, wall_time: float, hparams: Mapping[str, Any],
-                metrics: Sequence[str]) -> list[bytes]:
-        """Events that declare a run's hyperparameters and metric names."""
+    def summary(self, wall_time: float, step: int,
+                values: Iterable[tuple[str, str, Any]]) -> list[bytes]:
+        """A recorded step's checked ``(plugin, tag, value)`` as events:
+        scalar float, image NCHW array, tensor or histogram array, LANDSCAPE
+        LossLandscape."""

@@ -204,10 +204,9 @@ class MindSporeEncoder:
         return ms.Event(wall_time=wall_time, version=VERSION).SerializeToString()
 
     def summary(self, wall_time: float, step: int,
-                values: Iterable[tuple[str, str, Any]]) -> bytes:
-        """One Event holding every ``(plugin, tag, value)`` of a step, values
-        already checked: scalar float, image NCHW array, tensor array,
-        histogram array, LANDSCAPE LossLandscape (message or bytes)."""
+                values: Iterable[tuple[str, str, Any]]) -> list[bytes]:
+        """One Event holding every value of a step (summarylog.dialects.base;
+        a LossLandscape as message or bytes)."""
         ev = ms.Event(wall_time=wall_time, step=step)
         summary = ev.summary
         for plugin, tag, value in values:
@@ -227,9 +226,9 @@ class MindSporeEncoder:
                 v.histogram.CopyFrom(histogram_buckets(value))
             elif plugin == "LANDSCAPE":
                 v.loss_landscape.CopyFrom(_message(ms.LossLandscape, value, "landscape"))
-            else:  # pragma: no cover - callers check plugins
+            else:
                 raise ValueError(f"no summary plugin {plugin!r}")
-        return ev.SerializeToString()
+        return [ev.SerializeToString()]
 
     def graph(self, wall_time: float, graph: Any, step: int | None = None) -> bytes:
         ev = ms.Event(wall_time=wall_time)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -234,9 +234,40 @@ class TensorBoardEncoder:
         md = tb.SummaryMetadata(data_class=_TENSOR)
         return _event(wall_time, step, tag=tag, metadata=md, tensor=tensor_proto(array)).SerializeToString()
 
-    def graph(self, wall_time: float, graph_def: bytes) -> bytes:
+    def graph(self, wall_time: float, graph: bytes, step: int | None = None) -> bytes:
         """An Event holding a serialized GraphDef (TensorBoard's Graphs tab)."""
-        return tb.Event(wall_time=wall_time, graph_def=graph_def).SerializeToString()
+        return tb.Event(wall_time=wall_time, graph_def=graph).SerializeToString()
+
+    def summary(self, wall_time: float, step: int,
+                values: Iterable[tuple[str, str, Any]]) -> list[bytes]:
+        """A recorded step's values (summarylog.dialects.base): scalars in one
+        event, histograms by MindSpore's bucket rule, an image batch as
+        MindSpore's grid, a landscape as its x, y and z tensors."""
+        from ..png import encode_png
+        from .mindspore import image_grid, tensor_to_numpy
+
+        out, tags, floats = [], [], []
+        for plugin, tag, value in values:
+            if plugin == "scalar":
+                tags.append(tag)
+                floats.append(float(value))
+            elif plugin == "image":
+                grid = image_grid(value)
+                out.append(self.images(wall_time, step, tag, [encode_png(grid)],
+                                       grid.shape[0], grid.shape[1], 3))
+            elif plugin == "tensor":
+                out.append(self.tensor(wall_time, step, tag, value))
+            elif plugin == "histogram":
+                out.append(self.histogram(wall_time, step, tag, value, 0))
+            elif plugin == "LANDSCAPE":
+                for axis in ("x", "y", "z"):
+                    t = getattr(value.landscape, axis)
+                    if len(t.dims):
+                        out.append(self.tensor(wall_time, step, f"{tag}/landscape/{axis}",
+                                               tensor_to_numpy(t)))
+            else:
+                raise ValueError(f"no summary plugin {plugin!r}")
+        return [self.scalars(wall_time, step, tags, floats)] + out if tags else out
 
     def hparams(self, wall_time: float, hparams: Mapping[str, Any],
                 metrics: Sequence[str]) -> list[bytes]:

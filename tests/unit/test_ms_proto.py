@@ -117,3 +117,39 @@ def test_dialects_live_in_separate_packages():
     for name in ("summary", "lineage", "anf_ir"):
         f = POOL.FindFileByName(f"summarylog/ms/{name}.proto")
         assert not [d.name for d in f.dependencies if "/tb/" in d.name]
+
+
+def test_both_encoders_are_the_dialect_seam():
+    """Each dialect's encoder gives what summarylog.dialects.base declares,
+    and a recorded step's values of every summary plugin decode back as the
+    same kinds, tags and numbers in either dialect."""
+    import inspect
+
+    import numpy as np
+
+    from summarylog.dialects import mindspore as msd, tensorboard as tbd
+    from summarylog.dialects.base import DialectEncoder
+
+    landscape = ms.LossLandscape()
+    landscape.landscape.z.dims.extend([2, 2])
+    landscape.landscape.z.float_data.extend([1.0, 2.0, 3.0, 4.0])
+    values = [("scalar", "loss", 0.5), ("image", "img", np.zeros((2, 3, 4, 5), np.uint8)),
+              ("tensor", "t", np.arange(6.0).reshape(2, 3)),
+              ("histogram", "w", np.linspace(-1.0, 1.0, 100)), ("LANDSCAPE", "ls", landscape)]
+    seam = {n for n, _ in inspect.getmembers(DialectEncoder, inspect.isfunction)
+            if not n.startswith("_")}
+    for enc, mod in ((tbd.TensorBoardEncoder(), tbd), (msd.MindSporeEncoder(), msd)):
+        for name in seam:
+            want = inspect.signature(getattr(DialectEncoder, name)).parameters
+            assert list(inspect.signature(getattr(enc, name)).parameters) == list(want)[1:]
+        events = [e for p in enc.summary(12.0, 3, values) for e in mod.decode_event(p)]
+        got = {e.tag: e for e in events}
+        assert {e.step for e in events} == {3}
+        assert got["loss"].kind == "scalar" and got["loss"].value == 0.5
+        assert got["img"].kind == "image" and (got["img"].value["height"], got["img"].value["width"]) == (4, 10)
+        assert np.array_equal(np.asarray(got["t"].value, np.float64), np.arange(6.0).reshape(2, 3))
+        assert got["w"].kind == "histogram" and got["w"].value["num"] == 100
+        landscape_tags = [t for t in got if t.startswith("ls")]
+        assert landscape_tags, enc.name
+        with pytest.raises(ValueError, match="no summary plugin"):
+            enc.summary(0.0, 0, [("text", "x", "y")])
