@@ -149,6 +149,29 @@ def resolve(plugin: str, snap: Any) -> np.ndarray:
     return arr
 
 
+def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
+    """``value`` as SummaryRecord.add_value() keeps it for ``plugin``, checked."""
+    if not isinstance(plugin, str) or plugin not in ALL_PLUGINS:
+        raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(ALL_PLUGINS)})")
+    from .dialects.mindspore import _message, lineage_message
+    from .pb import ms
+
+    if plugin in LINEAGE_PLUGINS:
+        return lineage_message(plugin, value)
+    if plugin == "graph":
+        if not (isinstance(value, (bytes, bytearray)) or hasattr(value, "SerializeToString")):
+            raise TypeError(f"a graph must be a GraphProto or its bytes, "
+                            f"got {type(value).__name__}")
+        if not tensorboard:
+            return graph_proto(value)
+        # TensorBoard: a GraphDef, kept as bytes
+        return value.SerializeToString() if hasattr(value, "SerializeToString") else bytes(value)
+    check_summary_tag(name)
+    if plugin == LANDSCAPE:
+        return _message(ms.LossLandscape, value, "landscape")
+    return summary_value(plugin, value)
+
+
 def graph_of(network: Any) -> Any:
     """A graph value for ``network``, or None: MindSpore Cells through their
     graph proto (graph mode only); graph messages or bytes as they are."""

@@ -34,14 +34,13 @@ import numpy as np
 from . import shutdown
 from .binner import BINNABLE, Lane
 from .checks import check_choice, check_flush_secs, check_optional_size
-from .dialects.mindspore import MindSporeEncoder, lineage_message
+from .dialects.mindspore import MindSporeEncoder
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
 from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
-from .record_values import (ALL_PLUGINS, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_OP_NAME,
-                            SUMMARY_PLUGINS, TagNameError, check_summary_tag, graph_of,
-                            graph_proto, pool_bytes, summary_value,
-                            check_export_options)
+from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_OP_NAME,
+                            SUMMARY_PLUGINS, TagNameError, check_export_options,
+                            check_summary_tag, graph_of, pool_bytes, pool_item)
 from .records import RecordWriter
 
 __all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
@@ -188,28 +187,7 @@ class SummaryRecord:
         Raises ValueError for an unknown plugin and for a value of the wrong
         size or rank, TypeError for a bad name or a value of the wrong type.
         """
-        if not isinstance(plugin, str) or plugin not in ALL_PLUGINS:
-            raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(ALL_PLUGINS)})")
-        if plugin in SUMMARY_PLUGINS:
-            check_summary_tag(name)
-            item: Any = summary_value(plugin, value)
-        elif plugin in LINEAGE_PLUGINS:
-            item = lineage_message(plugin, value)
-        elif plugin == "graph":
-            if not (isinstance(value, (bytes, bytearray)) or hasattr(value, "SerializeToString")):
-                raise TypeError(f"a graph must be a GraphProto or its bytes, "
-                                f"got {type(value).__name__}")
-            if self._tb is not None:  # TensorBoard: a GraphDef, kept as bytes
-                item = (value.SerializeToString() if hasattr(value, "SerializeToString")
-                        else bytes(value))
-            else:
-                item = graph_proto(value)
-        else:
-            check_summary_tag(name)
-            from .dialects.mindspore import _message
-            from .pb import ms
-
-            item = _message(ms.LossLandscape, value, "landscape")
+        item = pool_item(plugin, name, value, self._tb is not None)
         with self._pool_lock:
             entries = self._pool[plugin]
             if plugin in SUMMARY_PLUGINS or plugin == LANDSCAPE:
