@@ -16,7 +16,7 @@ Framework-neutral: an adapter says how to view its tensors through a
 from __future__ import annotations
 
 import time
-from typing import Any, Hashable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -34,9 +34,9 @@ class LaneSource(Protocol):
         """Host numpy arrays viewing the parameters' memory (C-contiguous
         float32/float64), or None when a lane can't copy them."""
 
-    def layout(self, params: Sequence[Any]) -> Hashable:
-        """What must stay the same for those views to stay the parameters'
-        memory (where it is, its shape and dtype)."""
+    def still(self, params: Sequence[Any], views: list[np.ndarray]) -> bool:
+        """Whether ``views``, made by :meth:`views` from ``params``, still are
+        their memory (not after ``p.data = ...`` or a move)."""
 
     def scalar(self, loss: Any) -> float | None:
         """The loss read now when that costs no device sync, else None."""
@@ -46,10 +46,10 @@ class LaneSource(Protocol):
 
 
 class _Run:
-    __slots__ = ("lane", "scalar", "params", "layout")
+    __slots__ = ("lane", "scalar", "params", "views")
 
-    def __init__(self, lane: Any, scalar: bool, params: list[Any], layout: Hashable) -> None:
-        self.lane, self.scalar, self.params, self.layout = lane, scalar, params, layout
+    def __init__(self, lane: Any, scalar: bool, params: list[Any], views: list[np.ndarray]) -> None:
+        self.lane, self.scalar, self.params, self.views = lane, scalar, params, views
 
 
 class CollectorLane:
@@ -73,7 +73,7 @@ class CollectorLane:
         run = self.run
         if (run is None or (loss is not None) != run.scalar or len(params) != len(run.params)
                 or any(a is not b for a, b in zip(params, run.params))
-                or self.source.layout(params) != run.layout):
+                or not self.source.still(params, run.views)):
             run = self.run = self._open(scalar_tag if loss is not None else None, params, specs)
             if run is None:
                 return False
@@ -116,4 +116,4 @@ class CollectorLane:
         lane = self.record.open_lane(scalar_tag, [(tag, v) for (_, tag), v in zip(specs, views)])
         if lane is None:
             return None
-        return _Run(lane, scalar_tag is not None, list(params), self.source.layout(params))
+        return _Run(lane, scalar_tag is not None, list(params), views)
