@@ -58,27 +58,25 @@ class StepBuilder:
             except Exception as exc:
                 report("", "", exc)
                 continue
+            taken = {(p, t) for p in SUMMARY_PLUGINS for t, _ in pool.get(p, ())}
             for plugin, tag, value in values:
                 if plugin_filter is not None and not plugin_filter(plugin):
                     continue
                 try:
-                    item = self._check(plugin, tag, value, owned)
+                    if plugin not in SUMMARY_PLUGINS:
+                        raise ValueError(f"add_later() takes summary plugins only "
+                                         f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
+                    check_summary_tag(tag)
+                    item = summary_value(plugin, value, copy=not owned)
                 except Exception as exc:
                     report(plugin, tag, exc)
                     continue
-                entries = pool.setdefault(plugin, [])
-                if entries and any(t == tag for t, _ in entries):  # add_value()'s wins
+                if (plugin, tag) in taken:  # add_value()'s, or an earlier one, wins
                     log.warning("summarylog: %r has duplicate values. Only the newest one "
                                 "will be recorded.", f"{tag}/{plugin}")
                     continue
-                entries.append((tag, item))
-
-    def _check(self, plugin: str, tag: str, value: Any, owned: bool) -> Any:
-        if plugin not in SUMMARY_PLUGINS:
-            raise ValueError(f"add_later() takes summary plugins only "
-                             f"({', '.join(SUMMARY_PLUGINS)}), got {plugin!r}")
-        check_summary_tag(tag)
-        return summary_value(plugin, value, copy=not owned)
+                taken.add((plugin, tag))
+                pool.setdefault(plugin, []).append((tag, item))
 
     def build(self, step: int, pool: Pool, plugin_filter: Filter) -> Pool:
         """The step's values, read to numpy (one that can't be read is dropped
@@ -179,8 +177,8 @@ class TensorBoardSink:
                                                     [float(a) for _, a in scalars]))
         for tag, arr in pool.get("histogram", []):  # the arrays are ours alone
             self._hold(wall, step, tag, arr)
-        rest = [(p, tag, v) for p in ("image", "tensor", LANDSCAPE) for tag, v in pool.get(p, [])]
-        for payload in enc.summary(wall, step, rest):
+        rest = [(p, tag, v) for p in ("image", "tensor", LANDSCAPE) for tag, v in pool.get(p, ())]
+        for payload in enc.summary(wall, step, rest) if rest else ():
             pipe.write_payload(payload)
         for _, graph_def in pool.get("graph", []):
             pipe.write_payload(enc.graph(wall, graph_def))

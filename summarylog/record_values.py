@@ -42,6 +42,8 @@ class TagNameError(TypeError, ValueError):
 
 
 def check_summary_tag(name: Any) -> str:
+    if type(name) is str and name and name.isascii():  # (every collection's tags)
+        return name
     try:
         return check_tag(name, "name")
     except (TypeError, ValueError) as exc:
@@ -94,14 +96,14 @@ def summary_value(plugin: str, value: Any, copy: bool = True) -> Any:
     (ValueError for a wrong size or rank, TypeError for a wrong type): a
     numpy copy, or a Deferred copy of a framework tensor (read later, on the
     background thread, so the caller never waits for a device)."""
-    if isinstance(value, (str, bytes, Mapping)) or value is None:
-        raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number, "
-                        f"got {type(value).__name__}")
-    if plugin == "tensor":  # before any copy
-        check_tensor_size(math.prod(getattr(value, "shape", ()) or (1,)))
     if type(value) is np.ndarray and not copy:  # the caller's own copy (a collector's)
         snap, shape = value, value.shape
+    elif isinstance(value, (str, bytes, Mapping)) or value is None:
+        raise TypeError(f"the value of a {plugin!r} summary must be an array, tensor or number, "
+                        f"got {type(value).__name__}")
     else:
+        if plugin == "tensor":  # before any copy
+            check_tensor_size(math.prod(getattr(value, "shape", ()) or (1,)))
         try:
             snap, shape = snapshot_array(value, "value", copy)
         except TypeError:
