@@ -10,7 +10,19 @@ from typing import Any, Mapping
 
 from ..collector import CollectionPolicy, CollectorCore
 
-__all__ = ["CollectorBase", "make_policy"]
+__all__ = ["CollectorBase", "make_policy", "op_key"]
+
+_KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
+
+
+def op_key(tag: Any, kind: Any) -> str:
+    """The ``TAG[:Kind]`` name of a ``summary()`` value, as MindSpore's summary
+    operators name theirs (bad ``kind``: ValueError; bad ``tag``: TypeError)."""
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    if not isinstance(tag, str) or not tag:
+        raise TypeError(f"tag must be a non-empty str, got {tag!r}")
+    return f"{tag}[:{_KINDS[kind]}]"
 
 
 def make_policy(summary_dir: str | os.PathLike[str], collect_freq: int = 10,

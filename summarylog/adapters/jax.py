@@ -26,15 +26,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from .base import CollectorBase, make_policy
+from .base import CollectorBase, make_policy, op_key
 from ..values import to_numpy
 
 __all__ = ["SummaryCollector", "summary", "MetricWriter", "path_name", "named_leaves"]
 
 log = logging.getLogger("summarylog")
-
-_KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
-
 
 def path_name(path: tuple[Any, ...]) -> str:
     """A pytree key path as a "/"-joined name: ``params/Dense_0/kernel``."""
@@ -87,13 +84,9 @@ def summary(tag: str, x: Any, kind: str = "scalar") -> None:
     collection.  When no collector is active at trace time nothing is
     emitted, so it costs nothing (a function traced then keeps no callback:
     create the collector before the first call of the jitted step)."""
-    if kind not in _KINDS:
-        raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
-    if not isinstance(tag, str) or not tag:
-        raise TypeError(f"tag must be a non-empty str, got {tag!r}")
+    key = op_key(tag, kind)
     if not SummaryCollector._active:
         return
-    key = f"{tag}[:{_KINDS[kind]}]"
     jax.debug.callback(lambda v: _deliver(key, v), x)
 
 

@@ -27,14 +27,11 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from .base import CollectorBase, make_policy
+from .base import CollectorBase, make_policy, op_key
 
 __all__ = ["SummaryCollector", "summary"]
 
 log = logging.getLogger("summarylog")
-
-_KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
-
 
 def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
     """Record ``tensor`` under ``tag`` from inside ``forward()`` (kind
@@ -45,17 +42,14 @@ def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
     (evaluation: MindSpore does not record summary operators in eval mode)."""
     if not SummaryCollector._active or not torch.is_grad_enabled():  # eval: not recorded
         return
-    if kind not in _KINDS:
-        raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
-    if not isinstance(tag, str) or not tag:
-        raise TypeError(f"tag must be a non-empty str, got {tag!r}")
+    key = op_key(tag, kind)
     if torch.jit.is_tracing() or torch.jit.is_scripting():
         return
     if hasattr(torch, "compiler") and torch.compiler.is_compiling():
         return
     collector = SummaryCollector.newest()
     if collector is not None:
-        collector.add_op(f"{tag}[:{_KINDS[kind]}]", tensor.detach())
+        collector.add_op(key, tensor.detach())
 
 
 def _world() -> tuple[int | None, int]:
