@@ -249,12 +249,9 @@ def image_nchw(x: Any) -> Any:
 
 
 class CollectorCore:
-    """The collection timeline over one SummaryRecord; adapters feed it.
-
-    ``step(current, ...)`` is called after every train step (or epoch in
-    sink mode); values may be framework tensors (never read on the caller's
-    thread: the SummaryRecord copies them and reads them in the background).
-    """
+    """The collection timeline over one SummaryRecord; adapters call
+    ``step(current, ...)`` after every train step (or sink-mode epoch) with
+    values that may be framework tensors, never read on the caller's thread."""
 
     def __init__(self, policy: CollectionPolicy, *, network_name: str | None = None,
                  rank: int | None = None, lazy_values: bool = False,
@@ -262,33 +259,25 @@ class CollectorCore:
                  read: Callable[[Any], Any] | None = None,
                  lane: LaneSource | None = None) -> None:
         self.policy = policy
-        #: collections are checked and read on the background thread
-        #: (SummaryRecord.add_later), not the caller's: values that never
-        #: change after the step (JAX) as they are, others through
-        #: ``freeze`` (the collection's values in; private copies made at
-        #: the step and their bytes out: torch's)
+        #: values are checked and read on the background thread: immutable
+        #: ones (JAX) as they are, others through ``freeze`` (private copies
+        #: made at the step, and their bytes: torch's)
         self.lazy_values = lazy_values or freeze is not None
         self.freeze = freeze
-        #: with lazy values: reads one value to host numpy on the background
-        #: thread (JAX's to_numpy); what it returns is the collector's own, so
-        #: it is not copied again
-        self.read = read
+        self.read = read  # a lazy value to host numpy, the collector's own (JAX's to_numpy)
         self._freq = policy.collect_freq
         self._later_bytes = 0  # memory of a lazy collection (estimated once per kind)
         self._later_count = -1  # the values it was estimated for
         self.record = SummaryRecord(policy.summary_dir, max_file_size=policy.max_file_size,
                                     export_options=policy.export_options,
                                     format=policy.format, rank=rank)
-        #: with freeze: the one fast path for a collection of the loss and the
-        #: parameters of the last collection (see summarylog.collector_lane)
+        #: the one fast path, for the loss and the last collection's parameters
         self.lane = CollectorLane(self.record, lane) if lane is not None and freeze else None
         self.network_name = network_name
         self.total: int | None = None
         self._tensor_steps: set[int] = policy.tensor_steps(None)
         self._off_freq = self._due_off_freq()
-        #: after a step that was due, the next step number that may collect:
-        #: adapters skip step() for numbers between the last one they passed
-        #: and this one (nothing would happen); 0 before the first collection
+        #: the next step that may collect (adapters skip step() before it); 0 at first
         self.quiet_until = 0
         self._first = True  # the first collection takes everything
         self._started = False  # first_step() done
@@ -296,8 +285,7 @@ class CollectorCore:
         self._loss_ok = policy.enabled("collect_metric")
         self.last_loss: Any = None
         self._hist_names: tuple[str, ...] = ()  # the parameter names hist_specs come from
-        #: the histogrammed names, in order, and their (plugin, tag), as the
-        #: last collection chose them
+        #: the histogrammed names and their (plugin, tag), as last chosen
         self.hist_keys: list[str] = []
         self.hist_specs: list[tuple[str, str]] = []
         self.collected_steps: list[int] = []
@@ -330,9 +318,7 @@ class CollectorCore:
     def first_step(self, current: int, *, graph: Any = None,
                    dataset_graph: Mapping[str, Any] | None = None) -> None:
         """What MindSpore records once, at the first train step: graph,
-        dataset graph, custom lineage data (:meth:`step` calls it when no
-        one did; MindSpore's sink mode calls it at the first step and
-        collects at the first epoch end)."""
+        dataset graph, custom lineage data (:meth:`step` calls it if no one did)."""
         self._started = True
         rec = self.record
         if graph is not None and self.policy.enabled("collect_graph"):
