@@ -15,41 +15,6 @@
 #include "record.h"
 #include "summarylog_api.h"
 
-static uint64_t vlen(uint64_t v) {
-    uint64_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static char *put_varint(char *p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = (char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (char)v;
-    return p;
-}
-
-static uint64_t bits_of(double d) {
-    uint64_t b;
-    memcpy(&b, &d, 8);
-    return b;
-}
-
-/* a proto3 double field: omitted when its bits are zero (so -0.0 is kept) */
-static uint64_t dbl_len(double d) { return bits_of(d) ? 9 : 0; }
-
-static char *put_dbl(char *p, unsigned key, double d) {
-    uint64_t b = bits_of(d);
-    if (!b) return p;
-    *p++ = (char)key;
-    slg_put_le64(p, b);
-    return p + 8;
-}
-
 uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins) {
     /* (more than 2^20 buckets are refused before anything is written) */
     uint64_t k = bins > (1 << 20) ? (1 << 20) : bins > 0 ? (uint64_t)bins : SLG_MS_MAX_BINS;
@@ -142,43 +107,38 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
     }
 
     uint64_t packed = 8 * k; /* (proto3 omits an empty repeated field) */
-    uint64_t histo = dbl_len(st.min) + dbl_len(st.max) + dbl_len((double)n) + dbl_len(st.sum) +
-                     dbl_len(st.sum_squares) + (k ? 2 * (1 + vlen(packed) + packed) : 0);
-    uint64_t value = (tag_len ? 1 + vlen(tag_len) + tag_len : 0) + 1 + vlen(histo) + histo;
-    uint64_t summary = 1 + vlen(value) + value;
-    uint64_t event = dbl_len(wall_time) + (step ? 1 + vlen((uint64_t)step) : 0) + 1 +
-                     vlen(summary) + summary;
+    uint64_t histo = slg_double_field_len(st.min) + slg_double_field_len(st.max) +
+                     slg_double_field_len((double)n) + slg_double_field_len(st.sum) +
+                     slg_double_field_len(st.sum_squares) + (k ? 2 * slg_len_field(packed) : 0);
+    uint64_t value = (tag_len ? slg_len_field(tag_len) : 0) + slg_len_field(histo);
+    uint64_t summary = slg_len_field(value);
+    uint64_t event = slg_double_field_len(wall_time) +
+                     (step ? 1 + slg_varint_len((uint64_t)step) : 0) + slg_len_field(summary);
 
-    char *p = out;
-    p = put_dbl(p, 0x09, wall_time);
+    char *p = slg_put_double_field(out, 0x09, wall_time);
     if (step) {
         *p++ = 0x10;
-        p = put_varint(p, (uint64_t)step);
+        p = slg_put_varint(p, (uint64_t)step);
     }
-    *p++ = 0x2A;
-    p = put_varint(p, summary);
-    *p++ = 0x0A;
-    p = put_varint(p, value);
+    p = slg_put_len_key(p, 0x2A, summary);
+    p = slg_put_len_key(p, 0x0A, value);
     if (tag_len) {
-        *p++ = 0x0A;
-        p = put_varint(p, tag_len);
+        p = slg_put_len_key(p, 0x0A, tag_len);
         memcpy(p, tag, tag_len);
         p += tag_len;
     }
-    *p++ = 0x2A;
-    p = put_varint(p, histo);
-    p = put_dbl(p, 0x09, st.min);
-    p = put_dbl(p, 0x11, st.max);
-    p = put_dbl(p, 0x19, (double)n);
-    p = put_dbl(p, 0x21, st.sum);
-    p = put_dbl(p, 0x29, st.sum_squares);
+    p = slg_put_len_key(p, 0x2A, histo);
+    p = slg_put_double_field(p, 0x09, st.min);
+    p = slg_put_double_field(p, 0x11, st.max);
+    p = slg_put_double_field(p, 0x19, (double)n);
+    p = slg_put_double_field(p, 0x21, st.sum);
+    p = slg_put_double_field(p, 0x29, st.sum_squares);
     if (k) {
-        *p++ = 0x32;
-        p = put_varint(p, packed);
-        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of(limits[i]));
-        *p++ = 0x3A;
-        p = put_varint(p, packed);
-        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of((double)counts[i]));
+        p = slg_put_len_key(p, 0x32, packed);
+        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, slg_double_bits(limits[i]));
+        p = slg_put_len_key(p, 0x3A, packed);
+        for (uint64_t i = 0; i < k; i++, p += 8)
+            slg_put_le64(p, slg_double_bits((double)counts[i]));
     }
     if (counts != two_counts) {
         free(limits - 1);
