@@ -62,11 +62,7 @@ struct slg_binner {
 
 /* fork() copies a binner but not its thread (and maybe a locked mutex): in
  * the child every entry point refuses before locking, as writer.c does. */
-static volatile unsigned fork_generation;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void on_fork_child(void) { fork_generation++; }
-static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
-#define FORKED(b) ((b)->fork_gen != fork_generation)
+#define FORKED(b) ((b)->fork_gen != slg_fork_generation())
 
 /* The scalar event of a job (its loss), framed, at out (NULL: only size it). */
 static int64_t encode_scalar(const slg_hist_job *job, char *out, uint64_t cap) {
@@ -169,12 +165,11 @@ static void *binner_main(void *arg) {
 int slg_binner_open(int nice, double poll_secs, slg_binner **out) {
     *out = NULL;
     if (nice < 0 || nice > 19 || !(poll_secs > 0) || poll_secs > 1e6) return -EINVAL;
-    pthread_once(&atfork_once, register_atfork);
     slg_binner *b = calloc(1, sizeof *b);
     if (!b) return -ENOMEM;
     b->nice = nice;
     b->poll_secs = poll_secs;
-    b->fork_gen = fork_generation;
+    b->fork_gen = slg_fork_generation();
     pthread_mutex_init(&b->mu, NULL);
     slg_cond_init_monotonic(&b->wake);
     pthread_cond_init(&b->settled, NULL);
@@ -241,6 +236,16 @@ uint64_t slg_binner_done(slg_binner *b) {
     return __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
 }
 
+/* Wake the worker now and wait (lock held) until `ticket` is done. */
+static void wait_done(slg_binner *b, uint64_t ticket) {
+    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket) {
+        b->urgent = 1;
+        pthread_cond_signal(&b->wake);
+    }
+    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket)
+        pthread_cond_wait(&b->settled, &b->mu);
+}
+
 int slg_binner_wait(slg_binner *b, uint64_t ticket) {
     if (FORKED(b)) return -ECHILD;
     if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) >= ticket) return 0;
@@ -249,12 +254,7 @@ int slg_binner_wait(slg_binner *b, uint64_t ticket) {
         pthread_mutex_unlock(&b->mu);
         return -EINVAL;
     }
-    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket) {
-        b->urgent = 1;
-        pthread_cond_signal(&b->wake);
-    }
-    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket)
-        pthread_cond_wait(&b->settled, &b->mu);
+    wait_done(b, ticket);
     pthread_mutex_unlock(&b->mu);
     return 0;
 }
@@ -262,13 +262,7 @@ int slg_binner_wait(slg_binner *b, uint64_t ticket) {
 int slg_binner_flush(slg_binner *b) {
     if (FORKED(b)) return -ECHILD;
     pthread_mutex_lock(&b->mu);
-    uint64_t target = b->issued;
-    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < target) {
-        b->urgent = 1;
-        pthread_cond_signal(&b->wake);
-    }
-    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < target)
-        pthread_cond_wait(&b->settled, &b->mu);
+    wait_done(b, b->issued);
     pthread_mutex_unlock(&b->mu);
     return 0;
 }
@@ -304,8 +298,6 @@ void slg_binner_free(slg_binner *b) {
 }
 
 int slg_binner_forked(const slg_binner *b) { return FORKED(b); }
-
-unsigned slg_fork_generation(void) { return fork_generation; }
 
 int slg_binner_enqueue_quiet(slg_binner *b, slg_hist_job *job) {
     pthread_mutex_lock(&b->mu);

@@ -17,6 +17,7 @@
 
 #include "binner.h"
 #include "summarylog_api.h"
+#include "writer.h"
 
 typedef struct {
     slg_hist_job job;
