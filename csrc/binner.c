@@ -216,19 +216,17 @@ int slg_binner_submit(slg_binner *b, slg_hist_job *job, int stamp, int64_t step,
     if (!job || !job->writer || (job->n && !job->items)) return -EINVAL;
     if (job->has_scalar && job->scalar_tag_len && !job->scalar_tag) return -EINVAL;
     pthread_mutex_lock(&b->mu);
+    int rc = 0;
     if (b->closing || b->closed) {
-        pthread_mutex_unlock(&b->mu);
-        return -EBADF;
+        rc = -EBADF;
+    } else if (job->ticket > __atomic_load_n(&b->done, __ATOMIC_RELAXED)) {
+        rc = -EINVAL; /* still queued (its ticket not done): never linked twice */
+    } else {
+        if (stamp) slg_stamp_job(job, step, wall_time);
+        enqueue(b, job, 1);
     }
-    /* a job still queued (its ticket not done) must not be linked twice */
-    if (job->ticket > __atomic_load_n(&b->done, __ATOMIC_RELAXED)) {
-        pthread_mutex_unlock(&b->mu);
-        return -EINVAL;
-    }
-    if (stamp) slg_stamp_job(job, step, wall_time);
-    enqueue(b, job, 1);
     pthread_mutex_unlock(&b->mu);
-    return 0;
+    return rc;
 }
 
 uint64_t slg_binner_done(slg_binner *b) {

@@ -85,36 +85,32 @@ typedef float v4f __attribute__((vector_size(16)));
             lo = llo[j] < lo ? llo[j] : lo;                                            \
             hi = lhi[j] > hi ? lhi[j] : hi;                                            \
         }                                                                              \
-        if (isfinite(sum) && isfinite(sum_sq) && isfinite(lo) && isfinite(hi)) {       \
-            out->finite = n;                                                           \
-            out->min = n ? lo : 0;                                                     \
-            out->max = n ? hi : 0;                                                     \
-            out->sum = sum;                                                            \
-            out->sum_squares = sum_sq;                                                 \
-            return;                                                                    \
-        }                                                                              \
-        /* something is not finite (or the sums overflowed): the careful pass */      \
-        sum = sum_sq = 0;                                                              \
-        double dlo = INFINITY, dhi = -INFINITY;                                        \
-        uint64_t finite = 0;                                                           \
-        for (uint64_t i = 0; i < n; i++) {                                             \
-            double x = (double)v[i];                                                   \
-            if (isnan(x)) {                                                            \
-                out->nan_count++;                                                      \
-            } else if (isinf(x)) {                                                     \
-                if (x > 0) out->pos_inf_count++;                                       \
-                else out->neg_inf_count++;                                             \
-            } else {                                                                   \
-                finite++;                                                              \
-                if (x < dlo) dlo = x;                                                  \
-                if (x > dhi) dhi = x;                                                  \
-                sum += x;                                                              \
-                sum_sq += x * x;                                                       \
+        uint64_t finite = n;                                                           \
+        if (!(isfinite(sum) && isfinite(sum_sq) && isfinite(lo) && isfinite(hi))) {    \
+            /* something is not finite (or the sums overflowed): the careful pass */   \
+            sum = sum_sq = 0;                                                          \
+            lo = INFINITY;                                                             \
+            hi = -INFINITY;                                                            \
+            finite = 0;                                                                \
+            for (uint64_t i = 0; i < n; i++) {                                         \
+                double x = (double)v[i];                                               \
+                if (isnan(x)) {                                                        \
+                    out->nan_count++;                                                  \
+                } else if (isinf(x)) {                                                 \
+                    if (x > 0) out->pos_inf_count++;                                   \
+                    else out->neg_inf_count++;                                         \
+                } else {                                                               \
+                    finite++;                                                          \
+                    if (x < lo) lo = x;                                                \
+                    if (x > hi) hi = x;                                                \
+                    sum += x;                                                          \
+                    sum_sq += x * x;                                                   \
+                }                                                                      \
             }                                                                          \
         }                                                                              \
         out->finite = finite;                                                          \
-        out->min = finite ? dlo : 0;                                                   \
-        out->max = finite ? dhi : 0;                                                   \
+        out->min = finite ? lo : 0;                                                    \
+        out->max = finite ? hi : 0;                                                    \
         out->sum = sum;                                                                \
         out->sum_squares = sum_sq;                                                     \
     }

@@ -536,13 +536,12 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
 
 /* ---- grouping the columns by tag ----------------------------------------------- */
 
-static int permute(void *col, size_t width, const uint32_t *ids, uint64_t n, const uint64_t *starts,
+static void permute(void *col, size_t width, const uint32_t *ids, uint64_t n, const uint64_t *starts,
                    uint64_t n_tags, uint64_t *next, char *tmp) {
     memcpy(next, starts, n_tags * sizeof *next);
     const char *src = col;
     for (uint64_t i = 0; i < n; i++) memcpy(tmp + width * next[ids[i]]++, src + width * i, width);
     memcpy(col, tmp, width * n);
-    return 0;
 }
 
 int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *values,

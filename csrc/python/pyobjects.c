@@ -60,21 +60,12 @@ int slg_writer_write_pylist(slg_writer *w, void *list_addr, uint64_t *accepted) 
     int rc = 0;
     *accepted = 0;
     PyGILState_STATE g = PyGILState_Ensure();
-    if (!PyList_CheckExact(list)) {
-        PyGILState_Release(g);
-        return -EINVAL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(list);
-    for (Py_ssize_t i = 0; i < n; i++) { /* all or nothing: the caller falls back otherwise */
+    if (!PyList_CheckExact(list)) rc = -EINVAL;
+    Py_ssize_t n = rc ? 0 : PyList_GET_SIZE(list);
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) { /* all or nothing: the caller falls back */
         PyObject *b = PyList_GET_ITEM(list, i);
-        if (!PyBytes_CheckExact(b)) {
-            PyGILState_Release(g);
-            return -EINVAL;
-        }
-        if ((uint64_t)PyBytes_GET_SIZE(b) > SLG_MAX_PAYLOAD) {
-            PyGILState_Release(g);
-            return -EMSGSIZE;
-        }
+        if (!PyBytes_CheckExact(b)) rc = -EINVAL;
+        else if ((uint64_t)PyBytes_GET_SIZE(b) > SLG_MAX_PAYLOAD) rc = -EMSGSIZE;
     }
     Py_ssize_t i = 0;
     while (i < n && rc == 0) {
