@@ -1,26 +1,17 @@
 /* binner.c - TensorBoard histogram events binned, encoded and framed on a
  * native thread of low priority, then written into a writer.
  *
- * (lane.c holds the lanes; binner.h is what it uses of this file.)
+ * Binning is logging's CPU-heavy part.  On a Python thread it would compete
+ * with training for the GIL and for a CPU with the framework's threads (which
+ * lose more than it costs when one waits at a barrier for a preempted peer).
+ * This thread never touches Python and runs at `nice`, so it gets the CPU
+ * training leaves idle (and a small share of a busy machine: jobs finish).
  *
- * Binning is the CPU-heavy part of logging (two passes over every value).
- * Done on a Python thread it competes with training twice: for the GIL
- * around each call, and for a CPU with the framework's own threads (XLA's
- * pool, torch's intra-op threads), which lose more than the binning costs
- * when one of them waits at a barrier for a preempted peer.  This thread
- * never touches Python, and it runs at `nice` (19 from Python): the
- * scheduler gives it a CPU that training leaves idle, and takes it back as
- * soon as a training thread wakes.  It still gets a small share of a busy
- * machine, so jobs always finish.
- *
- * Jobs are the caller's memory (a lane's slots are the lane's), linked into
- * a FIFO.  `done` is the ticket of the latest job finished, read without the
- * lock: an acquire load pairs with the worker's release store, made after
- * the job's results are written.  The thread wakes when someone waits
- * (submit from Python, wait, flush, close), when WAKE_JOBS jobs are queued,
- * and every poll_secs otherwise, so a lane's collections (queued without a
- * wake-up: no system call on the training thread) reach the writer within
- * poll_secs. */
+ * Jobs are the caller's memory, linked into a FIFO.  `done`, the latest
+ * ticket finished, is read without the lock (acquire, paired with the
+ * worker's release after the results are written).  The thread wakes when
+ * someone waits, when WAKE_JOBS jobs are queued, and every poll_secs, so a
+ * lane's collections (queued with no system call) reach the writer in time. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

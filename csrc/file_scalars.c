@@ -1,11 +1,7 @@
-/* file_scalars.c - one call per small event file: open, read it whole,
- * scan the records and decode the TensorBoard scalars into the caller's
- * columns.  This is the Reader's path for the many small files of a root of
- * many runs, where per-file Python work (a RecordReader, a scan generator,
- * array views) would cost more than reading the file.  Anything unusual
- * (a big or compressed file, too much damage, columns too small, too many
- * resume markers) returns SLG_LOAD_FALLBACK and the caller takes the general
- * path (RecordReader + slg_tb_decode_scalars), which handles it all. */
+/* file_scalars.c - one call per small event file: read, scan and decode its
+ * scalars, for a root of many runs, where per-file Python work would cost
+ * more than reading the file.  Anything unusual returns SLG_LOAD_FALLBACK:
+ * the caller's general path handles it all. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -1,11 +1,7 @@
-/* lane.c - a collector's lane: a ring of private copies of the same
- * tensors (a framework's parameters), each collection copied and queued on
- * the binner (binner.c) in one call on the training thread, with no
- * system call and no wake-up; the binner bins, encodes and writes it.
- *
- * A slot is reused only once the binner finished its job; a collection
- * that finds its slot still queued is refused (SLG_LANE_BUSY) and the
- * caller takes its other path, so a slow binner never overwrites a copy. */
+/* lane.c - a collector's lane: a ring of private copies of the same tensors,
+ * each collection copied and queued on the binner in one call on the
+ * training thread, with no system call.  A slot is reused only once its job
+ * is done (else SLG_LANE_BUSY): a slow binner never sees a copy overwritten. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -1,14 +1,10 @@
-/* writer.c - the buffered record writer.  Callers frame records into an
- * in-memory buffer under a mutex; one native flusher thread swaps the buffer
- * out and writes it with pwrite(2) (no GIL: it never touches Python), every
- * flush_secs, when the buffer passes flush_bytes, or when flush()/close()
- * asks.  With SLG_DURABILITY_FSYNC each write round ends with one fdatasync
- * (group commit).  The buffer is capped at max_buffer bytes; when full,
- * callers block or drop, as chosen at open.
+/* writer.c - the buffered record writer.  Callers frame records into a
+ * buffer (capped: when full they block or drop); one native flusher thread
+ * swaps it out and writes it with pwrite(2), with no GIL, on a timer, past
+ * flush_bytes, or when asked; with SLG_DURABILITY_FSYNC one fdatasync a round.
  *
  * I/O errors never leave half a batch behind: the file is truncated back to
- * the end of the last good batch, the batch is counted as lost, and the
- * error is kept to be reported once through write/flush/close. */
+ * the last good batch, the batch counted lost, the error reported once. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

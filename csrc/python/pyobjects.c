@@ -1,12 +1,6 @@
-/* pyobjects.c - the two bulk paths that touch Python objects directly, so
- * Python code never loops per record (the only file that includes Python.h;
- * built into the extension, not into the plain-C tests).
- *
- * cffi releases the GIL around every call; these functions take it back with
- * PyGILState_Ensure while they read or build Python objects, and give it up
- * again while they frame and copy.  They receive objects as their CPython
- * address (id(obj)): the caller keeps them alive for the call.
- */
+/* pyobjects.c - the two bulk paths over Python objects, so Python never
+ * loops per record (built into the extension only).  cffi releases the GIL;
+ * they take it back while they touch objects, and not while they frame. */
 #include <Python.h>
 #include <errno.h>
 
