@@ -58,10 +58,8 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
     if (cap < slg_tb_histogram_event_bound(tag_len, bins)) return -28; /* -ENOSPC */
 
     uint64_t k; /* buckets written */
-    double *limits = NULL;
-    int64_t *counts = NULL;
-    double two_limits[2];
-    int64_t two_counts[2];
+    double two_limits[2], *limits = two_limits;
+    int64_t two_counts[2], *counts = two_counts;
     if (st.finite == 0) {
         /* only NaN and ±inf (or nothing): ±inf in one bucket per sign, at
          * limits 0 and +inf when both come; NaN only in num; no sums */
@@ -69,8 +67,6 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
         st.min = neg ? -INFINITY : pos ? INFINITY : 0.0;
         st.max = pos ? INFINITY : neg ? -INFINITY : 0.0;
         st.sum = st.sum_squares = 0.0;
-        limits = two_limits;
-        counts = two_counts;
         if (neg && pos) {
             k = 2;
             two_limits[0] = 0.0, two_limits[1] = INFINITY;
@@ -84,8 +80,6 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
         k = 1;
         two_limits[0] = st.max;
         two_counts[0] = (int64_t)(st.finite + st.neg_inf_count + st.pos_inf_count);
-        limits = two_limits;
-        counts = two_counts;
     } else {
         k = (uint64_t)bins;
         limits = malloc((k + 1) * sizeof *limits);

@@ -39,9 +39,9 @@ static uint64_t event_len(const scalar_batch *b, uint64_t i, uint64_t v, uint64_
     return n;
 }
 
-/* Frame event i (payload length len) at out; returns the end. */
-static char *frame_event(const scalar_batch *b, uint64_t i, uint64_t v, uint64_t len,
-                         uint64_t summary_len, char *out) {
+/* Frame event i (its values from v on) at out; returns the end. */
+static char *frame_event(const scalar_batch *b, uint64_t i, uint64_t v, char *out) {
+    uint64_t summary_len, len = event_len(b, i, v, &summary_len);
     char *p = slg_put_double_field(out + SLG_HEADER_SIZE, 0x09, b->wall_times[i]);
     if (b->steps[i]) {
         *p++ = 0x10;
@@ -88,8 +88,7 @@ int64_t slg_tb_encode_scalars(char *out, uint64_t cap, uint64_t n_events, const 
     char *p = out;
     v = 0;
     for (uint64_t i = 0; i < n_events; i++) {
-        uint64_t len = event_len(&b, i, v, &s);
-        p = frame_event(&b, i, v, len, s, p);
+        p = frame_event(&b, i, v, p);
         v += counts[i];
     }
     return (int64_t)(p - out);
@@ -119,8 +118,7 @@ int slg_writer_write_tb_scalars(slg_writer *w, uint64_t n_events, const double *
         rc = slg_writer_begin(w, bytes, n_events - i, &p); /* a drop drops the rest */
         if (rc != 0) return rc;
         for (uint64_t k = i; k < j; k++) {
-            uint64_t len = event_len(&b, k, v, &s);
-            p = frame_event(&b, k, v, len, s, p);
+            p = frame_event(&b, k, v, p);
             v += counts[k];
         }
         rc = slg_writer_commit(w, bytes, j - i);

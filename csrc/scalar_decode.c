@@ -403,8 +403,9 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
     const int ms = tags->dialect == SLG_DIALECT_MS;
     int64_t last_id = -1; /* most runs log few tags: try the previous one first */
     for (uint64_t i = 0; i < n_spans; i++) {
-        cursor ev = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
-        ev.end = ev.p + spans[i].length;
+        const unsigned char *at = (const unsigned char *)buf + (spans[i].offset - base);
+        const cursor event = {at, at + spans[i].length};
+        cursor ev = event;
         double wall = 0;
         int64_t step = 0;
         cursor summary = {0, 0}, sub;
@@ -440,88 +441,77 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
         /* count the scalars first so an event is never split across calls */
         uint64_t start_values = res->n_values, bad_values_before = res->bad_values;
         int any_other = 0;
-        /* every Summary field of the event: protobuf merges repeated ones */
-        cursor evs = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
-        evs.end = evs.p + spans[i].length;
-        cursor s = {0, 0};
-        for (;;) {
-            if (s.p >= s.end) {
-                int more = 0;
-                while (!more && evs.p < evs.end) {
-                    cursor sm;
-                    uint32_t fe;
-                    int wte;
-                    uint64_t ve;
-                    if (!next_field(&evs, &fe, &wte, &ve, &sm)) break; /* parsed above */
-                    if (fe == 5 && wte == 2) { s = sm; more = 1; }
+        /* every Summary field of the event (protobuf merges repeated ones);
+         * the event parsed above */
+        cursor evs = event, s;
+        while (!bad && next_field(&evs, &f, &wt, &v, &s)) {
+            if (f != 5 || wt != 2) continue;
+            while (s.p < s.end) {
+                cursor val;
+                if (!next_field(&s, &f, &wt, &v, &val)) { bad = 1; break; }
+                if (f != 1 || wt != 2) continue;
+                cursor tag = {0, 0}, tensor = {0, 0}, md = {0, 0};
+                int has_simple = 0, bad_value = 0;
+                double x = 0;
+                while (val.p < val.end) {
+                    if (!next_field(&val, &f, &wt, &v, &sub)) { bad_value = 1; break; }
+                    if (f == 1 && wt == 2) tag = sub;
+                    else if (ms) { /* MindSpore: scalar_value = 3 (float); 4, 8-10: others */
+                        if (f == 3 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
+                    } else if (f == 2 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
+                    else if (f == 8 && wt == 2) tensor = sub;
+                    else if (f == 9 && wt == 2) md = sub;
                 }
-                if (!more) break;
-                continue;
+                /* a malformed value is its own loss: the event's other values
+                 * stay (its bytes are bounded by the Summary, which parsed) */
+                if (bad_value) { res->bad_values++; any_other = 1; continue; }
+                if (!tag.p) tag.p = tag.end = val.end;
+                uint64_t tag_len = (uint64_t)(tag.end - tag.p);
+                int64_t id;
+                /* (an empty tag may come first, with no arena yet: no memcmp on NULL) */
+                const tag_entry *last = last_id >= 0 ? &tags->entries[last_id] : NULL;
+                if (last && last->len == tag_len &&
+                    (tag_len == 0 || memcmp(tags->arena + last->off, tag.p, tag_len) == 0)) {
+                    id = last_id;
+                } else {
+                    id = slg_tags_intern(tags, (const char *)tag.p, tag_len);
+                    if (id < 0) return (int)id;
+                    last_id = id;
+                }
+                tag_entry *te = &tags->entries[id];
+                if (te->flags & SLG_TAGF_BAD_UTF8) res->bad_values++; /* kept, and reported */
+                if (md.p) {
+                    cursor name = plugin_name(md);
+                    if (name.p && name.end - name.p == 7 && memcmp(name.p, "scalars", 7) == 0)
+                        te->kind = SLG_TAG_SCALAR;
+                    else if (name.p && name.end > name.p && te->kind == SLG_TAG_UNKNOWN)
+                        te->kind = SLG_TAG_OTHER;
+                }
+                int is_scalar = 0;
+                if (has_simple) {
+                    is_scalar = 1;
+                    if (te->kind == SLG_TAG_UNKNOWN) te->kind = SLG_TAG_SCALAR;
+                } else if (tensor.p && te->kind == SLG_TAG_SCALAR) {
+                    is_scalar = tensor_scalar(tensor, &x);
+                }
+                if (!is_scalar) {
+                    any_other = 1;
+                    te->flags |= SLG_TAGF_OTHER;
+                    continue;
+                }
+                if (res->n_values >= cap) {
+                    res->n_values = start_values; /* undo this event; resume at it */
+                    res->n_purges = purges_before;
+                    res->bad_values = bad_values_before;
+                    res->spans_done = i;
+                    return SLG_DECODE_OUT_FULL;
+                }
+                tag_ids[res->n_values] = (uint32_t)id;
+                steps[res->n_values] = step;
+                walls[res->n_values] = wall;
+                values[res->n_values] = x;
+                res->n_values++;
             }
-            cursor val;
-            if (!next_field(&s, &f, &wt, &v, &val)) { bad = 1; break; }
-            if (f != 1 || wt != 2) continue;
-            cursor tag = {0, 0}, tensor = {0, 0}, md = {0, 0};
-            int has_simple = 0, bad_value = 0;
-            double x = 0;
-            while (val.p < val.end) {
-                if (!next_field(&val, &f, &wt, &v, &sub)) { bad_value = 1; break; }
-                if (f == 1 && wt == 2) tag = sub;
-                else if (ms) { /* MindSpore: scalar_value = 3 (float); 4, 8-10 are others */
-                    if (f == 3 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
-                } else if (f == 2 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
-                else if (f == 8 && wt == 2) tensor = sub;
-                else if (f == 9 && wt == 2) md = sub;
-            }
-            /* a malformed value is its own loss: the event's other values stay
-             * (its bytes are bounded by the Summary, which parsed) */
-            if (bad_value) { res->bad_values++; any_other = 1; continue; }
-            if (!tag.p) tag.p = tag.end = val.end;
-            uint64_t tag_len = (uint64_t)(tag.end - tag.p);
-            int64_t id;
-            /* (an empty tag may come first, with no arena yet: no memcmp on NULL) */
-            if (last_id >= 0 && tags->entries[last_id].len == tag_len &&
-                (tag_len == 0 ||
-                 memcmp(tags->arena + tags->entries[last_id].off, tag.p, (size_t)tag_len) == 0)) {
-                id = last_id;
-            } else {
-                id = slg_tags_intern(tags, (const char *)tag.p, tag_len);
-                if (id < 0) return (int)id;
-                last_id = id;
-            }
-            tag_entry *te = &tags->entries[id];
-            if (te->flags & SLG_TAGF_BAD_UTF8) res->bad_values++; /* kept, and reported */
-            if (md.p) {
-                cursor name = plugin_name(md);
-                if (name.p && name.end - name.p == 7 && memcmp(name.p, "scalars", 7) == 0)
-                    te->kind = SLG_TAG_SCALAR;
-                else if (name.p && name.end > name.p && te->kind == SLG_TAG_UNKNOWN)
-                    te->kind = SLG_TAG_OTHER;
-            }
-            int is_scalar = 0;
-            if (has_simple) {
-                is_scalar = 1;
-                if (te->kind == SLG_TAG_UNKNOWN) te->kind = SLG_TAG_SCALAR;
-            } else if (tensor.p && te->kind == SLG_TAG_SCALAR) {
-                is_scalar = tensor_scalar(tensor, &x);
-            }
-            if (!is_scalar) {
-                any_other = 1;
-                te->flags |= SLG_TAGF_OTHER;
-                continue;
-            }
-            if (res->n_values >= cap) {
-                res->n_values = start_values; /* undo this event; resume at it */
-                res->n_purges = purges_before;
-                res->bad_values = bad_values_before;
-                res->spans_done = i;
-                return SLG_DECODE_OUT_FULL;
-            }
-            tag_ids[res->n_values] = (uint32_t)id;
-            steps[res->n_values] = step;
-            walls[res->n_values] = wall;
-            values[res->n_values] = x;
-            res->n_values++;
         }
         if (bad) {
             res->bad_events++;
@@ -536,8 +526,8 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
 
 /* ---- grouping the columns by tag ----------------------------------------------- */
 
-static void permute(void *col, size_t width, const uint32_t *ids, uint64_t n, const uint64_t *starts,
-                   uint64_t n_tags, uint64_t *next, char *tmp) {
+static void permute(void *col, size_t width, const uint32_t *ids, uint64_t n,
+                    const uint64_t *starts, uint64_t n_tags, uint64_t *next, char *tmp) {
     memcpy(next, starts, n_tags * sizeof *next);
     const char *src = col;
     for (uint64_t i = 0; i < n; i++) memcpy(tmp + width * next[ids[i]]++, src + width * i, width);

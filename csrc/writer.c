@@ -24,7 +24,7 @@
 
 #define FRAME_CHUNK (1u << 20) /* write_many frames at most this much per lock hold */
 #define DIRECT_MIN (256u << 10) /* records this big skip the buffer (written by the caller) */
-#define SLG_MAX_RECORD (1ull << 40) /* no single reservation beyond 1 TiB (keeps sizes far from wrapping) */
+#define SLG_MAX_RECORD (1ull << 40) /* no reservation past 1 TiB: sizes stay far from wrapping */
 
 typedef struct {
     char *data;
@@ -83,6 +83,13 @@ static int take_error(slg_writer *w) {
     int e = w->pending_err;
     w->pending_err = 0;
     return e;
+}
+
+/* The test hook's next injected errno (0: none).  Lock held. */
+static int take_fault(slg_writer *w) {
+    if (w->fault_count <= 0) return 0;
+    w->fault_count--;
+    return w->fault_err;
 }
 
 /* Write the whole batch at w->file_off; on failure roll the file back. */
@@ -168,11 +175,7 @@ static void *flusher_main(void *arg) {
             w->cur.len = 0;
             w->cur.records = 0;
             w->inflight = batch.len;
-            int fault = 0;
-            if (w->fault_count > 0) {
-                w->fault_count--;
-                fault = w->fault_err;
-            }
+            int fault = take_fault(w);
             uint64_t off = w->file_off; /* only this thread changes file_off */
             pthread_mutex_unlock(&w->mu);
 
@@ -320,11 +323,7 @@ static int write_direct(slg_writer *w, const char *header, const char *payload, 
     wait_unstalled(w);
     if (w->closed) return -EBADF;
     uint64_t off = w->file_off, need = len + SLG_FRAME_OVERHEAD, done = 0;
-    int err = 0;
-    if (w->fault_count > 0) {
-        w->fault_count--;
-        err = w->fault_err;
-    }
+    int err = take_fault(w);
     while (!err && done < need) {
         struct iovec iov[3];
         int k = 0;
