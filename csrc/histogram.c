@@ -1,13 +1,7 @@
-/* histogram.c - one pass of statistics and one pass of equal-width bucket
- * counts over float32 or float64 values, for the histogram encoders of both
- * dialects (summarylog/histograms.py).  Runs without the GIL (cffi releases
- * it), so binning on the writer's thread does not stall the training thread.
- *
- * Counts match numpy's np.histogram(x, bins=edges) for equal-width edges:
- * values in [edges[i], edges[i+1]) go to bucket i, the last bucket is
- * closed, values outside [edges[0], edges[bins]] and non-finite values are
- * not counted.  Each routine has a float32 and a float64 instance of one
- * loop (the STATS and COUNTS macros), so the compiler can vectorise them. */
+/* histogram.c - statistics and equal-width bucket counts of float32 or
+ * float64 values, without the GIL, for both dialects' histogram encoders.
+ * Counts match np.histogram(x, bins=edges).  Each routine is one loop
+ * instantiated per dtype (the STATS and COUNTS macros), so it vectorises. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,11 +9,9 @@
 
 #include "summarylog_api.h"
 
-/* Finite values first, with no branch the vectoriser cannot take; the
- * non-finite ones are counted in a second pass only when there are any
- * (sum is then NaN or infinite).  LANES independent partial sums and
- * extremes (added up in a fixed order, so results are reproducible) break
- * the chain of dependent floating-point adds. */
+/* A branch-free pass first; the non-finite values are counted in a second
+ * pass only when there are any.  LANES partial sums and extremes (combined
+ * in a fixed order: reproducible) break the chain of dependent adds. */
 #define LANES 8
 
 /* The loops below also in an AVX2 build, chosen at load time where the CPU
@@ -140,15 +132,12 @@ static void count_one(double y, const double *edges, uint64_t bins, double norm,
     counts[k]++;
 }
 
-/* Counts in blocks of BLOCK values.  First a loop the compiler vectorises:
- * each value's position f = (y - lo) * bins / (hi - lo) in buckets, and
- * the bucket floor(f) when f is more than `eps` from a whole number, eps
- * bounding how far the rounded edges (linspace in the values' dtype) can be
- * from the exact ones; otherwise -1.  Then a scalar pass counts each bucket
- * into one of SUB interleaved tables (so runs in one bucket don't wait on
- * each other's increments), and settles the rare -1 values on the edges.
- * Exact as np.histogram(values, bins=edges) whatever eps is: a value is
- * only counted without looking at the edges when no edge can be near it. */
+/* Counts in blocks of BLOCK values.  A vectorised loop finds each value's
+ * bucket floor(f), f = (y - lo) * bins / (hi - lo), or -1 when f is within
+ * `eps` (the most the rounded edges can be off) of a whole number.  A scalar
+ * pass then counts into SUB interleaved tables (so increments of one bucket
+ * don't wait on each other) and settles the -1 values on the real edges:
+ * exact whatever eps is, as no value is counted without the edges near it. */
 #define BLOCK 256
 #define SUB 4
 #define COUNTS(T, NAME)                                                                \

@@ -1,13 +1,9 @@
-/* histogram_event.c - a whole TensorBoard histogram event in one call, no
- * GIL held (cffi releases it): statistics, numpy-exact equal-width edges,
- * counts, and the protobuf bytes of
+/* histogram_event.c - a whole TensorBoard histogram event in one call, no GIL
+ * held: statistics, numpy-exact edges, counts, and the protobuf bytes of
  *   Event{wall_time=1, step=2, summary=5{value=1{tag=1, histo=5{min=1,
  *     max=2, num=3, sum=4, sum_squares=5, bucket_limit=6, bucket=7}}}}
- * exactly as protobuf serializes them (proto3: zero scalars and empty
- * repeated fields omitted; packed doubles).  The rules are those of
- * summarylog/dialects/tensorboard.py:histogram_proto, which stays the
- * reference (and takes the case this file returns SLG_HIST_FALLBACK for:
- * edges that collapsed, which finite float32/float64 extremes never give). */
+ * as protobuf serializes them.  dialects/tensorboard.py:histogram_proto is
+ * the reference (and takes SLG_HIST_FALLBACK's case: edges that collapsed). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -25,12 +25,10 @@ struct slg_lane {
     slg_binner *b;
     uint64_t n, nslots, next;
     uint64_t *copy_jobs; /* (dst, src, bytes) for slot 0; others by offset */
-    uint64_t slot_bytes;
     char *tags;
     char *scalar_tag;
-    char *arena;
+    char *arena; /* every slot's copies (NULL unless mapped) */
     size_t arena_len;
-    int arena_mapped;
     lane_slot *slots;
     pthread_mutex_t mu; /* the stats and the error: collect() and another thread's stats */
     uint64_t settled;   /* collections accounted in the stats (in order) */
@@ -64,7 +62,6 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
     l->b = b;
     l->n = n;
     l->nslots = slots;
-    l->slot_bytes = slot_bytes;
     l->fork_gen = slg_fork_generation();
     pthread_mutex_init(&l->mu, NULL);
     l->slots = calloc((size_t)slots, sizeof *l->slots);
@@ -79,7 +76,6 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
                        -1, 0);
         if (m != MAP_FAILED) {
             l->arena = m;
-            l->arena_mapped = 1;
 #ifdef MADV_HUGEPAGE
             (void)madvise(m, l->arena_len, MADV_HUGEPAGE);
 #endif
@@ -221,7 +217,7 @@ void slg_lane_free(slg_lane *l) {
     free(l->copy_jobs);
     free(l->tags);
     free(l->scalar_tag);
-    if (l->arena_mapped) munmap(l->arena, l->arena_len);
+    if (l->arena) munmap(l->arena, l->arena_len);
     pthread_mutex_destroy(&l->mu);
     free(l);
 }

@@ -1,13 +1,9 @@
-/* scalar_decode.c - columnar scalars straight from TensorBoard event records:
- * one call walks many records (spans from the scanner) and appends
- * (tag id, step, wall time, value) to caller arrays, with no protobuf
- * objects.  Both styles are read:
- *   old  Summary.Value.simple_value (field 2, float32)
- *   new  Summary.Value.tensor (field 8) holding one number, when the value's
- *        metadata names the "scalars" plugin (TF2 writes that metadata only
- *        with a tag's first value, so the tag table remembers it)
- * Every length read from the data is bounded by the enclosing message.
- * Field numbers: tensorboard/compat/proto/{event,summary,tensor}.proto. */
+/* scalar_decode.c - columnar scalars (tag id, step, wall time, value) straight
+ * from many event records, with no protobuf objects: simple_value, or a tensor
+ * of one number when the value's metadata names the "scalars" plugin (TF2
+ * writes it with a tag's first value only: the tag table remembers it).
+ * Every length read is bounded by the enclosing message.  Field numbers:
+ * tensorboard/compat/proto/{event,summary,tensor}.proto. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
