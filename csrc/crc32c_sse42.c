@@ -1,9 +1,7 @@
-/* crc32c_sse42.c - CRC32C with the x86-64 SSE4.2 crc32 instruction.
- * Long buffers run three independent streams to hide the instruction's
- * 3-cycle latency; the streams are joined by multiplying the earlier CRC by
- * x^(8*block) with 4 table lookups (tables built once by slg_crc32c_sse42_init).
- * Only this file's functions carry target("sse4.2"), so the rest of the
- * library stays baseline x86-64 and the CPU probe in crc32c.c stays safe. */
+/* crc32c_sse42.c - CRC32C with the SSE4.2 crc32 instruction, in three
+ * independent streams to hide its latency, joined by shifting the earlier CRC
+ * by x^(8 block) with table lookups.  Only this file targets sse4.2, so the
+ * rest of the library (and crc32c.c's CPU probe) stays baseline x86-64. */
 #include "crc32c_internal.h"
 
 #ifdef SLG_HAVE_SSE42_IMPL

@@ -177,8 +177,7 @@ COUNTS(double, counts_f64)
 
 int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const double *edges,
                          uint64_t bins, int64_t *counts) {
-    if (bins == 0 || !(edges[bins] > edges[0])) return -22; /* -EINVAL */
-    if (bins > (1u << 30)) return -22;
+    if (bins == 0 || bins > (1u << 30) || !(edges[bins] > edges[0])) return -22; /* -EINVAL */
     memset(counts, 0, bins * sizeof *counts);
     /* eps: twice the farthest any given edge lies from the exact grid
      * lo + k (hi - lo) / bins, in buckets (edges rounded to float32 or

@@ -162,11 +162,8 @@ int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
     uint64_t jobs[3 * 64];
     for (uint64_t i = 0; i < l->n; i += 64) {
         uint64_t m = l->n - i < 64 ? l->n - i : 64;
-        for (uint64_t j = 0; j < m; j++) {
-            jobs[3 * j] = l->copy_jobs[3 * (i + j)] + delta;
-            jobs[3 * j + 1] = l->copy_jobs[3 * (i + j) + 1];
-            jobs[3 * j + 2] = l->copy_jobs[3 * (i + j) + 2];
-        }
+        memcpy(jobs, l->copy_jobs + 3 * i, 3 * m * sizeof *jobs);
+        for (uint64_t j = 0; j < m; j++) jobs[3 * j] += delta; /* slot 0's destinations, moved */
         slg_copy_many(jobs, m);
     }
     s->job.has_scalar = has_scalar ? 1 : 0;

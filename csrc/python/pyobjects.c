@@ -90,20 +90,15 @@ int slg_spans_to_pylist(const char *buf, uint64_t base, const slg_span *spans, u
     PyObject *list = (PyObject *)list_addr;
     int rc = 0;
     PyGILState_STATE g = PyGILState_Ensure();
-    if (!PyList_CheckExact(list)) {
-        rc = -EINVAL;
-    } else {
-        for (uint64_t i = 0; i < n; i++) {
-            PyObject *b = PyBytes_FromStringAndSize(buf + (spans[i].offset - base),
-                                                    (Py_ssize_t)spans[i].length);
-            if (!b || PyList_Append(list, b) != 0) {
-                Py_XDECREF(b);
-                PyErr_Clear();
-                rc = -ENOMEM;
-                break;
-            }
-            Py_DECREF(b);
+    if (!PyList_CheckExact(list)) rc = -EINVAL;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        PyObject *b = PyBytes_FromStringAndSize(buf + (spans[i].offset - base),
+                                                (Py_ssize_t)spans[i].length);
+        if (!b || PyList_Append(list, b) != 0) {
+            PyErr_Clear();
+            rc = -ENOMEM;
         }
+        Py_XDECREF(b);
     }
     PyGILState_Release(g);
     return rc;
