@@ -63,9 +63,7 @@ int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *
         rc = SLG_LOAD_FALLBACK;
         goto done;
     }
-    slg_scan_state state;
-    memset(&state, 0, sizeof state);
-    state.verify_data = verify ? 1 : 0;
+    slg_scan_state state = {.verify_data = verify ? 1 : 0};
     uint64_t n_spans = 0, n_damage = 0;
     int scan = slg_scan(&state, buf, size, 0, size, 0, spans, size / SLG_FRAME_OVERHEAD + 1,
                         &n_spans, damage, max_damage, &n_damage);
