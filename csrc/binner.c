@@ -1,26 +1,17 @@
 /* binner.c - TensorBoard histogram events binned, encoded and framed on a
  * native thread of low priority, then written into a writer.
  *
- * (lane.c holds the lanes; binner.h is what it uses of this file.)
+ * Binning is logging's CPU-heavy part.  On a Python thread it would compete
+ * with training for the GIL and for a CPU with the framework's threads (which
+ * lose more than it costs when one waits at a barrier for a preempted peer).
+ * This thread never touches Python and runs at `nice`, so it gets the CPU
+ * training leaves idle (and a small share of a busy machine: jobs finish).
  *
- * Binning is the CPU-heavy part of logging (two passes over every value).
- * Done on a Python thread it competes with training twice: for the GIL
- * around each call, and for a CPU with the framework's own threads (XLA's
- * pool, torch's intra-op threads), which lose more than the binning costs
- * when one of them waits at a barrier for a preempted peer.  This thread
- * never touches Python, and it runs at `nice` (19 from Python): the
- * scheduler gives it a CPU that training leaves idle, and takes it back as
- * soon as a training thread wakes.  It still gets a small share of a busy
- * machine, so jobs always finish.
- *
- * Jobs are the caller's memory (a lane's slots are the lane's), linked into
- * a FIFO.  `done` is the ticket of the latest job finished, read without the
- * lock: an acquire load pairs with the worker's release store, made after
- * the job's results are written.  The thread wakes when someone waits
- * (submit from Python, wait, flush, close), when WAKE_JOBS jobs are queued,
- * and every poll_secs otherwise, so a lane's collections (queued without a
- * wake-up: no system call on the training thread) reach the writer within
- * poll_secs. */
+ * Jobs are the caller's memory, linked into a FIFO.  `done`, the latest
+ * ticket finished, is read without the lock (acquire, paired with the
+ * worker's release after the results are written).  The thread wakes when
+ * someone waits, when WAKE_JOBS jobs are queued, and every poll_secs, so a
+ * lane's collections (queued with no system call) reach the writer in time. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -62,11 +53,7 @@ struct slg_binner {
 
 /* fork() copies a binner but not its thread (and maybe a locked mutex): in
  * the child every entry point refuses before locking, as writer.c does. */
-static volatile unsigned fork_generation;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void on_fork_child(void) { fork_generation++; }
-static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
-#define FORKED(b) ((b)->fork_gen != fork_generation)
+#define FORKED(b) ((b)->fork_gen != slg_fork_generation())
 
 /* The scalar event of a job (its loss), framed, at out (NULL: only size it). */
 static int64_t encode_scalar(const slg_hist_job *job, char *out, uint64_t cap) {
@@ -169,12 +156,11 @@ static void *binner_main(void *arg) {
 int slg_binner_open(int nice, double poll_secs, slg_binner **out) {
     *out = NULL;
     if (nice < 0 || nice > 19 || !(poll_secs > 0) || poll_secs > 1e6) return -EINVAL;
-    pthread_once(&atfork_once, register_atfork);
     slg_binner *b = calloc(1, sizeof *b);
     if (!b) return -ENOMEM;
     b->nice = nice;
     b->poll_secs = poll_secs;
-    b->fork_gen = fork_generation;
+    b->fork_gen = slg_fork_generation();
     pthread_mutex_init(&b->mu, NULL);
     slg_cond_init_monotonic(&b->wake);
     pthread_cond_init(&b->settled, NULL);
@@ -221,24 +207,32 @@ int slg_binner_submit(slg_binner *b, slg_hist_job *job, int stamp, int64_t step,
     if (!job || !job->writer || (job->n && !job->items)) return -EINVAL;
     if (job->has_scalar && job->scalar_tag_len && !job->scalar_tag) return -EINVAL;
     pthread_mutex_lock(&b->mu);
+    int rc = 0;
     if (b->closing || b->closed) {
-        pthread_mutex_unlock(&b->mu);
-        return -EBADF;
+        rc = -EBADF;
+    } else if (job->ticket > __atomic_load_n(&b->done, __ATOMIC_RELAXED)) {
+        rc = -EINVAL; /* still queued (its ticket not done): never linked twice */
+    } else {
+        if (stamp) slg_stamp_job(job, step, wall_time);
+        enqueue(b, job, 1);
     }
-    /* a job still queued (its ticket not done) must not be linked twice */
-    if (job->ticket > __atomic_load_n(&b->done, __ATOMIC_RELAXED)) {
-        pthread_mutex_unlock(&b->mu);
-        return -EINVAL;
-    }
-    if (stamp) slg_stamp_job(job, step, wall_time);
-    enqueue(b, job, 1);
     pthread_mutex_unlock(&b->mu);
-    return 0;
+    return rc;
 }
 
 uint64_t slg_binner_done(slg_binner *b) {
     if (FORKED(b)) return 0;
     return __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+}
+
+/* Wake the worker now and wait (lock held) until `ticket` is done. */
+static void wait_done(slg_binner *b, uint64_t ticket) {
+    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket) {
+        b->urgent = 1;
+        pthread_cond_signal(&b->wake);
+    }
+    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket)
+        pthread_cond_wait(&b->settled, &b->mu);
 }
 
 int slg_binner_wait(slg_binner *b, uint64_t ticket) {
@@ -249,12 +243,7 @@ int slg_binner_wait(slg_binner *b, uint64_t ticket) {
         pthread_mutex_unlock(&b->mu);
         return -EINVAL;
     }
-    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket) {
-        b->urgent = 1;
-        pthread_cond_signal(&b->wake);
-    }
-    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < ticket)
-        pthread_cond_wait(&b->settled, &b->mu);
+    wait_done(b, ticket);
     pthread_mutex_unlock(&b->mu);
     return 0;
 }
@@ -262,13 +251,7 @@ int slg_binner_wait(slg_binner *b, uint64_t ticket) {
 int slg_binner_flush(slg_binner *b) {
     if (FORKED(b)) return -ECHILD;
     pthread_mutex_lock(&b->mu);
-    uint64_t target = b->issued;
-    if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < target) {
-        b->urgent = 1;
-        pthread_cond_signal(&b->wake);
-    }
-    while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < target)
-        pthread_cond_wait(&b->settled, &b->mu);
+    wait_done(b, b->issued);
     pthread_mutex_unlock(&b->mu);
     return 0;
 }
@@ -304,8 +287,6 @@ void slg_binner_free(slg_binner *b) {
 }
 
 int slg_binner_forked(const slg_binner *b) { return FORKED(b); }
-
-unsigned slg_fork_generation(void) { return fork_generation; }
 
 int slg_binner_enqueue_quiet(slg_binner *b, slg_hist_job *job) {
     pthread_mutex_lock(&b->mu);

@@ -1,4 +1,4 @@
-/* binner.h - what lane.c uses of binner.c: its fork checks, job stamping,
+/* binner.h - what lane.c uses of binner.c: its fork check, job stamping,
  * and queuing a job without waking the worker (the training thread makes
  * no system call; the worker's timer picks the job up). */
 #ifndef SLG_BINNER_H
@@ -10,8 +10,6 @@
 
 /* Whether `b` is a forked child's copy (its thread is not in this process). */
 int slg_binner_forked(const slg_binner *b);
-/* Bumped in a forked child: objects made before the fork refuse to run. */
-unsigned slg_fork_generation(void);
 /* Give every item of `job` (and its scalar) this step and wall time. */
 void slg_stamp_job(slg_hist_job *job, int64_t step, double wall_time);
 /* Queue `job` without waking the worker: 0, or SLG_LANE_CLOSED. */

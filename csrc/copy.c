@@ -1,8 +1,6 @@
-/* copy.c - the collectors' private copies of a step's tensors, in one call
- * (the GIL released once) and with streaming stores: the copies are read
- * later by summarylog's thread on another core, so writing them through the
- * training thread's cache would only push its own data (weights,
- * activations) out of it. */
+/* copy.c - the collectors' private copies of a step's tensors in one call,
+ * with streaming stores: another core reads them later, so writing them
+ * through the training thread's cache would only evict its own data. */
 #include <stdint.h>
 #include <string.h>
 

@@ -22,16 +22,8 @@ static int active_impl = SLG_CRC_PORTABLE;
 static int cpu_sse42, cpu_arm_crc;
 
 static int probed_has_impl(int impl) {
-    switch (impl) {
-    case SLG_CRC_PORTABLE:
-        return 1;
-    case SLG_CRC_SSE42:
-        return cpu_sse42;
-    case SLG_CRC_ARM64:
-        return cpu_arm_crc;
-    default:
-        return 0;
-    }
+    return impl == SLG_CRC_PORTABLE || (impl == SLG_CRC_SSE42 && cpu_sse42) ||
+           (impl == SLG_CRC_ARM64 && cpu_arm_crc);
 }
 
 static void init_tables(void);
@@ -65,15 +57,13 @@ static int best_impl(void) {
 }
 
 static void init_tables(void) {
+    slg_crc32c_portable_init();
 #ifdef SLG_HAVE_SSE42_IMPL
     cpu_sse42 = slg_cpu_has_sse42();
+    slg_crc32c_sse42_init();
 #endif
 #ifdef SLG_HAVE_ARM64_IMPL
     cpu_arm_crc = slg_cpu_has_arm_crc();
-#endif
-    slg_crc32c_portable_init();
-#ifdef SLG_HAVE_SSE42_IMPL
-    slg_crc32c_sse42_init();
 #endif
     active_impl = best_impl();
     __atomic_store_n(&active_fn, impl_fn(active_impl), __ATOMIC_RELEASE);

@@ -27,20 +27,7 @@ __attribute__((target("+crc"))) uint32_t slg_crc32c_arm64_raw(uint32_t crc, cons
         crc = __crc32cb(crc, *p++);
         n--;
     }
-    while (n >= 32) {
-        uint64_t a, b, c, d;
-        memcpy(&a, p, 8);
-        memcpy(&b, p + 8, 8);
-        memcpy(&c, p + 16, 8);
-        memcpy(&d, p + 24, 8);
-        crc = __crc32cd(crc, a);
-        crc = __crc32cd(crc, b);
-        crc = __crc32cd(crc, c);
-        crc = __crc32cd(crc, d);
-        p += 32;
-        n -= 32;
-    }
-    while (n >= 8) {
+    while (n >= 8) { /* one dependent chain: unrolling would not shorten it */
         uint64_t a;
         memcpy(&a, p, 8);
         crc = __crc32cd(crc, a);

@@ -1,9 +1,7 @@
-/* crc32c_sse42.c - CRC32C with the x86-64 SSE4.2 crc32 instruction.
- * Long buffers run three independent streams to hide the instruction's
- * 3-cycle latency; the streams are joined by multiplying the earlier CRC by
- * x^(8*block) with 4 table lookups (tables built once by slg_crc32c_sse42_init).
- * Only this file's functions carry target("sse4.2"), so the rest of the
- * library stays baseline x86-64 and the CPU probe in crc32c.c stays safe. */
+/* crc32c_sse42.c - CRC32C with the SSE4.2 crc32 instruction, in three
+ * independent streams to hide its latency, joined by shifting the earlier CRC
+ * by x^(8 block) with table lookups.  Only this file targets sse4.2, so the
+ * rest of the library (and crc32c.c's CPU probe) stays baseline x86-64. */
 #include "crc32c_internal.h"
 
 #ifdef SLG_HAVE_SSE42_IMPL
@@ -44,6 +42,20 @@ static inline uint64_t load64(const uint8_t *p) {
     return v;
 }
 
+/* Three streams of `block` bytes (at p, p + block, p + 2 block), joined. */
+__attribute__((target("sse4.2"))) static inline uint64_t crc_3way(uint64_t c0, const uint8_t *p,
+                                                                   size_t block,
+                                                                   uint32_t t[4][256]) {
+    uint64_t c1 = 0, c2 = 0;
+    for (const uint8_t *end = p + block; p < end; p += 8) {
+        c0 = _mm_crc32_u64(c0, load64(p));
+        c1 = _mm_crc32_u64(c1, load64(p + block));
+        c2 = _mm_crc32_u64(c2, load64(p + 2 * block));
+    }
+    c0 = apply_shift(t, (uint32_t)c0) ^ (uint32_t)c1;
+    return apply_shift(t, (uint32_t)c0) ^ (uint32_t)c2;
+}
+
 __attribute__((target("sse4.2"))) uint32_t slg_crc32c_sse42_raw(uint32_t crc, const uint8_t *p,
                                                                   size_t n) {
     uint64_t c0 = crc;
@@ -51,42 +63,11 @@ __attribute__((target("sse4.2"))) uint32_t slg_crc32c_sse42_raw(uint32_t crc, co
         c0 = _mm_crc32_u8((uint32_t)c0, *p++);
         n--;
     }
-    while (n >= 3 * LONG_BLOCK) {
-        uint64_t c1 = 0, c2 = 0;
-        const uint8_t *end = p + LONG_BLOCK;
-        do {
-            c0 = _mm_crc32_u64(c0, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + LONG_BLOCK));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * LONG_BLOCK));
-            c0 = _mm_crc32_u64(c0, load64(p + 8));
-            c1 = _mm_crc32_u64(c1, load64(p + LONG_BLOCK + 8));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * LONG_BLOCK + 8));
-            p += 16;
-        } while (p < end);
-        c0 = apply_shift(shift_long, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = apply_shift(shift_long, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * LONG_BLOCK;
-        n -= 3 * LONG_BLOCK;
-    }
-    while (n >= 3 * SHORT_BLOCK) {
-        uint64_t c1 = 0, c2 = 0;
-        const uint8_t *end = p + SHORT_BLOCK;
-        do {
-            c0 = _mm_crc32_u64(c0, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + SHORT_BLOCK));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * SHORT_BLOCK));
-            p += 8;
-        } while (p < end);
-        c0 = apply_shift(shift_short, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = apply_shift(shift_short, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * SHORT_BLOCK;
-        n -= 3 * SHORT_BLOCK;
-    }
-    while (n >= 8) {
-        c0 = _mm_crc32_u64(c0, load64(p));
-        p += 8;
-        n -= 8;
-    }
+    for (; n >= 3 * LONG_BLOCK; p += 3 * LONG_BLOCK, n -= 3 * LONG_BLOCK)
+        c0 = crc_3way(c0, p, LONG_BLOCK, shift_long);
+    for (; n >= 3 * SHORT_BLOCK; p += 3 * SHORT_BLOCK, n -= 3 * SHORT_BLOCK)
+        c0 = crc_3way(c0, p, SHORT_BLOCK, shift_short);
+    for (; n >= 8; p += 8, n -= 8) c0 = _mm_crc32_u64(c0, load64(p));
     while (n--) c0 = _mm_crc32_u8((uint32_t)c0, *p++);
     return (uint32_t)c0;
 }

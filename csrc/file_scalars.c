@@ -1,11 +1,7 @@
-/* file_scalars.c - one call per small event file: open, read it whole,
- * scan the records and decode the TensorBoard scalars into the caller's
- * columns.  This is the Reader's path for the many small files of a root of
- * many runs, where per-file Python work (a RecordReader, a scan generator,
- * array views) would cost more than reading the file.  Anything unusual
- * (a big or compressed file, too much damage, columns too small, too many
- * resume markers) returns SLG_LOAD_FALLBACK and the caller takes the general
- * path (RecordReader + slg_tb_decode_scalars), which handles it all. */
+/* file_scalars.c - one call per small event file: read, scan and decode its
+ * scalars, for a root of many runs, where per-file Python work would cost
+ * more than reading the file.  Anything unusual returns SLG_LOAD_FALLBACK:
+ * the caller's general path handles it all. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -45,30 +41,19 @@ int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -errno;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return -EISDIR;
-    }
-    out->size = (uint64_t)st.st_size;
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max_size) {
-        close(fd);
-        return SLG_LOAD_FALLBACK;
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    char *buf = malloc(size ? size : 1);
-    /* at most one span per 16 bytes of file (the smallest record) */
-    slg_span *spans = malloc((size / SLG_FRAME_OVERHEAD + 1) * sizeof *spans);
-    int rc = 0;
-    if (!buf || !spans) {
-        rc = -ENOMEM;
+    char *buf = NULL;
+    slg_span *spans = NULL;
+    int rc = fstat(fd, &st) != 0 ? -errno : S_ISDIR(st.st_mode) ? -EISDIR : 0;
+    if (rc < 0) goto done;
+    uint64_t size = out->size = (uint64_t)st.st_size;
+    if (!S_ISREG(st.st_mode) || size > max_size) {
+        rc = SLG_LOAD_FALLBACK;
         goto done;
     }
-    rc = read_all(fd, buf, size, &size);
+    buf = malloc(size ? size : 1);
+    /* at most one span per 16 bytes of file (the smallest record) */
+    spans = malloc((size / SLG_FRAME_OVERHEAD + 1) * sizeof *spans);
+    rc = !buf || !spans ? -ENOMEM : read_all(fd, buf, size, &size);
     if (rc < 0) goto done;
     out->size = size;
     /* zstd, or a skippable zstd frame (magic 0x184D2A50..5F) first */
@@ -78,18 +63,13 @@ int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *
         rc = SLG_LOAD_FALLBACK;
         goto done;
     }
-    slg_scan_state state;
-    memset(&state, 0, sizeof state);
-    state.verify_data = verify ? 1 : 0;
+    slg_scan_state state = {.verify_data = verify ? 1 : 0};
     uint64_t n_spans = 0, n_damage = 0;
     int scan = slg_scan(&state, buf, size, 0, size, 0, spans, size / SLG_FRAME_OVERHEAD + 1,
                         &n_spans, damage, max_damage, &n_damage);
-    if (scan < 0) {
-        rc = scan;
-        goto done;
-    }
-    if (scan == SLG_SCAN_SPANS_FULL || scan == SLG_SCAN_NEED_MORE || n_damage >= max_damage) {
-        rc = SLG_LOAD_FALLBACK;
+    if (scan < 0 || scan == SLG_SCAN_SPANS_FULL || scan == SLG_SCAN_NEED_MORE ||
+        n_damage >= max_damage) {
+        rc = scan < 0 ? scan : SLG_LOAD_FALLBACK;
         goto done;
     }
     out->records = n_spans;

@@ -1,13 +1,7 @@
-/* histogram.c - one pass of statistics and one pass of equal-width bucket
- * counts over float32 or float64 values, for the histogram encoders of both
- * dialects (summarylog/histograms.py).  Runs without the GIL (cffi releases
- * it), so binning on the writer's thread does not stall the training thread.
- *
- * Counts match numpy's np.histogram(x, bins=edges) for equal-width edges:
- * values in [edges[i], edges[i+1]) go to bucket i, the last bucket is
- * closed, values outside [edges[0], edges[bins]] and non-finite values are
- * not counted.  Each routine has a float32 and a float64 instance of one
- * loop (the STATS and COUNTS macros), so the compiler can vectorise them. */
+/* histogram.c - statistics and equal-width bucket counts of float32 or
+ * float64 values, without the GIL, for both dialects' histogram encoders.
+ * Counts match np.histogram(x, bins=edges).  Each routine is one loop
+ * instantiated per dtype (the STATS and COUNTS macros), so it vectorises. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,11 +9,9 @@
 
 #include "summarylog_api.h"
 
-/* Finite values first, with no branch the vectoriser cannot take; the
- * non-finite ones are counted in a second pass only when there are any
- * (sum is then NaN or infinite).  LANES independent partial sums and
- * extremes (added up in a fixed order, so results are reproducible) break
- * the chain of dependent floating-point adds. */
+/* A branch-free pass first; the non-finite values are counted in a second
+ * pass only when there are any.  LANES partial sums and extremes (combined
+ * in a fixed order: reproducible) break the chain of dependent adds. */
 #define LANES 8
 
 /* The loops below also in an AVX2 build, chosen at load time where the CPU
@@ -85,36 +77,32 @@ typedef float v4f __attribute__((vector_size(16)));
             lo = llo[j] < lo ? llo[j] : lo;                                            \
             hi = lhi[j] > hi ? lhi[j] : hi;                                            \
         }                                                                              \
-        if (isfinite(sum) && isfinite(sum_sq) && isfinite(lo) && isfinite(hi)) {       \
-            out->finite = n;                                                           \
-            out->min = n ? lo : 0;                                                     \
-            out->max = n ? hi : 0;                                                     \
-            out->sum = sum;                                                            \
-            out->sum_squares = sum_sq;                                                 \
-            return;                                                                    \
-        }                                                                              \
-        /* something is not finite (or the sums overflowed): the careful pass */      \
-        sum = sum_sq = 0;                                                              \
-        double dlo = INFINITY, dhi = -INFINITY;                                        \
-        uint64_t finite = 0;                                                           \
-        for (uint64_t i = 0; i < n; i++) {                                             \
-            double x = (double)v[i];                                                   \
-            if (isnan(x)) {                                                            \
-                out->nan_count++;                                                      \
-            } else if (isinf(x)) {                                                     \
-                if (x > 0) out->pos_inf_count++;                                       \
-                else out->neg_inf_count++;                                             \
-            } else {                                                                   \
-                finite++;                                                              \
-                if (x < dlo) dlo = x;                                                  \
-                if (x > dhi) dhi = x;                                                  \
-                sum += x;                                                              \
-                sum_sq += x * x;                                                       \
+        uint64_t finite = n;                                                           \
+        if (!(isfinite(sum) && isfinite(sum_sq) && isfinite(lo) && isfinite(hi))) {    \
+            /* something is not finite (or the sums overflowed): the careful pass */   \
+            sum = sum_sq = 0;                                                          \
+            lo = INFINITY;                                                             \
+            hi = -INFINITY;                                                            \
+            finite = 0;                                                                \
+            for (uint64_t i = 0; i < n; i++) {                                         \
+                double x = (double)v[i];                                               \
+                if (isnan(x)) {                                                        \
+                    out->nan_count++;                                                  \
+                } else if (isinf(x)) {                                                 \
+                    if (x > 0) out->pos_inf_count++;                                   \
+                    else out->neg_inf_count++;                                         \
+                } else {                                                               \
+                    finite++;                                                          \
+                    if (x < lo) lo = x;                                                \
+                    if (x > hi) hi = x;                                                \
+                    sum += x;                                                          \
+                    sum_sq += x * x;                                                   \
+                }                                                                      \
             }                                                                          \
         }                                                                              \
         out->finite = finite;                                                          \
-        out->min = finite ? dlo : 0;                                                   \
-        out->max = finite ? dhi : 0;                                                   \
+        out->min = finite ? lo : 0;                                                    \
+        out->max = finite ? hi : 0;                                                    \
         out->sum = sum;                                                                \
         out->sum_squares = sum_sq;                                                     \
     }
@@ -144,15 +132,12 @@ static void count_one(double y, const double *edges, uint64_t bins, double norm,
     counts[k]++;
 }
 
-/* Counts in blocks of BLOCK values.  First a loop the compiler vectorises:
- * each value's position f = (y - lo) * bins / (hi - lo) in buckets, and
- * the bucket floor(f) when f is more than `eps` from a whole number, eps
- * bounding how far the rounded edges (linspace in the values' dtype) can be
- * from the exact ones; otherwise -1.  Then a scalar pass counts each bucket
- * into one of SUB interleaved tables (so runs in one bucket don't wait on
- * each other's increments), and settles the rare -1 values on the edges.
- * Exact as np.histogram(values, bins=edges) whatever eps is: a value is
- * only counted without looking at the edges when no edge can be near it. */
+/* Counts in blocks of BLOCK values.  A vectorised loop finds each value's
+ * bucket floor(f), f = (y - lo) * bins / (hi - lo), or -1 when f is within
+ * `eps` (the most the rounded edges can be off) of a whole number.  A scalar
+ * pass then counts into SUB interleaved tables (so increments of one bucket
+ * don't wait on each other) and settles the -1 values on the real edges:
+ * exact whatever eps is, as no value is counted without the edges near it. */
 #define BLOCK 256
 #define SUB 4
 #define COUNTS(T, NAME)                                                                \
@@ -192,8 +177,7 @@ COUNTS(double, counts_f64)
 
 int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const double *edges,
                          uint64_t bins, int64_t *counts) {
-    if (bins == 0 || !(edges[bins] > edges[0])) return -22; /* -EINVAL */
-    if (bins > (1u << 30)) return -22;
+    if (bins == 0 || bins > (1u << 30) || !(edges[bins] > edges[0])) return -22; /* -EINVAL */
     memset(counts, 0, bins * sizeof *counts);
     /* eps: twice the farthest any given edge lies from the exact grid
      * lo + k (hi - lo) / bins, in buckets (edges rounded to float32 or

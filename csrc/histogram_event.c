@@ -1,54 +1,15 @@
-/* histogram_event.c - a whole TensorBoard histogram event in one call, no
- * GIL held (cffi releases it): statistics, numpy-exact equal-width edges,
- * counts, and the protobuf bytes of
+/* histogram_event.c - a whole TensorBoard histogram event in one call, no GIL
+ * held: statistics, numpy-exact edges, counts, and the protobuf bytes of
  *   Event{wall_time=1, step=2, summary=5{value=1{tag=1, histo=5{min=1,
  *     max=2, num=3, sum=4, sum_squares=5, bucket_limit=6, bucket=7}}}}
- * exactly as protobuf serializes them (proto3: zero scalars and empty
- * repeated fields omitted; packed doubles).  The rules are those of
- * summarylog/dialects/tensorboard.py:histogram_proto, which stays the
- * reference (and takes the case this file returns SLG_HIST_FALLBACK for:
- * edges that collapsed, which finite float32/float64 extremes never give). */
+ * as protobuf serializes them.  dialects/tensorboard.py:histogram_proto is
+ * the reference (and takes SLG_HIST_FALLBACK's case: edges that collapsed). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "record.h"
 #include "summarylog_api.h"
-
-static uint64_t vlen(uint64_t v) {
-    uint64_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static char *put_varint(char *p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = (char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (char)v;
-    return p;
-}
-
-static uint64_t bits_of(double d) {
-    uint64_t b;
-    memcpy(&b, &d, 8);
-    return b;
-}
-
-/* a proto3 double field: omitted when its bits are zero (so -0.0 is kept) */
-static uint64_t dbl_len(double d) { return bits_of(d) ? 9 : 0; }
-
-static char *put_dbl(char *p, unsigned key, double d) {
-    uint64_t b = bits_of(d);
-    if (!b) return p;
-    *p++ = (char)key;
-    slg_put_le64(p, b);
-    return p + 8;
-}
 
 uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins) {
     /* (more than 2^20 buckets are refused before anything is written) */
@@ -93,10 +54,8 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
     if (cap < slg_tb_histogram_event_bound(tag_len, bins)) return -28; /* -ENOSPC */
 
     uint64_t k; /* buckets written */
-    double *limits = NULL;
-    int64_t *counts = NULL;
-    double two_limits[2];
-    int64_t two_counts[2];
+    double two_limits[2], *limits = two_limits;
+    int64_t two_counts[2], *counts = two_counts;
     if (st.finite == 0) {
         /* only NaN and ±inf (or nothing): ±inf in one bucket per sign, at
          * limits 0 and +inf when both come; NaN only in num; no sums */
@@ -104,8 +63,6 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
         st.min = neg ? -INFINITY : pos ? INFINITY : 0.0;
         st.max = pos ? INFINITY : neg ? -INFINITY : 0.0;
         st.sum = st.sum_squares = 0.0;
-        limits = two_limits;
-        counts = two_counts;
         if (neg && pos) {
             k = 2;
             two_limits[0] = 0.0, two_limits[1] = INFINITY;
@@ -119,8 +76,6 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
         k = 1;
         two_limits[0] = st.max;
         two_counts[0] = (int64_t)(st.finite + st.neg_inf_count + st.pos_inf_count);
-        limits = two_limits;
-        counts = two_counts;
     } else {
         k = (uint64_t)bins;
         limits = malloc((k + 1) * sizeof *limits);
@@ -142,43 +97,38 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
     }
 
     uint64_t packed = 8 * k; /* (proto3 omits an empty repeated field) */
-    uint64_t histo = dbl_len(st.min) + dbl_len(st.max) + dbl_len((double)n) + dbl_len(st.sum) +
-                     dbl_len(st.sum_squares) + (k ? 2 * (1 + vlen(packed) + packed) : 0);
-    uint64_t value = (tag_len ? 1 + vlen(tag_len) + tag_len : 0) + 1 + vlen(histo) + histo;
-    uint64_t summary = 1 + vlen(value) + value;
-    uint64_t event = dbl_len(wall_time) + (step ? 1 + vlen((uint64_t)step) : 0) + 1 +
-                     vlen(summary) + summary;
+    uint64_t histo = slg_double_field_len(st.min) + slg_double_field_len(st.max) +
+                     slg_double_field_len((double)n) + slg_double_field_len(st.sum) +
+                     slg_double_field_len(st.sum_squares) + (k ? 2 * slg_len_field(packed) : 0);
+    uint64_t value = (tag_len ? slg_len_field(tag_len) : 0) + slg_len_field(histo);
+    uint64_t summary = slg_len_field(value);
+    uint64_t event = slg_double_field_len(wall_time) +
+                     (step ? 1 + slg_varint_len((uint64_t)step) : 0) + slg_len_field(summary);
 
-    char *p = out;
-    p = put_dbl(p, 0x09, wall_time);
+    char *p = slg_put_double_field(out, 0x09, wall_time);
     if (step) {
         *p++ = 0x10;
-        p = put_varint(p, (uint64_t)step);
+        p = slg_put_varint(p, (uint64_t)step);
     }
-    *p++ = 0x2A;
-    p = put_varint(p, summary);
-    *p++ = 0x0A;
-    p = put_varint(p, value);
+    p = slg_put_len_key(p, 0x2A, summary);
+    p = slg_put_len_key(p, 0x0A, value);
     if (tag_len) {
-        *p++ = 0x0A;
-        p = put_varint(p, tag_len);
+        p = slg_put_len_key(p, 0x0A, tag_len);
         memcpy(p, tag, tag_len);
         p += tag_len;
     }
-    *p++ = 0x2A;
-    p = put_varint(p, histo);
-    p = put_dbl(p, 0x09, st.min);
-    p = put_dbl(p, 0x11, st.max);
-    p = put_dbl(p, 0x19, (double)n);
-    p = put_dbl(p, 0x21, st.sum);
-    p = put_dbl(p, 0x29, st.sum_squares);
+    p = slg_put_len_key(p, 0x2A, histo);
+    p = slg_put_double_field(p, 0x09, st.min);
+    p = slg_put_double_field(p, 0x11, st.max);
+    p = slg_put_double_field(p, 0x19, (double)n);
+    p = slg_put_double_field(p, 0x21, st.sum);
+    p = slg_put_double_field(p, 0x29, st.sum_squares);
     if (k) {
-        *p++ = 0x32;
-        p = put_varint(p, packed);
-        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of(limits[i]));
-        *p++ = 0x3A;
-        p = put_varint(p, packed);
-        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, bits_of((double)counts[i]));
+        p = slg_put_len_key(p, 0x32, packed);
+        for (uint64_t i = 0; i < k; i++, p += 8) slg_put_le64(p, slg_double_bits(limits[i]));
+        p = slg_put_len_key(p, 0x3A, packed);
+        for (uint64_t i = 0; i < k; i++, p += 8)
+            slg_put_le64(p, slg_double_bits((double)counts[i]));
     }
     if (counts != two_counts) {
         free(limits - 1);

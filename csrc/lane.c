@@ -1,11 +1,7 @@
-/* lane.c - a collector's lane: a ring of private copies of the same
- * tensors (a framework's parameters), each collection copied and queued on
- * the binner (binner.c) in one call on the training thread, with no
- * system call and no wake-up; the binner bins, encodes and writes it.
- *
- * A slot is reused only once the binner finished its job; a collection
- * that finds its slot still queued is refused (SLG_LANE_BUSY) and the
- * caller takes its other path, so a slow binner never overwrites a copy. */
+/* lane.c - a collector's lane: a ring of private copies of the same tensors,
+ * each collection copied and queued on the binner in one call on the
+ * training thread, with no system call.  A slot is reused only once its job
+ * is done (else SLG_LANE_BUSY): a slow binner never sees a copy overwritten. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -17,6 +13,7 @@
 
 #include "binner.h"
 #include "summarylog_api.h"
+#include "writer.h"
 
 typedef struct {
     slg_hist_job job;
@@ -28,12 +25,10 @@ struct slg_lane {
     slg_binner *b;
     uint64_t n, nslots, next;
     uint64_t *copy_jobs; /* (dst, src, bytes) for slot 0; others by offset */
-    uint64_t slot_bytes;
     char *tags;
     char *scalar_tag;
-    char *arena;
+    char *arena; /* every slot's copies (NULL unless mapped) */
     size_t arena_len;
-    int arena_mapped;
     lane_slot *slots;
     pthread_mutex_t mu; /* the stats and the error: collect() and another thread's stats */
     uint64_t settled;   /* collections accounted in the stats (in order) */
@@ -67,7 +62,6 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
     l->b = b;
     l->n = n;
     l->nslots = slots;
-    l->slot_bytes = slot_bytes;
     l->fork_gen = slg_fork_generation();
     pthread_mutex_init(&l->mu, NULL);
     l->slots = calloc((size_t)slots, sizeof *l->slots);
@@ -82,7 +76,6 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
                        -1, 0);
         if (m != MAP_FAILED) {
             l->arena = m;
-            l->arena_mapped = 1;
 #ifdef MADV_HUGEPAGE
             (void)madvise(m, l->arena_len, MADV_HUGEPAGE);
 #endif
@@ -169,11 +162,8 @@ int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
     uint64_t jobs[3 * 64];
     for (uint64_t i = 0; i < l->n; i += 64) {
         uint64_t m = l->n - i < 64 ? l->n - i : 64;
-        for (uint64_t j = 0; j < m; j++) {
-            jobs[3 * j] = l->copy_jobs[3 * (i + j)] + delta;
-            jobs[3 * j + 1] = l->copy_jobs[3 * (i + j) + 1];
-            jobs[3 * j + 2] = l->copy_jobs[3 * (i + j) + 2];
-        }
+        memcpy(jobs, l->copy_jobs + 3 * i, 3 * m * sizeof *jobs);
+        for (uint64_t j = 0; j < m; j++) jobs[3 * j] += delta; /* slot 0's destinations, moved */
         slg_copy_many(jobs, m);
     }
     s->job.has_scalar = has_scalar ? 1 : 0;
@@ -224,7 +214,7 @@ void slg_lane_free(slg_lane *l) {
     free(l->copy_jobs);
     free(l->tags);
     free(l->scalar_tag);
-    if (l->arena_mapped) munmap(l->arena, l->arena_len);
+    if (l->arena) munmap(l->arena, l->arena_len);
     pthread_mutex_destroy(&l->mu);
     free(l);
 }

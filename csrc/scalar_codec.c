@@ -12,25 +12,7 @@
 
 #define CHUNK_BYTES (1u << 20)
 
-static inline uint64_t varint_len(uint64_t v) {
-    uint64_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static inline char *put_varint(char *p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = (char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (char)v;
-    return p;
-}
-
-static inline uint64_t value_len(uint64_t tag_len) { return 1 + varint_len(tag_len) + tag_len + 5; }
+static inline uint64_t value_len(uint64_t tag_len) { return slg_len_field(tag_len) + 5; }
 
 typedef struct {
     const double *wall_times;
@@ -49,42 +31,28 @@ static uint64_t event_len(const scalar_batch *b, uint64_t i, uint64_t v, uint64_
     for (uint32_t k = 0; k < b->counts[i]; k++) {
         uint32_t id = b->tag_ids[v + k];
         if (id >= b->n_tags) return 0;
-        uint64_t vl = value_len(b->tag_offsets[id + 1] - b->tag_offsets[id]);
-        s += 1 + varint_len(vl) + vl;
+        s += slg_len_field(value_len(b->tag_offsets[id + 1] - b->tag_offsets[id]));
     }
     *summary_len = s;
-    uint64_t n = 1 + varint_len(s) + s;
-    double wall = b->wall_times[i];
-    uint64_t wall_bits;
-    memcpy(&wall_bits, &wall, 8);
-    if (wall_bits) n += 9;
-    if (b->steps[i]) n += 1 + varint_len((uint64_t)b->steps[i]);
+    uint64_t n = slg_len_field(s) + slg_double_field_len(b->wall_times[i]);
+    if (b->steps[i]) n += 1 + slg_varint_len((uint64_t)b->steps[i]);
     return n;
 }
 
-static char *encode_event(const scalar_batch *b, uint64_t i, uint64_t v, uint64_t summary_len,
-                          char *p) {
-    double wall = b->wall_times[i];
-    uint64_t wall_bits;
-    memcpy(&wall_bits, &wall, 8);
-    if (wall_bits) {
-        *p++ = 0x09;
-        slg_put_le64(p, wall_bits);
-        p += 8;
-    }
+/* Frame event i (its values from v on) at out; returns the end. */
+static char *frame_event(const scalar_batch *b, uint64_t i, uint64_t v, char *out) {
+    uint64_t summary_len, len = event_len(b, i, v, &summary_len);
+    char *p = slg_put_double_field(out + SLG_HEADER_SIZE, 0x09, b->wall_times[i]);
     if (b->steps[i]) {
         *p++ = 0x10;
-        p = put_varint(p, (uint64_t)b->steps[i]);
+        p = slg_put_varint(p, (uint64_t)b->steps[i]);
     }
-    *p++ = 0x2A;
-    p = put_varint(p, summary_len);
+    p = slg_put_len_key(p, 0x2A, summary_len);
     for (uint32_t k = 0; k < b->counts[i]; k++) {
         uint32_t id = b->tag_ids[v + k];
         uint64_t tl = b->tag_offsets[id + 1] - b->tag_offsets[id];
-        *p++ = 0x0A;
-        p = put_varint(p, value_len(tl));
-        *p++ = 0x0A;
-        p = put_varint(p, tl);
+        p = slg_put_len_key(p, 0x0A, value_len(tl));
+        p = slg_put_len_key(p, 0x0A, tl);
         memcpy(p, b->tag_data + b->tag_offsets[id], (size_t)tl);
         p += tl;
         *p++ = 0x15;
@@ -94,13 +62,6 @@ static char *encode_event(const scalar_batch *b, uint64_t i, uint64_t v, uint64_
         slg_put_le32(p, fb);
         p += 4;
     }
-    return p;
-}
-
-/* Frame event i (payload length len) at out; returns the end. */
-static char *frame_event(const scalar_batch *b, uint64_t i, uint64_t v, uint64_t len,
-                         uint64_t summary_len, char *out) {
-    encode_event(b, i, v, summary_len, out + SLG_HEADER_SIZE);
     return out + slg_frame_in_place(out, len);
 }
 
@@ -127,8 +88,7 @@ int64_t slg_tb_encode_scalars(char *out, uint64_t cap, uint64_t n_events, const 
     char *p = out;
     v = 0;
     for (uint64_t i = 0; i < n_events; i++) {
-        uint64_t len = event_len(&b, i, v, &s);
-        p = frame_event(&b, i, v, len, s, p);
+        p = frame_event(&b, i, v, p);
         v += counts[i];
     }
     return (int64_t)(p - out);
@@ -158,8 +118,7 @@ int slg_writer_write_tb_scalars(slg_writer *w, uint64_t n_events, const double *
         rc = slg_writer_begin(w, bytes, n_events - i, &p); /* a drop drops the rest */
         if (rc != 0) return rc;
         for (uint64_t k = i; k < j; k++) {
-            uint64_t len = event_len(&b, k, v, &s);
-            p = frame_event(&b, k, v, len, s, p);
+            p = frame_event(&b, k, v, p);
             v += counts[k];
         }
         rc = slg_writer_commit(w, bytes, j - i);

@@ -1,13 +1,9 @@
-/* scalar_decode.c - columnar scalars straight from TensorBoard event records:
- * one call walks many records (spans from the scanner) and appends
- * (tag id, step, wall time, value) to caller arrays, with no protobuf
- * objects.  Both styles are read:
- *   old  Summary.Value.simple_value (field 2, float32)
- *   new  Summary.Value.tensor (field 8) holding one number, when the value's
- *        metadata names the "scalars" plugin (TF2 writes that metadata only
- *        with a tag's first value, so the tag table remembers it)
- * Every length read from the data is bounded by the enclosing message.
- * Field numbers: tensorboard/compat/proto/{event,summary,tensor}.proto. */
+/* scalar_decode.c - columnar scalars (tag id, step, wall time, value) straight
+ * from many event records, with no protobuf objects: simple_value, or a tensor
+ * of one number when the value's metadata names the "scalars" plugin (TF2
+ * writes it with a tag's first value only: the tag table remembers it).
+ * Every length read is bounded by the enclosing message.  Field numbers:
+ * tensorboard/compat/proto/{event,summary,tensor}.proto. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -192,52 +188,10 @@ static int read_varint(cursor *c, uint64_t *v) {
     return 0;
 }
 
-/* Skip a group's fields up to its END_GROUP (wire types 3/4, valid though
- * deprecated: protobuf keeps them as unknown fields).  Iterative, with a
- * depth limit like protobuf's own, so nesting cannot exhaust the stack. */
-static int skip_group(cursor *c, uint32_t field) {
-    int depth = 1;
-    while (c->p < c->end) {
-        uint64_t key, v;
-        if (!read_varint(c, &key)) return 0;
-        switch (key & 7) {
-        case 0:
-            if (!read_varint(c, &v)) return 0;
-            break;
-        case 1:
-            if (c->end - c->p < 8) return 0;
-            c->p += 8;
-            break;
-        case 5:
-            if (c->end - c->p < 4) return 0;
-            c->p += 4;
-            break;
-        case 2:
-            if (!read_varint(c, &v) || v > (uint64_t)(c->end - c->p)) return 0;
-            c->p += v;
-            break;
-        case 3:
-            if (++depth > SLG_MAX_GROUP_DEPTH) return 0;
-            break;
-        case 4:
-            if (--depth == 0) return (uint32_t)(key >> 3) == field;
-            break;
-        default:
-            return 0;
-        }
-    }
-    return 0;
-}
-
-/* Read a field key; LEN fields give their body in *sub, groups are skipped
- * (wire type 3, no value).  0 = malformed/end. */
-static int next_field(cursor *c, uint32_t *field, int *wt, uint64_t *v, cursor *sub) {
-    uint64_t key;
-    if (c->p >= c->end || !read_varint(c, &key) || key >> 3 == 0 || key >> 3 > 0x1FFFFFFF)
-        return 0; /* field numbers are 1 .. 2^29 - 1 */
-    *field = (uint32_t)(key >> 3);
-    *wt = (int)(key & 7);
-    switch (*wt) {
+/* The value of a field of wire type wt, its key read: a number in *v, or a
+ * LEN field's body in *sub.  0 = malformed (or a group's wire type). */
+static int read_value(cursor *c, int wt, uint64_t *v, cursor *sub) {
+    switch (wt) {
     case 0:
         return read_varint(c, v);
     case 1:
@@ -261,12 +215,42 @@ static int next_field(cursor *c, uint32_t *field, int *wt, uint64_t *v, cursor *
         c->p += n;
         return 1;
     }
-    case 3:
-        *v = 0;
-        return skip_group(c, *field);
     default:
         return 0;
     }
+}
+
+/* Skip a group's fields up to its END_GROUP (wire types 3/4, valid though
+ * deprecated: protobuf keeps them as unknown fields).  Iterative, with a
+ * depth limit like protobuf's own, so nesting cannot exhaust the stack. */
+static int skip_group(cursor *c, uint32_t field) {
+    int depth = 1;
+    while (c->p < c->end) {
+        uint64_t key, v;
+        cursor sub;
+        if (!read_varint(c, &key)) return 0;
+        if ((key & 7) == 3) {
+            if (++depth > SLG_MAX_GROUP_DEPTH) return 0;
+        } else if ((key & 7) == 4) {
+            if (--depth == 0) return (uint32_t)(key >> 3) == field;
+        } else if (!read_value(c, (int)(key & 7), &v, &sub)) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Read a field key; LEN fields give their body in *sub, groups are skipped
+ * (wire type 3, no value).  0 = malformed/end. */
+static int next_field(cursor *c, uint32_t *field, int *wt, uint64_t *v, cursor *sub) {
+    uint64_t key;
+    if (c->p >= c->end || !read_varint(c, &key) || key >> 3 == 0 || key >> 3 > 0x1FFFFFFF)
+        return 0; /* field numbers are 1 .. 2^29 - 1 */
+    *field = (uint32_t)(key >> 3);
+    *wt = (int)(key & 7);
+    if (*wt != 3) return read_value(c, *wt, v, sub);
+    *v = 0;
+    return skip_group(c, *field);
 }
 
 static double f32_bits(uint32_t b) {
@@ -295,17 +279,59 @@ enum { DT_FLOAT = 1, DT_DOUBLE = 2, DT_INT32 = 3, DT_UINT8 = 4, DT_INT16 = 5, DT
        DT_INT64 = 9, DT_BOOL = 10, DT_BFLOAT16 = 14, DT_UINT16 = 17, DT_HALF = 19,
        DT_UINT32 = 22, DT_UINT64 = 23 };
 
+/* Bytes of one element of a scalar dtype in tensor_content; 0 for others. */
+static uint64_t dtype_size(uint64_t dtype) {
+    switch (dtype) {
+    case DT_INT8: case DT_UINT8: case DT_BOOL: return 1;
+    case DT_HALF: case DT_BFLOAT16: case DT_INT16: case DT_UINT16: return 2;
+    case DT_FLOAT: case DT_INT32: case DT_UINT32: return 4;
+    case DT_DOUBLE: case DT_INT64: case DT_UINT64: return 8;
+    default: return 0;
+    }
+}
+
+/* One element of type dtype, from its little-endian bits (unsigned for the
+ * dtypes not named). */
+static double dtype_number(uint64_t dtype, uint64_t b) {
+    switch (dtype) {
+    case DT_FLOAT: return f32_bits((uint32_t)b);
+    case DT_DOUBLE: return f64_bits(b);
+    case DT_HALF: return half_bits((uint32_t)b);
+    case DT_BFLOAT16: return f32_bits((uint32_t)b << 16);
+    case DT_INT8: return (int8_t)b;
+    case DT_INT16: return (int16_t)b;
+    case DT_INT32: return (int32_t)(uint32_t)b;
+    case DT_INT64: return (double)(int64_t)b;
+    default: return (double)b;
+    }
+}
+
+/* The element type of a repeated number field of TensorProto (0: not one):
+ * float_val 5, double_val 6, int_val 7, int64_val 10, bool_val 11, half_val
+ * 13 (half or bfloat16 bits, by dtype), uint32_val 16, uint64_val 17. */
+static uint64_t field_dtype(uint32_t f, uint64_t dtype) {
+    switch (f) {
+    case 5: return DT_FLOAT;
+    case 6: return DT_DOUBLE;
+    case 7: return DT_INT32;
+    case 10: return DT_INT64;
+    case 13: return dtype == DT_BFLOAT16 ? DT_BFLOAT16 : DT_HALF;
+    case 11: case 16: case 17: return DT_UINT64;
+    default: return 0;
+    }
+}
+
 /* The one number in a TensorProto; 0 if it holds none or more than one. */
 static int tensor_scalar(cursor c, double *out) {
-    uint64_t dtype = 0, v, elements = 1;
-    int have = 0, count = 0;
+    uint64_t dtype = 0, v, elements = 1, count = 0;
     double val = 0;
-    cursor content = {0, 0};
+    cursor content = {0, 0}, sub;
     uint32_t f;
     int wt;
-    cursor sub;
     while (c.p < c.end) {
         if (!next_field(&c, &f, &wt, &v, &sub)) return 0;
+        uint64_t type = field_dtype(f, dtype);
+        int one_wt = type == DT_FLOAT ? 5 : type == DT_DOUBLE ? 1 : 0; /* unpacked */
         if (f == 1 && wt == 0) dtype = v;
         else if (f == 2 && wt == 2) { /* shape: product of dims */
             uint32_t f2; int wt2; uint64_t v2; cursor dim;
@@ -324,66 +350,28 @@ static int tensor_scalar(cursor c, double *out) {
                 }
             }
         } else if (f == 4 && wt == 2) content = sub;
-        else if ((f == 5 && (wt == 5 || wt == 2)) || (f == 6 && (wt == 1 || wt == 2)) ||
-                 ((f == 7 || f == 10 || f == 11 || f == 13 || f == 16 || f == 17) &&
-                  (wt == 0 || wt == 2))) {
-            /* repeated numbers, packed (LEN) or not */
-            cursor vals = sub;
-            if (wt != 2) { /* one unpacked value already read into v */
+        else if (type && wt == one_wt) {
+            val = dtype_number(type, v);
+            count++;
+        } else if (type && wt == 2) { /* packed */
+            while (sub.p < sub.end) {
+                cursor unused;
+                if (!read_value(&sub, one_wt, &v, &unused)) return 0;
+                val = dtype_number(type, v);
                 count++;
-                if (f == 5) val = f32_bits((uint32_t)v);
-                else if (f == 6) val = f64_bits(v);
-                else if (f == 13) val = dtype == DT_BFLOAT16 ? f32_bits((uint32_t)v << 16) : half_bits((uint32_t)v);
-                else if (f == 10) val = (double)(int64_t)v;
-                else if (f == 7) val = (double)(int32_t)(uint32_t)v;
-                else val = (double)v;
-                have = 1;
-                continue;
-            }
-            while (vals.p < vals.end) {
-                uint64_t x;
-                if (f == 5) {
-                    if (vals.end - vals.p < 4) return 0;
-                    uint32_t b; memcpy(&b, vals.p, 4); vals.p += 4; val = f32_bits(b);
-                } else if (f == 6) {
-                    if (vals.end - vals.p < 8) return 0;
-                    memcpy(&x, vals.p, 8); vals.p += 8; val = f64_bits(x);
-                } else {
-                    if (!read_varint(&vals, &x)) return 0;
-                    if (f == 13) val = dtype == DT_BFLOAT16 ? f32_bits((uint32_t)x << 16) : half_bits((uint32_t)x);
-                    else if (f == 10) val = (double)(int64_t)x;
-                    else if (f == 7) val = (double)(int32_t)(uint32_t)x;
-                    else val = (double)x;
-                }
-                count++;
-                have = 1;
             }
         }
     }
-    if (elements != 1) return 0;
-    if (have) {
-        if (count != 1) return 0;
+    if (elements != 1 || count > 1) return 0;
+    if (count == 1) {
         *out = val;
         return 1;
     }
-    if (!content.p) return 0;
-    uint64_t n = (uint64_t)(content.end - content.p);
-    const unsigned char *q = content.p;
-    switch (dtype) {
-    case DT_FLOAT: if (n != 4) return 0; { uint32_t b; memcpy(&b, q, 4); *out = f32_bits(b); } return 1;
-    case DT_DOUBLE: if (n != 8) return 0; { uint64_t b; memcpy(&b, q, 8); *out = f64_bits(b); } return 1;
-    case DT_HALF: if (n != 2) return 0; *out = half_bits((uint32_t)q[0] | ((uint32_t)q[1] << 8)); return 1;
-    case DT_BFLOAT16: if (n != 2) return 0; *out = f32_bits(((uint32_t)q[0] | ((uint32_t)q[1] << 8)) << 16); return 1;
-    case DT_INT32: if (n != 4) return 0; { int32_t b; memcpy(&b, q, 4); *out = b; } return 1;
-    case DT_INT64: if (n != 8) return 0; { int64_t b; memcpy(&b, q, 8); *out = (double)b; } return 1;
-    case DT_UINT32: if (n != 4) return 0; { uint32_t b; memcpy(&b, q, 4); *out = b; } return 1;
-    case DT_UINT64: if (n != 8) return 0; { uint64_t b; memcpy(&b, q, 8); *out = (double)b; } return 1;
-    case DT_INT16: if (n != 2) return 0; { int16_t b; memcpy(&b, q, 2); *out = b; } return 1;
-    case DT_UINT16: if (n != 2) return 0; { uint16_t b; memcpy(&b, q, 2); *out = b; } return 1;
-    case DT_INT8: if (n != 1) return 0; *out = (int8_t)q[0]; return 1;
-    case DT_UINT8: case DT_BOOL: if (n != 1) return 0; *out = q[0]; return 1;
-    default: return 0;
-    }
+    uint64_t size = dtype_size(dtype), b = 0;
+    if (!content.p || !size || (uint64_t)(content.end - content.p) != size) return 0;
+    memcpy(&b, content.p, (size_t)size); /* little-endian, as on the wire */
+    *out = dtype_number(dtype, b);
+    return 1;
 }
 
 /* plugin name of a SummaryMetadata, as a cursor (empty if absent) */
@@ -411,8 +399,9 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
     const int ms = tags->dialect == SLG_DIALECT_MS;
     int64_t last_id = -1; /* most runs log few tags: try the previous one first */
     for (uint64_t i = 0; i < n_spans; i++) {
-        cursor ev = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
-        ev.end = ev.p + spans[i].length;
+        const unsigned char *at = (const unsigned char *)buf + (spans[i].offset - base);
+        const cursor event = {at, at + spans[i].length};
+        cursor ev = event;
         double wall = 0;
         int64_t step = 0;
         cursor summary = {0, 0}, sub;
@@ -448,88 +437,77 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
         /* count the scalars first so an event is never split across calls */
         uint64_t start_values = res->n_values, bad_values_before = res->bad_values;
         int any_other = 0;
-        /* every Summary field of the event: protobuf merges repeated ones */
-        cursor evs = {(const unsigned char *)buf + (spans[i].offset - base), NULL};
-        evs.end = evs.p + spans[i].length;
-        cursor s = {0, 0};
-        for (;;) {
-            if (s.p >= s.end) {
-                int more = 0;
-                while (!more && evs.p < evs.end) {
-                    cursor sm;
-                    uint32_t fe;
-                    int wte;
-                    uint64_t ve;
-                    if (!next_field(&evs, &fe, &wte, &ve, &sm)) break; /* parsed above */
-                    if (fe == 5 && wte == 2) { s = sm; more = 1; }
+        /* every Summary field of the event (protobuf merges repeated ones);
+         * the event parsed above */
+        cursor evs = event, s;
+        while (!bad && next_field(&evs, &f, &wt, &v, &s)) {
+            if (f != 5 || wt != 2) continue;
+            while (s.p < s.end) {
+                cursor val;
+                if (!next_field(&s, &f, &wt, &v, &val)) { bad = 1; break; }
+                if (f != 1 || wt != 2) continue;
+                cursor tag = {0, 0}, tensor = {0, 0}, md = {0, 0};
+                int has_simple = 0, bad_value = 0;
+                double x = 0;
+                while (val.p < val.end) {
+                    if (!next_field(&val, &f, &wt, &v, &sub)) { bad_value = 1; break; }
+                    if (f == 1 && wt == 2) tag = sub;
+                    else if (ms) { /* MindSpore: scalar_value = 3 (float); 4, 8-10: others */
+                        if (f == 3 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
+                    } else if (f == 2 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
+                    else if (f == 8 && wt == 2) tensor = sub;
+                    else if (f == 9 && wt == 2) md = sub;
                 }
-                if (!more) break;
-                continue;
+                /* a malformed value is its own loss: the event's other values
+                 * stay (its bytes are bounded by the Summary, which parsed) */
+                if (bad_value) { res->bad_values++; any_other = 1; continue; }
+                if (!tag.p) tag.p = tag.end = val.end;
+                uint64_t tag_len = (uint64_t)(tag.end - tag.p);
+                int64_t id;
+                /* (an empty tag may come first, with no arena yet: no memcmp on NULL) */
+                const tag_entry *last = last_id >= 0 ? &tags->entries[last_id] : NULL;
+                if (last && last->len == tag_len &&
+                    (tag_len == 0 || memcmp(tags->arena + last->off, tag.p, tag_len) == 0)) {
+                    id = last_id;
+                } else {
+                    id = slg_tags_intern(tags, (const char *)tag.p, tag_len);
+                    if (id < 0) return (int)id;
+                    last_id = id;
+                }
+                tag_entry *te = &tags->entries[id];
+                if (te->flags & SLG_TAGF_BAD_UTF8) res->bad_values++; /* kept, and reported */
+                if (md.p) {
+                    cursor name = plugin_name(md);
+                    if (name.p && name.end - name.p == 7 && memcmp(name.p, "scalars", 7) == 0)
+                        te->kind = SLG_TAG_SCALAR;
+                    else if (name.p && name.end > name.p && te->kind == SLG_TAG_UNKNOWN)
+                        te->kind = SLG_TAG_OTHER;
+                }
+                int is_scalar = 0;
+                if (has_simple) {
+                    is_scalar = 1;
+                    if (te->kind == SLG_TAG_UNKNOWN) te->kind = SLG_TAG_SCALAR;
+                } else if (tensor.p && te->kind == SLG_TAG_SCALAR) {
+                    is_scalar = tensor_scalar(tensor, &x);
+                }
+                if (!is_scalar) {
+                    any_other = 1;
+                    te->flags |= SLG_TAGF_OTHER;
+                    continue;
+                }
+                if (res->n_values >= cap) {
+                    res->n_values = start_values; /* undo this event; resume at it */
+                    res->n_purges = purges_before;
+                    res->bad_values = bad_values_before;
+                    res->spans_done = i;
+                    return SLG_DECODE_OUT_FULL;
+                }
+                tag_ids[res->n_values] = (uint32_t)id;
+                steps[res->n_values] = step;
+                walls[res->n_values] = wall;
+                values[res->n_values] = x;
+                res->n_values++;
             }
-            cursor val;
-            if (!next_field(&s, &f, &wt, &v, &val)) { bad = 1; break; }
-            if (f != 1 || wt != 2) continue;
-            cursor tag = {0, 0}, tensor = {0, 0}, md = {0, 0};
-            int has_simple = 0, bad_value = 0;
-            double x = 0;
-            while (val.p < val.end) {
-                if (!next_field(&val, &f, &wt, &v, &sub)) { bad_value = 1; break; }
-                if (f == 1 && wt == 2) tag = sub;
-                else if (ms) { /* MindSpore: scalar_value = 3 (float); 4, 8-10 are others */
-                    if (f == 3 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
-                } else if (f == 2 && wt == 5) { has_simple = 1; x = f32_bits((uint32_t)v); }
-                else if (f == 8 && wt == 2) tensor = sub;
-                else if (f == 9 && wt == 2) md = sub;
-            }
-            /* a malformed value is its own loss: the event's other values stay
-             * (its bytes are bounded by the Summary, which parsed) */
-            if (bad_value) { res->bad_values++; any_other = 1; continue; }
-            if (!tag.p) tag.p = tag.end = val.end;
-            uint64_t tag_len = (uint64_t)(tag.end - tag.p);
-            int64_t id;
-            /* (an empty tag may come first, with no arena yet: no memcmp on NULL) */
-            if (last_id >= 0 && tags->entries[last_id].len == tag_len &&
-                (tag_len == 0 ||
-                 memcmp(tags->arena + tags->entries[last_id].off, tag.p, (size_t)tag_len) == 0)) {
-                id = last_id;
-            } else {
-                id = slg_tags_intern(tags, (const char *)tag.p, tag_len);
-                if (id < 0) return (int)id;
-                last_id = id;
-            }
-            tag_entry *te = &tags->entries[id];
-            if (te->flags & SLG_TAGF_BAD_UTF8) res->bad_values++; /* kept, and reported */
-            if (md.p) {
-                cursor name = plugin_name(md);
-                if (name.p && name.end - name.p == 7 && memcmp(name.p, "scalars", 7) == 0)
-                    te->kind = SLG_TAG_SCALAR;
-                else if (name.p && name.end > name.p && te->kind == SLG_TAG_UNKNOWN)
-                    te->kind = SLG_TAG_OTHER;
-            }
-            int is_scalar = 0;
-            if (has_simple) {
-                is_scalar = 1;
-                if (te->kind == SLG_TAG_UNKNOWN) te->kind = SLG_TAG_SCALAR;
-            } else if (tensor.p && te->kind == SLG_TAG_SCALAR) {
-                is_scalar = tensor_scalar(tensor, &x);
-            }
-            if (!is_scalar) {
-                any_other = 1;
-                te->flags |= SLG_TAGF_OTHER;
-                continue;
-            }
-            if (res->n_values >= cap) {
-                res->n_values = start_values; /* undo this event; resume at it */
-                res->n_purges = purges_before;
-                res->bad_values = bad_values_before;
-                res->spans_done = i;
-                return SLG_DECODE_OUT_FULL;
-            }
-            tag_ids[res->n_values] = (uint32_t)id;
-            steps[res->n_values] = step;
-            walls[res->n_values] = wall;
-            values[res->n_values] = x;
-            res->n_values++;
         }
         if (bad) {
             res->bad_events++;
@@ -544,13 +522,12 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
 
 /* ---- grouping the columns by tag ----------------------------------------------- */
 
-static int permute(void *col, size_t width, const uint32_t *ids, uint64_t n, const uint64_t *starts,
-                   uint64_t n_tags, uint64_t *next, char *tmp) {
+static void permute(void *col, size_t width, const uint32_t *ids, uint64_t n,
+                    const uint64_t *starts, uint64_t n_tags, uint64_t *next, char *tmp) {
     memcpy(next, starts, n_tags * sizeof *next);
     const char *src = col;
     for (uint64_t i = 0; i < n; i++) memcpy(tmp + width * next[ids[i]]++, src + width * i, width);
     memcpy(col, tmp, width * n);
-    return 0;
 }
 
 int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *values,

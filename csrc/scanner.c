@@ -1,8 +1,7 @@
-/* scanner.c - validate and split a TFRecord byte stream, classifying damage.
- * Works on a window of the file ([base, base+len)) so that callers can read
- * in chunks and resume; all state lives in slg_scan_state.  It never trusts a
- * length beyond the bytes that exist: a length is checked against the known
- * end of the data before anything is read or requested for it.
+/* scanner.c - validate and split a TFRecord byte stream, classifying damage,
+ * a window of the file at a time (state in slg_scan_state).  A length is
+ * checked against the known end of the data before anything is read or
+ * requested for it.
  *
  *   torn record or zero-filled tail at the end  -> SLG_SCAN_TORN / _ZERO_TAIL
  *                                                   (pos stays at its start)

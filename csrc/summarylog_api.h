@@ -1,10 +1,6 @@
-/* summarylog_api.h - the whole public C surface of the native core.
- *
- * This is the only header cffi parses (summarylog/_native_build.py reads it
- * between the CDEF markers), so it holds plain prototypes, fixed-width types
- * and integer constants only.  Every exported name takes the slg_ prefix.
- * Return convention: 0 or a positive status on success, -errno on failure.
- */
+/* summarylog_api.h - the public C surface of the native core.  cffi parses
+ * it between the CDEF markers, so it holds only prototypes, fixed-width types
+ * and integer constants.  Returns: 0 or a positive status, or -errno. */
 #ifndef SUMMARYLOG_API_H
 #define SUMMARYLOG_API_H
 
@@ -55,14 +51,13 @@ uint64_t slg_frame_many(char *out, const char *concat, const uint64_t *lens, uin
 #define SLG_ON_FULL_BLOCK 0
 #define SLG_ON_FULL_DROP 1
 #define SLG_DROPPED 1          /* write() status: record dropped, buffer full */
-/* The largest payload one record may carry: 2 GiB - 1, protobuf's message
- * limit (no reader could decode a larger event).  The write calls refuse a
- * larger one with -EMSGSIZE before writing anything. */
+/* The largest payload: protobuf's message limit (no reader could decode a
+ * larger event).  The write calls refuse a larger one with -EMSGSIZE. */
 #define SLG_MAX_PAYLOAD 0x7FFFFFFF
 
+/* After fork(), a child's copy refuses every call with -ECHILD (close() only
+ * closes the child's descriptor): the parent owns the file. */
 typedef struct slg_writer slg_writer;
-/* After fork(), a child's copy of a writer refuses every call with -ECHILD
- * (close() only closes the child's descriptor): the parent owns the file. */
 
 typedef struct {
     uint64_t records_accepted;   /* records framed into the buffer */
@@ -92,10 +87,9 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs,
  * SLG_MAX_PAYLOAD: nothing written), or -errno of an I/O error not yet
  * reported (each error is reported once, then cleared). */
 int slg_writer_write(slg_writer *w, const char *payload, uint64_t len);
-/* Frame and buffer n payloads given back to back, in order.  Other threads'
- * records may land between 1 MiB chunks of a larger batch (never inside a
- * record).  *accepted receives how many were buffered.  One payload over
- * SLG_MAX_PAYLOAD refuses the whole batch (-EMSGSIZE, nothing written). */
+/* Frame and buffer n payloads given back to back, in order (other threads'
+ * records may land between 1 MiB chunks); *accepted: how many were buffered.
+ * One payload over SLG_MAX_PAYLOAD refuses the batch (-EMSGSIZE). */
 int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *lens,
                           uint64_t n, uint64_t *accepted);
 /* Buffer bytes as they are (already framed, or a compressed block). */
@@ -111,12 +105,10 @@ void slg_writer_free(slg_writer *w);
 void slg_writer_get_stats(slg_writer *w, slg_writer_stats *out);
 /* -errno of an unreported I/O error (and clear it), else 0. */
 int slg_writer_take_error(slg_writer *w);
-/* Test hook: make the next `count` write(2) calls fail with errno `err`
- * (0 clears).  Only meant for tests. */
+/* Test hook: the next `count` write(2) calls fail with errno `err` (0 clears). */
 void slg_writer_inject_fault(slg_writer *w, int err, int count);
-/* Test hook: a stalled disk.  While `stalled`, nothing is written (the
- * flusher and big direct writes wait), so the buffer fills and the on_full
- * policy applies; 0 releases it, and close() releases it too. */
+/* Test hook: a stalled disk: while `stalled` nothing is written, so the
+ * buffer fills and on_full applies; 0 or close() releases it. */
 void slg_writer_inject_stall(slg_writer *w, int stalled);
 
 /* ---- Record scanner (scanner.c) --------------------------------------- */
@@ -154,22 +146,20 @@ typedef struct {
     int32_t verify_data;    /* check data CRCs (default 1) */
 } slg_scan_state;
 
-/* Scan buf (holding file bytes [base, base+len)) from state->pos.
- * data_end: absolute end of the data if known (file size), else
- * SLG_UNKNOWN_END; at_end: 1 if buf's end is the end of the data as of now.
- * Appends valid payload spans and damage records; returns SLG_SCAN_*. */
+/* Scan buf (file bytes [base, base+len)) from state->pos, appending payload
+ * spans and damage; returns SLG_SCAN_*.  data_end: the file size if known,
+ * else SLG_UNKNOWN_END; at_end: 1 if buf's end is the data's end for now. */
 int slg_scan(slg_scan_state *state, const char *buf, uint64_t len, uint64_t base,
              uint64_t data_end, int at_end, slg_span *spans, uint64_t max_spans,
              uint64_t *n_spans, slg_damage *damage, uint64_t max_damage,
              uint64_t *n_damage);
 
 /* ---- TensorBoard scalar events (scalar_codec.c) ------------------------ */
-/* Event i: wall_times[i], steps[i], and counts[i] values taken in order from
- * tag_ids/values (each value one Summary.Value{tag, simple_value (float32)});
- * tag t is tag_data[tag_offsets[t] : tag_offsets[t+1]] (n_tags + 1 offsets). */
-
-/* Frame the events into out (cap bytes).  Returns the bytes needed; writes
- * only if out is not NULL and they fit.  -EINVAL for a bad tag id. */
+/* Event i: wall_times[i], steps[i], and the next counts[i] of tag_ids/values
+ * (each a Summary.Value{tag, simple_value}); tag t is
+ * tag_data[tag_offsets[t] : tag_offsets[t+1]].  Frames the events into out
+ * (cap bytes) if not NULL and they fit; returns the bytes needed, -EINVAL
+ * for a bad tag id. */
 int64_t slg_tb_encode_scalars(char *out, uint64_t cap, uint64_t n_events,
                               const double *wall_times, const int64_t *steps,
                               const uint32_t *counts, const uint32_t *tag_ids,
@@ -221,19 +211,17 @@ int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n);
 int slg_tags_get(const slg_tags *t, uint64_t id, const char **data, uint64_t *len, int32_t *kind);
 /* SLG_TAGF_* bits of tag id (-EINVAL for an unknown id) */
 int slg_tags_flags(const slg_tags *t, uint64_t id);
-/* Decode the scalars of n_spans event records, in the table's dialect
- * (payloads in buf, which holds file bytes from absolute offset base) into
- * the four arrays (cap entries).
- * 0 when all spans were consumed, else SLG_DECODE_*; -errno on failure. */
+/* Decode the scalars of n_spans event records (buf: file bytes from offset
+ * base), in the table's dialect, into the four arrays (cap entries).  0 when
+ * all spans were consumed, else SLG_DECODE_*; -errno on failure. */
 int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                           uint64_t n_spans, slg_tags *tags, uint32_t *tag_ids,
                           int64_t *steps, double *walls, double *values, uint64_t cap,
                           slg_decode_result *res);
 
-/* Reorder the four columns (n entries) stably by tag id, in place, and set
- * counts[t] (n_tags entries) to the number of values of tag t: afterwards
- * tag t's values are the slice [sum(counts[:t]), sum(counts[:t+1])).
- * Uses 8 n bytes of scratch.  0, -EINVAL for an id >= n_tags, -ENOMEM. */
+/* Sort the four columns stably by tag id, in place (8 n bytes of scratch);
+ * counts[t]: tag t's number of values (its slice follows tag t-1's).  0,
+ * -EINVAL (an id >= n_tags), -ENOMEM. */
 int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
                       uint64_t n, uint64_t n_tags, uint64_t *counts);
 
@@ -261,13 +249,9 @@ int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const doubl
 int64_t slg_ms_bins(uint64_t finite);
 /* Bytes slg_tb_encode_histogram_event may need (bins <= 0: MindSpore's rule). */
 uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins);
-/* The protobuf bytes of a TensorBoard histogram Event of n float32/float64
- * values into out (cap bytes, at least the bound): `bins` equal-width
- * buckets over the finite range (bins <= 0: MindSpore's rule), edges as
- * np.linspace in the values' dtype, ±inf in the edge buckets, NaN only in
- * num; with no finite value, one bucket per sign of ±inf (limits 0 and +inf
- * when both come).  Returns the length, SLG_HIST_FALLBACK (edges collapsed),
- * or -errno. */
+/* A TensorBoard histogram Event of n float32/float64 values in `bins` buckets
+ * (<= 0: MindSpore's rule) into out (cap bytes, at least the bound), as
+ * dialects/tensorboard.py's histogram_proto.  The length, SLG_HIST_FALLBACK, -errno. */
 int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n, int64_t bins,
                                       double wall_time, int64_t step, const char *tag,
                                       uint64_t tag_len, char *out, uint64_t cap);
@@ -286,18 +270,15 @@ typedef struct {
                                the caller encodes it) or -errno (not written) */
 } slg_hist_item;
 
-/* Bytes slg_tb_encode_histogram_items may need for these items (UINT64_MAX
- * if that overflows). */
+/* Bytes slg_tb_encode_histogram_items may need (UINT64_MAX on overflow). */
 uint64_t slg_tb_histogram_items_bound(const slg_hist_item *items, uint64_t n);
-/* The items' histogram events (as slg_tb_encode_histogram_event), each framed
- * as a TFRecord, back to back into out (cap bytes, at least the bound), in
- * order; each item's status is set.  Returns the bytes written. */
+/* The items' histogram events, framed, back to back into out (cap bytes, at
+ * least the bound); sets each item's status.  Returns the bytes written. */
 int64_t slg_tb_encode_histogram_items(slg_hist_item *items, uint64_t n, char *out, uint64_t cap);
 
 /* ---- Histogram events on a low-priority native thread (binner.c) ------- */
-/* A job: items to bin, encode, frame and write into `writer`, in order, as
- * one batch, after an optional scalar event (a collection's loss).  The job,
- * its items and their values are the caller's; the binner reads them until
+/* A job: items to bin, encode and write into `writer` as one batch, after an
+ * optional scalar event.  The caller's memory: the binner reads it until
  * slg_binner_done() reaches the job's ticket, and writes only the out fields. */
 typedef struct {
     slg_writer *writer;
@@ -309,11 +290,9 @@ typedef struct {
     int64_t scalar_step;
     double scalar_wall_time;
     int32_t has_scalar;
-    int32_t write_status;   /* out: 0; SLG_DROPPED (the writer's buffer was full,
-                               on_full=drop: `dropped` events); -errno: the
-                               events were not written (`dropped`) or, with
-                               records > 0, were, and the writer reported an
-                               earlier error of its own (each once) */
+    int32_t write_status;   /* out: 0; SLG_DROPPED (buffer full); -errno: not
+                               written or, with records > 0, written and the
+                               writer reported an earlier error */
     uint64_t ticket;        /* out (at submit): done() reaches it when finished */
     uint64_t records;       /* out: events the writer took */
     uint64_t dropped;       /* out: events made but not written */
@@ -322,14 +301,12 @@ typedef struct {
 
 typedef struct slg_binner slg_binner;
 
-/* Start a binner whose thread runs at nice value `nice` (0..19; 19: it takes
- * a CPU only when training threads leave one idle) and looks for queued lane
- * jobs at least every poll_secs (0 < poll_secs <= 1e6). */
+/* Start a binner thread at nice value `nice` (0..19) that looks for queued
+ * lane jobs at least every poll_secs (0 < poll_secs <= 1e6). */
 int slg_binner_open(int nice, double poll_secs, slg_binner **out);
-/* Queue a job (FIFO) and wake the thread.  With stamp != 0 every item (and
- * the scalar) gets step and wall_time first.  0, -EINVAL (no writer, or the
- * job is still queued), -EBADF (closed), -ECHILD (in a forked child: the
- * thread is the parent's). */
+/* Queue a job (FIFO) and wake the thread; stamp != 0: every item and the
+ * scalar get step and wall_time first.  0, -EINVAL (no writer, or the job is
+ * still queued), -EBADF (closed), -ECHILD (a forked child). */
 int slg_binner_submit(slg_binner *b, slg_hist_job *job, int stamp, int64_t step,
                       double wall_time);
 /* The latest ticket finished: every job with a ticket up to it is done. */
@@ -360,22 +337,18 @@ typedef struct {
     uint64_t slot_bytes;
 } slg_lane_stats;
 
-/* A ring of `slots` private copies of n tensors (counts[i] float32 or
- * float64 values at address srcs[i], C-contiguous) with their histogram
- * tags, and an optional scalar tag (scalar_tag_len 0: none): each collect()
- * copies the tensors into the next slot (streaming stores) and queues the
- * slot's job -- the scalar's event, then the n histogram events, bins by
- * MindSpore's rule -- on binner b, writing into w.  The caller keeps the
- * sources valid while the lane is used, and b and w alive until freed. */
+/* A ring of `slots` private copies of n C-contiguous tensors (counts[i]
+ * values at address srcs[i]) with their histogram tags, and an optional
+ * scalar tag: each collect() copies the tensors into the next slot and queues
+ * its job (the scalar, then the histograms by MindSpore's rule) on b, writing
+ * into w.  The caller keeps the sources, b and w alive while the lane is. */
 int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs,
                   const uint64_t *counts, const uint8_t *is_f64, const char *tags,
                   const uint64_t *tag_lens, const char *scalar_tag, uint64_t scalar_tag_len,
                   uint64_t slots, slg_lane **out);
-/* One collection at step and wall_time (the scalar's value with has_scalar).
- * 0: queued; SLG_LANE_BUSY: the next slot's job has not finished (nothing
- * copied or queued); SLG_LANE_CLOSED: the binner is closed (nothing queued);
- * -errno: queued, and an earlier job of the lane failed to write (each error
- * reported once); -ECHILD: a forked child (nothing queued). */
+/* One collection at step and wall_time.  0: queued; SLG_LANE_BUSY (the next
+ * slot's job is unfinished) and SLG_LANE_CLOSED: nothing queued; -errno:
+ * queued, and an earlier job failed to write; -ECHILD: a forked child. */
 int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
                      double wall_time);
 /* Account finished jobs and fill *out (thread-safe with collect()). */
@@ -386,10 +359,8 @@ int slg_lane_take_error(slg_lane *l);
 void slg_lane_free(slg_lane *l);
 
 /* ---- Private copies of a step's tensors (copy.c) ----------------------- */
-/* n copies, each three words of jobs: destination address, source address,
- * bytes (no overlap); large ones with streaming stores that bypass the
- * caller's cache.  Addresses as integers: the caller fills one reused
- * array, with no pointer objects to make per copy. */
+/* n copies, each three words of jobs: destination, source (addresses as
+ * integers: no pointer objects per copy), bytes; large ones bypass the cache. */
 void slg_copy_many(const uint64_t *jobs, uint64_t n);
 
 /* ---- Small event files in one call (file_scalars.c) -------------------- */
@@ -406,23 +377,21 @@ typedef struct {
     slg_decode_result dec;  /* what slg_tb_decode_scalars found */
 } slg_file_scalars;
 
-/* Open path, read it whole (when it is a regular file of at most max_size
- * bytes and not zstd), scan it (data CRCs checked if verify) and decode its
- * scalars into the four arrays (cap entries), as RecordReader.scan_batches +
- * slg_tb_decode_scalars would.  0 on success; SLG_LOAD_FALLBACK when the file
- * needs the general path (the arrays and *out are then meaningless, though
- * tags may have been interned); -errno if it cannot be opened or read. */
+/* Read a regular file of at most max_size bytes whole, scan it and decode its
+ * scalars into the four arrays, as RecordReader + slg_tb_decode_scalars
+ * would.  0; SLG_LOAD_FALLBACK when it needs the general path (the outputs
+ * are then meaningless, though tags may be interned); -errno. */
 int slg_tb_load_file(const char *path, int verify, uint64_t max_size, slg_tags *tags,
                      uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
                      uint64_t cap, slg_damage *damage, uint64_t max_damage,
                      slg_file_scalars *out);
 
 /* ---- Bulk paths over Python objects (python/pyobjects.c) ---------------- */
-/* Objects are passed as their CPython address (id(obj)); the caller keeps
- * them alive.  Not in the plain-C library (tests/c), only in the extension. */
+/* Objects as their CPython address (id(obj)), kept alive by the caller;
+ * only in the extension, not in tests/c's build. */
 
-/* Frame every item of a list of bytes (exact types; -EINVAL otherwise, with
- * nothing written) into the writer, as write_many does. */
+/* Frame every item of a list of bytes into the writer, as write_many does
+ * (-EINVAL, nothing written, unless all are exactly bytes). */
 int slg_writer_write_pylist(slg_writer *w, void *list, uint64_t *accepted);
 /* Append bytes objects for n payload spans of buf (file bytes from offset
  * base) to a list. */

@@ -1,14 +1,10 @@
-/* writer.c - the buffered record writer.  Callers frame records into an
- * in-memory buffer under a mutex; one native flusher thread swaps the buffer
- * out and writes it with pwrite(2) (no GIL: it never touches Python), every
- * flush_secs, when the buffer passes flush_bytes, or when flush()/close()
- * asks.  With SLG_DURABILITY_FSYNC each write round ends with one fdatasync
- * (group commit).  The buffer is capped at max_buffer bytes; when full,
- * callers block or drop, as chosen at open.
+/* writer.c - the buffered record writer.  Callers frame records into a
+ * buffer (capped: when full they block or drop); one native flusher thread
+ * swaps it out and writes it with pwrite(2), with no GIL, on a timer, past
+ * flush_bytes, or when asked; with SLG_DURABILITY_FSYNC one fdatasync a round.
  *
  * I/O errors never leave half a batch behind: the file is truncated back to
- * the end of the last good batch, the batch is counted as lost, and the
- * error is kept to be reported once through write/flush/close. */
+ * the last good batch, the batch counted lost, the error reported once. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -28,7 +24,7 @@
 
 #define FRAME_CHUNK (1u << 20) /* write_many frames at most this much per lock hold */
 #define DIRECT_MIN (256u << 10) /* records this big skip the buffer (written by the caller) */
-#define SLG_MAX_RECORD (1ull << 40) /* no single reservation beyond 1 TiB (keeps sizes far from wrapping) */
+#define SLG_MAX_RECORD (1ull << 40) /* no reservation past 1 TiB: sizes stay far from wrapping */
 
 typedef struct {
     char *data;
@@ -66,6 +62,11 @@ static void on_fork_child(void) { fork_generation++; }
 static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
 #define FORKED(w) ((w)->fork_gen != fork_generation)
 
+unsigned slg_fork_generation(void) {
+    pthread_once(&atfork_once, register_atfork);
+    return fork_generation;
+}
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -82,6 +83,13 @@ static int take_error(slg_writer *w) {
     int e = w->pending_err;
     w->pending_err = 0;
     return e;
+}
+
+/* The test hook's next injected errno (0: none).  Lock held. */
+static int take_fault(slg_writer *w) {
+    if (w->fault_count <= 0) return 0;
+    w->fault_count--;
+    return w->fault_err;
 }
 
 /* Write the whole batch at w->file_off; on failure roll the file back. */
@@ -135,6 +143,13 @@ void slg_deadline_after(struct timespec *ts, double secs) {
     }
 }
 
+/* Ask the flusher for a write round and wait (lock held) for it, or for close. */
+static void flush_round(slg_writer *w) {
+    uint64_t my = ++w->flush_req;
+    pthread_cond_signal(&w->wake);
+    while (w->flush_done < my && !w->closed) pthread_cond_wait(&w->done, &w->mu);
+}
+
 /* The test hook's stalled disk: wait (lock held) until released or closing. */
 static void wait_unstalled(slg_writer *w) {
     while (w->stalled && !w->closing && !w->closed) pthread_cond_wait(&w->done, &w->mu);
@@ -160,11 +175,7 @@ static void *flusher_main(void *arg) {
             w->cur.len = 0;
             w->cur.records = 0;
             w->inflight = batch.len;
-            int fault = 0;
-            if (w->fault_count > 0) {
-                w->fault_count--;
-                fault = w->fault_err;
-            }
+            int fault = take_fault(w);
             uint64_t off = w->file_off; /* only this thread changes file_off */
             pthread_mutex_unlock(&w->mu);
 
@@ -226,10 +237,9 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t
     if (!(flush_secs > 0) || flush_secs > 1e6 || max_buffer < 64 || flush_bytes == 0) return -EINVAL;
     if (durability < SLG_DURABILITY_NONE || durability > SLG_DURABILITY_FSYNC) return -EINVAL;
     if (on_full != SLG_ON_FULL_BLOCK && on_full != SLG_ON_FULL_DROP) return -EINVAL;
-    pthread_once(&atfork_once, register_atfork);
     slg_writer *w = calloc(1, sizeof *w);
     if (!w) return -ENOMEM;
-    w->fork_gen = fork_generation;
+    w->fork_gen = slg_fork_generation();
     w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
     if (w->fd < 0) {
         int err = errno;
@@ -256,6 +266,18 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t
     }
     w->thread_started = 1;
     *out = w;
+    return 0;
+}
+
+/* Lock w for a write: 0 with the lock held, else -ECHILD or -EBADF (closed)
+ * unlocked.  lint: returns locked */
+static int lock_open(slg_writer *w) {
+    if (FORKED(w)) return -ECHILD;
+    pthread_mutex_lock(&w->mu);
+    if (w->closing || w->closed) {
+        pthread_mutex_unlock(&w->mu);
+        return -EBADF;
+    }
     return 0;
 }
 
@@ -295,19 +317,13 @@ static void after_append(slg_writer *w, uint64_t before) {
 static int write_direct(slg_writer *w, const char *header, const char *payload, uint64_t len,
                         const char *footer) {
     while (w->cur.len || w->inflight) { /* keep order: what came first goes first */
-        uint64_t my = ++w->flush_req;
-        pthread_cond_signal(&w->wake);
-        while (w->flush_done < my && !w->closed) pthread_cond_wait(&w->done, &w->mu);
+        flush_round(w);
         if (w->closed) return -EBADF;
     }
     wait_unstalled(w);
     if (w->closed) return -EBADF;
     uint64_t off = w->file_off, need = len + SLG_FRAME_OVERHEAD, done = 0;
-    int err = 0;
-    if (w->fault_count > 0) {
-        w->fault_count--;
-        err = w->fault_err;
-    }
+    int err = take_fault(w);
     while (!err && done < need) {
         struct iovec iov[3];
         int k = 0;
@@ -329,16 +345,15 @@ static int write_direct(slg_writer *w, const char *header, const char *payload, 
         if (n <= 0) err = n < 0 ? errno : EIO;
         else done += (uint64_t)n;
     }
+    w->st.records_accepted++;
     if (err) {
         (void)!ftruncate(w->fd, (off_t)off);
         record_error(w, err);
-        w->st.records_accepted++;
         w->st.records_lost++;
         w->st.bytes_lost += need;
     } else {
         w->file_off = off + need;
         w->unsynced = 1;
-        w->st.records_accepted++;
         w->st.records_written++;
         w->st.bytes_written += need;
         w->st.flushes++;
@@ -357,37 +372,20 @@ int slg_writer_write(slg_writer *w, const char *payload, uint64_t len) {
     slg_put_le32(header + 8, slg_masked_crc32c(header, 8));
     slg_put_le32(footer, slg_masked_crc32c(payload, (size_t)len));
     uint64_t need = len + SLG_FRAME_OVERHEAD;
-    if (FORKED(w)) return -ECHILD;
-    if (need > SLG_MAX_RECORD) return -EFBIG;
-
-    pthread_mutex_lock(&w->mu);
-    if (w->closing || w->closed) {
-        pthread_mutex_unlock(&w->mu);
-        return -EBADF;
-    }
     if (need >= DIRECT_MIN) {
-        int rc = write_direct(w, header, payload, len, footer);
+        int rc = lock_open(w);
+        if (rc != 0) return rc;
+        rc = write_direct(w, header, payload, len, footer);
         pthread_mutex_unlock(&w->mu);
         return rc;
     }
-    int rc = reserve(w, need);
-    if (rc != 0) {
-        if (rc == SLG_DROPPED) w->st.records_dropped++;
-        pthread_mutex_unlock(&w->mu);
-        return rc;
-    }
-    char *o = w->cur.data + w->cur.len;
+    char *o;
+    int rc = slg_writer_begin(w, need, 1, &o);
+    if (rc != 0) return rc;
     memcpy(o, header, 12);
     if (len) memcpy(o + 12, payload, (size_t)len);
     memcpy(o + 12 + len, footer, 4);
-    uint64_t before = w->cur.len;
-    w->cur.len += need;
-    w->cur.records++;
-    w->st.records_accepted++;
-    after_append(w, before);
-    rc = take_error(w);
-    pthread_mutex_unlock(&w->mu);
-    return rc;
+    return slg_writer_commit(w, need, 1);
 }
 
 int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *lens, uint64_t n,
@@ -416,10 +414,8 @@ int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *len
             break;
         }
         uint64_t before = w->cur.len;
-        for (uint64_t k = i; k < j; k++) {
-            w->cur.len += slg_frame(w->cur.data + w->cur.len, concat, lens[k]);
-            concat += lens[k];
-        }
+        w->cur.len += slg_frame_many(w->cur.data + before, concat, lens + i, j - i);
+        concat += bytes - (j - i) * SLG_FRAME_OVERHEAD;
         w->cur.records += j - i;
         w->st.records_accepted += j - i;
         *accepted += j - i;
@@ -436,27 +432,11 @@ int slg_writer_write_many(slg_writer *w, const char *concat, const uint64_t *len
 }
 
 int slg_writer_write_raw(slg_writer *w, const char *data, uint64_t len, uint64_t records) {
-    if (FORKED(w)) return -ECHILD;
-    pthread_mutex_lock(&w->mu);
-    if (w->closing || w->closed) {
-        pthread_mutex_unlock(&w->mu);
-        return -EBADF;
-    }
-    int rc = reserve(w, len);
-    if (rc != 0) {
-        if (rc == SLG_DROPPED) w->st.records_dropped += records;
-        pthread_mutex_unlock(&w->mu);
-        return rc;
-    }
-    uint64_t before = w->cur.len;
-    if (len) memcpy(w->cur.data + w->cur.len, data, (size_t)len);
-    w->cur.len += len;
-    w->cur.records += records;
-    w->st.records_accepted += records;
-    after_append(w, before);
-    rc = take_error(w);
-    pthread_mutex_unlock(&w->mu);
-    return rc;
+    char *o;
+    int rc = slg_writer_begin(w, len, records, &o);
+    if (rc != 0) return rc;
+    if (len) memcpy(o, data, (size_t)len);
+    return slg_writer_commit(w, len, records);
 }
 
 int slg_writer_flush(slg_writer *w) {
@@ -466,9 +446,7 @@ int slg_writer_flush(slg_writer *w) {
         pthread_mutex_unlock(&w->mu);
         return -EBADF;
     }
-    uint64_t my = ++w->flush_req;
-    pthread_cond_signal(&w->wake);
-    while (w->flush_done < my && !w->closed) pthread_cond_wait(&w->done, &w->mu);
+    flush_round(w);
     int rc = take_error(w);
     pthread_mutex_unlock(&w->mu);
     return rc;
@@ -515,15 +493,10 @@ int slg_writer_close(slg_writer *w) {
 
 void slg_writer_free(slg_writer *w) {
     if (!w) return;
-    if (FORKED(w)) { /* no thread to join, and the mutex may be held: leak it */
-        if (w->fd >= 0) close(w->fd);
-        free(w->cur.data);
-        free(w->spare.data);
-        return;
-    }
-    (void)slg_writer_close(w);
+    (void)slg_writer_close(w); /* (in a forked child: only its descriptor) */
     free(w->cur.data);
     free(w->spare.data);
+    if (FORKED(w)) return; /* no thread to join, and the mutex may be held: leak it */
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->wake);
     pthread_cond_destroy(&w->done);
@@ -570,13 +543,9 @@ void slg_writer_inject_fault(slg_writer *w, int err, int count) {
 
 /* lint: returns locked (on success; see writer.h) */
 int slg_writer_begin(slg_writer *w, uint64_t bytes, uint64_t records, char **out) {
-    if (FORKED(w)) return -ECHILD;
-    pthread_mutex_lock(&w->mu);
-    if (w->closing || w->closed) {
-        pthread_mutex_unlock(&w->mu);
-        return -EBADF;
-    }
-    int rc = reserve(w, bytes);
+    int rc = lock_open(w);
+    if (rc != 0) return rc;
+    rc = reserve(w, bytes);
     if (rc != 0) {
         if (rc == SLG_DROPPED) w->st.records_dropped += records;
         pthread_mutex_unlock(&w->mu);

@@ -18,6 +18,10 @@ int slg_writer_begin(slg_writer *w, uint64_t bytes, uint64_t records, char **out
  * Returns an unreported I/O error (-errno) or 0. */
 int slg_writer_commit(slg_writer *w, uint64_t bytes, uint64_t records);
 
+/* Bumped in a forked child: objects made before the fork (whose threads the
+ * child does not have) refuse to run there. */
+unsigned slg_fork_generation(void);
+
 /* The native threads' timers (writer.c's flusher, binner.c's worker): a
  * condition variable on CLOCK_MONOTONIC, and the deadline `secs` from now. */
 void slg_cond_init_monotonic(pthread_cond_t *c);

@@ -1,15 +1,8 @@
-/* speedups.c - summarylog._speedups: CPython fast paths for the Writer's
- * hot calls, where a cffi call (GIL release, argument conversion) would cost
- * more than the work itself.
- *
- * pack_log(scalars, keys, kidx, step, walltime) -> bytes | None
- *     Writer.log()'s record for the usual case: ``scalars`` is a dict with
- *     exactly the tags ``keys`` (a tuple of str, in the same order) and every
- *     value a plain float or int.  Returns the packed little-endian record
- *     u32 kidx, u32 0, i64 step, f64 walltime, f64 value[n] (the layout the
- *     writer's drain reads), or None when anything differs; the caller then
- *     takes its careful path, which validates and explains.
- */
+/* speedups.c - summarylog._speedups: CPython fast paths for the Writer's hot
+ * calls, where a cffi call would cost more than the work.  pack_log() packs
+ * Writer.log()'s record (u32 kidx, u32 0, i64 step, f64 walltime, f64
+ * value[n], as the drain reads it) when scalars has exactly the tags keys with
+ * plain float/int values; else None, and the caller's careful path explains. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>

@@ -1,12 +1,6 @@
-/* pyobjects.c - the two bulk paths that touch Python objects directly, so
- * Python code never loops per record (the only file that includes Python.h;
- * built into the extension, not into the plain-C tests).
- *
- * cffi releases the GIL around every call; these functions take it back with
- * PyGILState_Ensure while they read or build Python objects, and give it up
- * again while they frame and copy.  They receive objects as their CPython
- * address (id(obj)): the caller keeps them alive for the call.
- */
+/* pyobjects.c - the two bulk paths over Python objects, so Python never
+ * loops per record (built into the extension only).  cffi releases the GIL;
+ * they take it back while they touch objects, and not while they frame. */
 #include <Python.h>
 #include <errno.h>
 
@@ -60,21 +54,12 @@ int slg_writer_write_pylist(slg_writer *w, void *list_addr, uint64_t *accepted) 
     int rc = 0;
     *accepted = 0;
     PyGILState_STATE g = PyGILState_Ensure();
-    if (!PyList_CheckExact(list)) {
-        PyGILState_Release(g);
-        return -EINVAL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(list);
-    for (Py_ssize_t i = 0; i < n; i++) { /* all or nothing: the caller falls back otherwise */
+    if (!PyList_CheckExact(list)) rc = -EINVAL;
+    Py_ssize_t n = rc ? 0 : PyList_GET_SIZE(list);
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) { /* all or nothing: the caller falls back */
         PyObject *b = PyList_GET_ITEM(list, i);
-        if (!PyBytes_CheckExact(b)) {
-            PyGILState_Release(g);
-            return -EINVAL;
-        }
-        if ((uint64_t)PyBytes_GET_SIZE(b) > SLG_MAX_PAYLOAD) {
-            PyGILState_Release(g);
-            return -EMSGSIZE;
-        }
+        if (!PyBytes_CheckExact(b)) rc = -EINVAL;
+        else if ((uint64_t)PyBytes_GET_SIZE(b) > SLG_MAX_PAYLOAD) rc = -EMSGSIZE;
     }
     Py_ssize_t i = 0;
     while (i < n && rc == 0) {
@@ -105,20 +90,15 @@ int slg_spans_to_pylist(const char *buf, uint64_t base, const slg_span *spans, u
     PyObject *list = (PyObject *)list_addr;
     int rc = 0;
     PyGILState_STATE g = PyGILState_Ensure();
-    if (!PyList_CheckExact(list)) {
-        rc = -EINVAL;
-    } else {
-        for (uint64_t i = 0; i < n; i++) {
-            PyObject *b = PyBytes_FromStringAndSize(buf + (spans[i].offset - base),
-                                                    (Py_ssize_t)spans[i].length);
-            if (!b || PyList_Append(list, b) != 0) {
-                Py_XDECREF(b);
-                PyErr_Clear();
-                rc = -ENOMEM;
-                break;
-            }
-            Py_DECREF(b);
+    if (!PyList_CheckExact(list)) rc = -EINVAL;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        PyObject *b = PyBytes_FromStringAndSize(buf + (spans[i].offset - base),
+                                                (Py_ssize_t)spans[i].length);
+        if (!b || PyList_Append(list, b) != 0) {
+            PyErr_Clear();
+            rc = -ENOMEM;
         }
+        Py_XDECREF(b);
     }
     PyGILState_Release(g);
     return rc;
