@@ -1,12 +1,5 @@
-"""A writer's histograms on the native binner thread, and its collectors' lanes.
-
-The binner (csrc/binner.c) bins, encodes and frames histogram events into
-the writer's current file on a nice-19 thread that holds no GIL.  A lane
-(csrc/lane.c) is a collector's ring of private copies of the same tensors:
-one native call on the training thread copies them and queues the
-collection on that binner.  This class owns both for one writer: when they
-start, what they counted, and their errors.
-"""
+"""A writer's histograms on the native binner thread, and its collectors' lanes
+(summarylog.binner): when they start, what they counted, and their errors."""
 
 from __future__ import annotations
 
@@ -26,8 +19,7 @@ __all__ = ["HistogramStage", "LANE_SLOTS", "LANE_BYTES"]
 
 log = logging.getLogger("summarylog")
 
-#: a lane holds at most this many copies of its tensors, in at most this
-#: many bytes (fewer copies for bigger tensors; none past half of it)
+#: a lane's most copies of its tensors, and their most bytes (no lane past half of it)
 LANE_SLOTS = 8
 LANE_BYTES = 64 << 20
 
@@ -45,8 +37,7 @@ class HistogramStage:
         self._retired: list[Lane] = []  # let go of once their collections are written
 
     def binner(self) -> Binner | None:
-        """The binner, started on first use; None when no thread can start
-        (histograms then take the Python encoder)."""
+        """The binner, started on first use; None when no thread can start."""
         binner = self._binner
         if binner is None and not self._no_binner:
             with self._lock:
@@ -62,9 +53,8 @@ class HistogramStage:
 
     def write(self, rw: "RecordWriter", items: list[tuple[float, int, str, np.ndarray, int]],
               encode: Callable[..., bytes], write_payload: Callable[[bytes], None]) -> None:
-        """Histogram events of ``(wall, step, tag, values, bins)`` (checked),
-        written in order before this returns: float arrays by the binner,
-        others (and those it hands back) by ``encode``."""
+        """Histogram events of ``(wall, step, tag, values, bins)`` (checked), written in
+        order before this returns: float arrays by the binner, the rest by ``encode``."""
         binner = self.binner() if rw.compression is None else None
         native: list[tuple[Any, ...]] = []
         where: list[int] = []  # items[where[i]] is native[i]
@@ -85,15 +75,12 @@ class HistogramStage:
             try:
                 payload = encode(*items[k])
             except Exception as exc:
-                self._dropped(1)
+                with self._lock:
+                    self._counts["dropped_values"] += 1
                 log.warning("summarylog: could not encode the histogram %r for %s: %s",
                             items[k][2], self.logdir, exc)
                 continue
             write_payload(payload)
-
-    def _dropped(self, n: int) -> None:
-        with self._lock:
-            self._counts["dropped_values"] += n
 
     def _account(self, job: HistogramJob) -> None:
         failed = job.failed()
@@ -107,9 +94,8 @@ class HistogramStage:
 
     def open_lane(self, rw: "RecordWriter", scalar_tag: str | None,
                   entries: list[tuple[str, np.ndarray]]) -> Lane | None:
-        """A lane into ``rw`` for ``entries`` ``(tag, array)`` (see
-        :class:`~summarylog.binner.Lane`); None when the tensors are too big
-        for two copies in :data:`LANE_BYTES`, or no thread or memory is to be had."""
+        """A :class:`~summarylog.binner.Lane` into ``rw``; None when two copies of the
+        tensors exceed :data:`LANE_BYTES`, or no thread or memory is to be had."""
         size = sum((arr.nbytes + 63) & ~63 for _, arr in entries)
         slots = min(LANE_SLOTS, LANE_BYTES // max(size, 1))
         binner = self.binner()
@@ -127,8 +113,8 @@ class HistogramStage:
         return lane
 
     def retire(self, lane: Lane) -> None:
-        """A lane its collector no longer uses: let go of once its queued
-        collections are written (not waited for: this is the training thread)."""
+        """Let go of a lane once its queued collections are written (not waited for:
+        this is the training thread)."""
         with self._lock:
             if lane in self.lanes:
                 self.lanes.remove(lane)
