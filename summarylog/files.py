@@ -1,17 +1,10 @@
-"""Event file names, exclusive creation and rotation, for both dialects.
-
-The one module that names files.  A file is created with ``O_CREAT|O_EXCL``
-(RecordWriter), so writers in threads and processes never truncate or share
-one: a taken name moves on to the next name of its series.
+"""Event file names, exclusive creation and rotation, for both dialects.  Files are
+created with O_EXCL, so writers never truncate or share one: a taken name moves on.
 
 - TensorBoard: ``events.out.tfevents.<sec>.<host>.<pid>.<seq>[.<rank>]<suffix>``
-  (``events.out.zevents.….zst`` compressed: a name viewers skip); a taken
-  name takes the next ``<seq>``.
-- MindSpore: ``<prefix>.out.events.summary.<sec>[.<rank>].<host><suffix>``
-  and the same name ending ``_lineage``; the pair shares ``<sec>``, and a
-  taken name moves both to a later second.
-
-See docs/format.md for what goes into the files.
+  (compressed: ``events.out.zevents.….zst``, a name viewers skip).
+- MindSpore: ``<prefix>.out.events.summary.<sec>[.<rank>].<host><suffix>`` and the
+  same name ending ``_lineage``; a taken name moves the pair to a later second.
 """
 
 from __future__ import annotations
@@ -39,8 +32,7 @@ def host_name() -> str:
 
 
 def check_suffix(name: str, value: Any) -> str:
-    """A file name suffix: a str with no path separator or NUL that keeps a
-    name within the file system's limit."""
+    """A file name suffix: a str with no path separator or NUL, short enough."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if "/" in value or os.sep in value or "\0" in value:
@@ -52,8 +44,7 @@ def check_suffix(name: str, value: Any) -> str:
 
 
 def detect_rank() -> int | None:
-    """The process's rank from the launchers' environment variables, or None
-    (a value that is not a plain decimal number is ignored)."""
+    """The rank from the launchers' environment variables (plain decimals only), or None."""
     for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
         v = os.environ.get(var, "").strip()
         if v.isascii() and v.isdecimal():
@@ -62,8 +53,7 @@ def detect_rank() -> int | None:
 
 
 def check_local_dir(name: str, path: Any) -> str:
-    """A local directory path; a URL (``s3://…``) is refused, not taken as a
-    folder named ``s3:``."""
+    """A local directory path; a URL (``s3://…``) is refused, not made a folder ``s3:``."""
     path = os.fspath(path) if isinstance(path, os.PathLike) else path
     if not isinstance(path, str) or not path:
         raise TypeError(f"{name} must be a non-empty str or PathLike[str], got {path!r}")
@@ -92,8 +82,7 @@ class TensorBoardNames:
 
 
 class MindSporeNames:
-    """Names of a SummaryRecord's summary/lineage pair: both share a second
-    that no file of the directory has yet under either name."""
+    """Names of a SummaryRecord's summary/lineage pair, sharing a second free for both."""
 
     def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None) -> None:
         self.directory, self.prefix, self.suffix = directory, prefix, suffix
@@ -119,9 +108,8 @@ class MindSporeNames:
 
 
 class FileSeries:
-    """One stream of files in ``directory``: created on first use under the
-    first free name ``new_name()`` gives, each starting with the records
-    ``first_records(wall_time)``; :meth:`rotate` moves to the next."""
+    """One stream of files in ``directory``, each created on first use under the first
+    free name ``new_name()`` gives and starting with ``first_records(wall_time)``."""
 
     def __init__(self, directory: str, new_name: Callable[[], str],
                  open_file: Callable[[str], RecordWriter],
@@ -189,10 +177,8 @@ class FileSeries:
 
 
 class MindSporeFiles:
-    """A SummaryRecord's summary file and its lineage file, created on first
-    use under one free second, rotated (the pair moves on together) or
-    stopped at ``max_file_size``.  A closed file is made read-only, as
-    MindSpore leaves it."""
+    """A SummaryRecord's summary and lineage files, rotated together or stopped at
+    ``max_file_size``; closed files are made read-only, as MindSpore leaves them."""
 
     def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None,
                  open_file: Callable[[str], RecordWriter],

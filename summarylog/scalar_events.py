@@ -1,16 +1,11 @@
-"""The one form a queued scalar event takes, and its columns.
-
-Every scalar event a Writer queues (``add_scalar``: one tag; ``log``: many)
-is one little-endian bytes record::
+"""A queued scalar event is one little-endian bytes record (also packed by
+csrc/pyext/speedups.c)::
 
     u32 key, u32 0, i64 step, f64 wall_time, f64 value[k]
 
-``key`` indexes the writer's key sets (the tags of one ``log()`` call, or a
-lone tag), ``k`` is that set's size.  Bytes are not tracked by Python's
-garbage collector, so a hot loop queues no collectable objects (a collection
-in a process with torch's large heap costs the loop far more than packing).
-``csrc/pyext/speedups.c`` packs ``log()``'s record in the same layout.  The
-background stage turns a run of records into columns for one native call.
+``key`` indexes a set of ``k`` tags.  Bytes are not tracked by the garbage collector,
+so the hot loop queues no collectable objects; runs of records become columns for one
+native call.
 """
 
 from __future__ import annotations
