@@ -46,30 +46,23 @@ class HistogramJob:
         self.tags = [e[0] for e in entries]
         tags = [t.encode("utf-8") for t in self.tags]
         self._tags = ffi.new("char[]", b"".join(tags) or b"\0")
-        self._items = items = ffi.new("slg_hist_item[]", max(n, 1))
         self._views: list[Any] = []
+        fields: list[dict[str, Any]] = []
         off = 0
-        for i, (entry, tag) in enumerate(zip(entries, tags)):
+        for entry, tag in zip(entries, tags):
             arr = entry[1]
             if arr.dtype not in BINNABLE or not arr.flags.c_contiguous:
                 raise TypeError(f"values of {entry[0]!r} must be C-contiguous float32 or "
                                 f"float64, got {arr.dtype} (contiguous: {arr.flags.c_contiguous})")
-            view = ffi.from_buffer(arr)
-            self._views.append(view)
-            it = items[i]
-            it.values = view
-            it.n = arr.size
-            it.bins = entry[2]
+            self._views.append(ffi.from_buffer(arr))
+            fields.append({"values": self._views[-1], "n": arr.size, "bins": entry[2],
+                           "tag": self._tags + off, "tag_len": len(tag),
+                           "is_f64": arr.dtype.itemsize == 8})
             if len(entry) > 3:
-                it.step, it.wall_time = entry[3], entry[4]
-            it.tag = self._tags + off
-            it.tag_len = len(tag)
-            it.is_f64 = arr.dtype.itemsize == 8
+                fields[-1].update(step=entry[3], wall_time=entry[4])
             off += len(tag)
-        self._job = job = ffi.new("slg_hist_job *")
-        job.writer = rw.handle
-        job.items = items
-        job.n = n
+        self._items = items = ffi.new("slg_hist_item[]", fields or 1)
+        self._job = ffi.new("slg_hist_job *", {"writer": rw.handle, "items": items, "n": n})
 
     def fallbacks(self) -> list[int]:
         """Indexes of the entries left to Python (no finite value, or edges that
@@ -208,6 +201,5 @@ class Lane:
         written), failed (refused by the encoder), pending, slots, slot_bytes."""
         st = ffi.new("slg_lane_stats *")
         lib.slg_lane_get_stats(self._h, st)
-        return {"collections": st.collections, "busy": st.busy, "events": st.events,
-                "dropped": st.dropped, "failed": st.failed, "pending": st.pending,
-                "slots": st.slots, "slot_bytes": st.slot_bytes}
+        return {k: getattr(st, k) for k in ("collections", "busy", "events", "dropped",
+                                             "failed", "pending", "slots", "slot_bytes")}

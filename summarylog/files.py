@@ -9,6 +9,7 @@ created with O_EXCL, so writers never truncate or share one: a taken name moves 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -123,10 +124,9 @@ class FileSeries:
 
     def writer(self) -> RecordWriter:
         """The current file, created now if there is none."""
-        rw = self.current
-        if rw is None:
-            rw = self.current = self._create()
-        return rw
+        if self.current is None:
+            self.current = self._create()
+        return self.current
 
     def _create(self) -> RecordWriter:
         os.makedirs(self.directory, exist_ok=True)
@@ -242,10 +242,8 @@ class MindSporeFiles:
             rw, series.current = series.current, None
             if rw is not None and not rw.closed:
                 rw.close()
-                try:
+                with contextlib.suppress(OSError):
                     os.chmod(rw.path, 0o400)
-                except OSError:
-                    pass
 
     flush_current = flush
     close_current = close

@@ -38,39 +38,31 @@ class HistogramStage:
 
     def binner(self) -> Binner | None:
         """The binner, started on first use; None when no thread can start."""
-        binner = self._binner
-        if binner is None and not self._no_binner:
-            with self._lock:
-                if self._binner is None and not self._no_binner:
-                    try:
-                        self._binner = Binner(poll_secs=self._poll_secs)
-                    except OSError as exc:
-                        self._no_binner = True
-                        log.warning("summarylog: no native binner thread for %s (%s): "
-                                    "histograms are encoded in Python", self.logdir, exc)
-                binner = self._binner
-        return binner
+        with self._lock:
+            if self._binner is None and not self._no_binner:
+                try:
+                    self._binner = Binner(poll_secs=self._poll_secs)
+                except OSError as exc:
+                    self._no_binner = True
+                    log.warning("summarylog: no native binner thread for %s (%s): "
+                                "histograms are encoded in Python", self.logdir, exc)
+            return self._binner
 
     def write(self, rw: "RecordWriter", items: list[tuple[float, int, str, np.ndarray, int]],
               encode: Callable[..., bytes], write_payload: Callable[[bytes], None]) -> None:
         """Histogram events of ``(wall, step, tag, values, bins)`` (checked), written in
         order before this returns: float arrays by the binner, the rest by ``encode``."""
         binner = self.binner() if rw.compression is None else None
-        native: list[tuple[Any, ...]] = []
-        where: list[int] = []  # items[where[i]] is native[i]
-        rest: list[int] = []
-        for k, (wall, step, tag, values, bins) in enumerate(items):
-            if binner is not None and values.dtype in BINNABLE:
-                native.append((tag, np.ascontiguousarray(values), bins, step, wall))
-                where.append(k)
-            else:
-                rest.append(k)
+        native = [k for k, item in enumerate(items)  # the job's entry i is items[native[i]]
+                  if binner is not None and item[3].dtype in BINNABLE]
+        rest = sorted(set(range(len(items))).difference(native))
         if native:
             assert binner is not None
-            job = HistogramJob(rw, native)
+            job = HistogramJob(rw, [(tag, np.ascontiguousarray(vals), bins, step, wall)
+                                    for wall, step, tag, vals, bins in (items[k] for k in native)])
             binner.wait(binner.submit(job))
             self._account(job)
-            rest += [where[i] for i in job.fallbacks()]
+            rest += [native[i] for i in job.fallbacks()]
         for k in sorted(rest):  # other dtypes, edges that collapsed in float32
             try:
                 payload = encode(*items[k])
@@ -126,8 +118,7 @@ class HistogramStage:
             return
         with self._lock:
             done = [lane for lane in self._retired if not lane.stats["pending"]]
-            for lane in done:
-                self._retired.remove(lane)
+            self._retired = [lane for lane in self._retired if lane not in done]
         for lane in done:
             self._fold(lane)
 

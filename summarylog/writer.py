@@ -235,9 +235,8 @@ class Writer:
 
     def add_histogram(self, tag: str, values: Any, step: int | None = None,
                       bins: int = 64, walltime: float | None = None) -> None:
-        """Log a histogram of ``values`` (any shape; numpy or any framework's
-        tensor).  ``bins`` equal-width buckets over the finite range (default
-        64); ±inf are counted in the edge buckets and NaN in the total."""
+        """Log a histogram of ``values`` (any shape, numpy or framework tensor): ``bins``
+        equal-width buckets over the finite range; ±inf in the edge buckets, NaN in the total."""
         self._check_open()
         check_tag(tag)
         if isinstance(bins, bool) or not isinstance(bins, int):
@@ -262,8 +261,7 @@ class Writer:
 
     def add_images(self, tag: str, imgs: Any, step: int | None = None,
                    walltime: float | None = None, dataformats: str = "NCHW") -> None:
-        """Log a batch of images (one TensorBoard sample each) with
-        ``dataformats`` a permutation of NCHW; dtypes as :meth:`add_image`."""
+        """Log a batch of images (one sample each), ``dataformats`` a permutation of NCHW."""
         self._add_images(tag, imgs, step, walltime, dataformats, False)
 
     def _add_images(self, tag: str, img: Any, step: int | None, walltime: float | None,
@@ -334,9 +332,8 @@ class Writer:
             self.log(metrics, step, walltime)
 
     def add_graph(self, graph_def: Any, walltime: float | None = None) -> None:
-        """Log a model graph for TensorBoard's Graphs tab: a serialized
-        TensorFlow ``GraphDef`` (bytes), or a GraphDef message of any
-        protobuf package (e.g. what ``torch.utils.tensorboard`` builds)."""
+        """Log a model graph for TensorBoard's Graphs tab: a serialized ``GraphDef``, or a
+        GraphDef message of any protobuf package (e.g. ``torch.utils.tensorboard``'s)."""
         self._check_open()
         if hasattr(graph_def, "SerializeToString"):
             graph_def = graph_def.SerializeToString()
@@ -356,8 +353,7 @@ class Writer:
 
     # -- flush / close ----------------------------------------------------------------------
     def flush(self) -> None:
-        """Return when everything logged so far reached the OS (and the disk,
-        with ``durability="fsync"``)."""
+        """Return when everything logged so far reached the OS (and the disk, with fsync)."""
         self._check_open()
         self._pipe.flush()
 

@@ -21,15 +21,11 @@ __all__ = [
 VERSION = "MindSpore.Event:1"
 MAX_BUCKETS = 90
 
-#: numpy dtype -> anf_ir DataType number
+#: numpy dtype -> anf_ir DataType number (``DT_`` and the dtype's name in capitals)
 DTYPES: dict[np.dtype, int] = {
-    np.dtype(k): ms.DataType.values_by_name[v].number
-    for k, v in [
-        ("bool", "DT_BOOL"), ("int8", "DT_INT8"), ("int16", "DT_INT16"), ("int32", "DT_INT32"),
-        ("int64", "DT_INT64"), ("uint8", "DT_UINT8"), ("uint16", "DT_UINT16"),
-        ("uint32", "DT_UINT32"), ("uint64", "DT_UINT64"), ("float16", "DT_FLOAT16"),
-        ("float32", "DT_FLOAT32"), ("float64", "DT_FLOAT64"),
-    ]
+    np.dtype(k): ms.DataType.values_by_name["DT_" + k.upper()].number
+    for k in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "float32", "float64")
 }
 _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 
@@ -107,12 +103,10 @@ def tensor_proto(array: np.ndarray) -> Any:
     kind, size = arr.dtype.kind, arr.dtype.itemsize
     if kind == "f" and size == 8:
         t.double_data.extend(flat.tolist())
-    elif kind == "i" and size >= 4:
+    elif (kind == "i" and size >= 4) or (kind == "u" and size == 4):
         t.int64_data.extend(flat.astype(np.int64).tolist())
     elif kind == "u" and size == 8:
         t.uint64_data.extend(flat.tolist())
-    elif kind == "u" and size == 4:
-        t.int64_data.extend(flat.astype(np.int64).tolist())
     return t
 
 

@@ -20,15 +20,12 @@ __all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES"]
 FILE_VERSION = "brain.Event:2"
 WRITER_NAME = "summarylog"
 
+#: numpy dtype -> TensorFlow DataType number (``DT_`` and the name in capitals but floats')
+_FLOATS = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF"}
 DTYPES: dict[np.dtype, int] = {
-    np.dtype(k): tb.DataType.values_by_name[v].number
-    for k, v in [
-        ("float32", "DT_FLOAT"), ("float64", "DT_DOUBLE"), ("float16", "DT_HALF"),
-        ("int8", "DT_INT8"), ("int16", "DT_INT16"), ("int32", "DT_INT32"),
-        ("int64", "DT_INT64"), ("uint8", "DT_UINT8"), ("uint16", "DT_UINT16"),
-        ("uint32", "DT_UINT32"), ("uint64", "DT_UINT64"), ("bool", "DT_BOOL"),
-        ("complex64", "DT_COMPLEX64"), ("complex128", "DT_COMPLEX128"),
-    ]
+    np.dtype(k): tb.DataType.values_by_name[_FLOATS.get(k, "DT_" + k.upper())].number
+    for k in (*_FLOATS, "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+              "uint64", "bool", "complex64", "complex128")
 }
 _DT_STRING = tb.DataType.values_by_name["DT_STRING"].number
 _BLOB_SEQUENCE = tb.DataClass.values_by_name["DATA_CLASS_BLOB_SEQUENCE"].number
@@ -72,9 +69,7 @@ def histogram_proto(values: np.ndarray, bins: int) -> Any:
     h = tb.HistogramProto(num=float(flat.size))
     if st.finite:
         lo, hi = st.min, st.max
-        h.min, h.max = lo, hi
-        h.sum = st.sum
-        h.sum_squares = st.sum_squares
+        h.min, h.max, h.sum, h.sum_squares = lo, hi, st.sum, st.sum_squares
         if lo == hi:
             # one zero-width bucket, as TensorBoard's own summary does: no empty edge
             # buckets whose limits lie outside [min, max]
@@ -108,8 +103,8 @@ def tensor_proto(array: np.ndarray) -> Any:
         t.tensor_shape.dim.add(size=int(d))
     if arr.dtype.kind in "US" or arr.dtype == object:
         t.dtype = _DT_STRING
-        for s in arr.ravel().tolist():
-            t.string_val.append(s.encode() if isinstance(s, str) else bytes(s))
+        t.string_val.extend(s.encode() if isinstance(s, str) else bytes(s)
+                            for s in arr.ravel().tolist())
         return t
     dt = DTYPES.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
     if dt is None:
@@ -306,11 +301,9 @@ MAX_EXPANDED_ELEMENTS = 1 << 20
 def tensor_elements(shape: list[int], present: int) -> int:
     """The element count of a shape; ValueError for a negative dimension, or for more
     than MAX_EXPANDED_ELEMENTS elements where only ``present`` values are stored."""
-    size = 1
-    for d in shape:
-        if d < 0:
-            raise ValueError(f"tensor shape {shape} has a negative dimension")
-        size *= d
+    if any(d < 0 for d in shape):
+        raise ValueError(f"tensor shape {shape} has a negative dimension")
+    size = math.prod(shape)
     if size > max(present, MAX_EXPANDED_ELEMENTS):
         raise ValueError(f"tensor shape {shape} needs {size} elements but holds {present} "
                          f"(expansion is capped at {MAX_EXPANDED_ELEMENTS})")

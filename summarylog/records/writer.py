@@ -185,8 +185,7 @@ class RecordWriter:
         return total
 
     def write_framed(self, data: Any, records: int) -> None:
-        """Buffer records that are already framed (``records`` of them, back
-        to back, e.g. from a native encoder); compressed like the rest."""
+        """Buffer ``records`` records already framed back to back (compressed like the rest)."""
         if self._closed:
             raise ValueError(f"write to closed RecordWriter ({self.path})")
         if self._zstd is not None:
@@ -199,8 +198,7 @@ class RecordWriter:
 
     # -- flushing and closing ----------------------------------------------
     def flush(self) -> None:
-        """Return once everything written so far reached the OS (and the
-        disk, with ``durability="fsync"``)."""
+        """Return once everything written so far reached the OS (and the disk, with fsync)."""
         if self._closed:
             raise ValueError(f"flush of closed RecordWriter ({self.path})")
         if self._zstd is not None:
@@ -210,8 +208,8 @@ class RecordWriter:
             self.report(rc)
 
     def close(self) -> None:
-        """Flush, fdatasync (unless ``durability="none"``) and close.
-        Idempotent; raises (strict) the first I/O error not yet reported."""
+        """Flush, fdatasync (unless ``durability="none"``) and close.  Idempotent; raises
+        (strict) the first I/O error not yet reported."""
         if self._closed:
             return
         try:
@@ -229,8 +227,7 @@ class RecordWriter:
 
     @property
     def handle(self) -> Any:
-        """The native writer (``slg_writer *``), for the modules that frame
-        into it from C (scalar columns, the binner); valid while open."""
+        """The native ``slg_writer *`` the binner and scalar encoder frame into (while open)."""
         return self._h
 
     def abandon(self) -> None:
@@ -284,10 +281,9 @@ class RecordWriter:
             raise_errno(rc, self.path)
         if not self._warned:
             self._warned = True
-            err = -rc
             log.warning("summarylog: I/O error on %s: %s (errno %d); records are being "
                         "lost, see RecordWriter.stats; logging once", self.path,
-                        os.strerror(err), err)
+                        os.strerror(-rc), -rc)
         return True
 
 
