@@ -47,8 +47,8 @@ class Writer:
     Args:
       logdir: the run directory (created if missing; a local path).
       flush_secs: events reach the OS at least this often (s; default 1.0).
-      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"`` (loss windows:
-        :mod:`summarylog.records.writer`).
+      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"`` (what a crash can
+        lose: the README's durability table).
       compression: None (default) or ``"zstd"`` (viewers skip it; ``zstd -d`` converts).
       max_file_size: rotate to a new file past this many bytes (None: never).
       filename_suffix: appended to file names.

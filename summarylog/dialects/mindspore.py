@@ -11,7 +11,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .._native import lib
+from ..events import Event
+from ..histograms import as_float_array, equal_width_counts, value_stats
 from ..pb import ms
+from ..png import encode_png
+from .tensorboard import tensor_elements
 
 __all__ = [
     "VERSION", "MindSporeEncoder", "histogram_buckets", "image_grid", "tensor_proto",
@@ -35,15 +39,11 @@ _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 def histogram_buckets(values: np.ndarray) -> Any:
     """Summary.Histogram of ``values`` by MindSpore's rule: equal widths over [min, max]
     (widened by 0.5 each side when min == max); non-finite values counted apart."""
-    from ..histograms import as_float_array, equal_width_counts, value_stats
-
     src = np.asarray(values)
     arr = as_float_array(src)
     st = value_stats(arr)
-    h = ms.Histogram()
-    h.count = int(arr.size)
-    h.nan_count, h.pos_inf_count, h.neg_inf_count = (st.nan_count, st.pos_inf_count,
-                                                     st.neg_inf_count)
+    h = ms.Histogram(count=int(arr.size), nan_count=st.nan_count,
+                     pos_inf_count=st.pos_inf_count, neg_inf_count=st.neg_inf_count)
     n = st.finite
     if n == 0:
         h.min = h.max = h.sum = 0.0
@@ -177,17 +177,13 @@ class MindSporeEncoder:
         """One Event holding every value of a step (summarylog.dialects.base;
         a LossLandscape as message or bytes)."""
         ev = ms.Event(wall_time=wall_time, step=step)
-        summary = ev.summary
         for plugin, tag, value in values:
-            v = summary.value.add(tag=tag)
+            v = ev.summary.value.add(tag=tag)
             if plugin == "scalar":
                 v.scalar_value = float(value)
             elif plugin == "image":
                 grid = image_grid(value)
-                from ..png import encode_png
-
-                v.image.height, v.image.width = int(grid.shape[0]), int(grid.shape[1])
-                v.image.colorspace = 3
+                v.image.height, v.image.width, v.image.colorspace = *grid.shape[:2], 3
                 v.image.encoded_image = encode_png(grid)
             elif plugin == "tensor":
                 v.tensor.CopyFrom(tensor_proto(value))
@@ -245,10 +241,9 @@ def value_of_event(ev: Any) -> Any:
             buckets = [(lo, hi - lo, c) for lo, hi, c in zip(lefts, limits, counts)
                        if math.isfinite(lo) and math.isfinite(hi)]
         while len(buckets) > MAX_BUCKETS:  # merge neighbours until MindInsight takes it
-            merged = [(a[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(buckets[::2], buckets[1::2])]
-            if len(buckets) % 2:
-                merged.append(buckets[-1])
-            buckets = merged
+            pairs = zip(buckets[::2], buckets[1::2])  # an odd last one stays as it is
+            buckets = ([(a[0], a[1] + b[1], a[2] + b[2]) for a, b in pairs]
+                       + buckets[len(buckets) // 2 * 2:])
         h = v.histogram
         for left, width, count in buckets:
             h.buckets.add(left=float(left), width=float(width), count=int(round(count)))
@@ -273,8 +268,6 @@ def summary_of_values(wall_time: float, step: int, values: Sequence[Any]) -> byt
 
 def tensor_to_numpy(t: Any) -> np.ndarray:
     """The array of an anf_ir TensorProto (exact fields preferred)."""
-    from .tensorboard import tensor_elements
-
     shape = [int(d) for d in t.dims]
     dt = _NP_OF_DT.get(t.data_type, np.dtype(np.float32))
     # what the fields hold decides the cap: no expansion past it (tensor_elements)
@@ -311,8 +304,6 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
     """Plain :class:`summarylog.events.Event` objects for one summary record (as the
     TensorBoard dialect's; histograms also carry buckets and non-finite counts).
     ``values=False``: kinds only.  A tag that is not UTF-8 comes surrogate-escaped."""
-    from ..events import Event
-
     ev = ms.Event.FromString(payload)
     which = ev.WhichOneof("what")
     if which == "summary":

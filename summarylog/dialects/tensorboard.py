@@ -13,7 +13,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .._native import ffi, lib
+from ..events import Event
+from ..histograms import as_float_array, equal_width_counts, value_stats
 from ..pb import tb
+from ..png import encode_png
 
 __all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES"]
 
@@ -33,10 +36,8 @@ _TENSOR = tb.DataClass.values_by_name["DATA_CLASS_TENSOR"].number
 
 
 def _plugin_metadata(plugin: str, content: bytes = b"", data_class: int = 0) -> Any:
-    md = tb.SummaryMetadata(data_class=data_class)
-    md.plugin_data.plugin_name = plugin
-    md.plugin_data.content = content
-    return md
+    return tb.SummaryMetadata(data_class=data_class,
+                              plugin_data={"plugin_name": plugin, "content": content})
 
 
 _IMAGES_MD = _plugin_metadata("images", tb.ImagePluginData(version=0).SerializeToString(),
@@ -56,8 +57,6 @@ def _event(wall_time: float, step: int, **values: Any) -> Any:
 def histogram_proto(values: np.ndarray, bins: int) -> Any:
     """HistogramProto of ``values``: ``bins`` equal-width buckets over the finite
     range; ±inf counted in the edge buckets; NaN only in ``num``."""
-    from ..histograms import as_float_array, equal_width_counts, value_stats
-
     flat = np.ravel(values)
     if flat.dtype.kind not in "fiub":
         raise TypeError(f"values must be numeric, got dtype {flat.dtype}")
@@ -178,8 +177,6 @@ class TensorBoardEncoder:
         """A histogram event; ``bins <= 0``: MindSpore's bucket rule.  Float values
         are encoded in one C call, what it hands back by :func:`histogram_proto`."""
         if values.dtype == np.float32 or values.dtype == np.float64:
-            from ..histograms import as_float_array
-
             arr = as_float_array(values)
             tag_b = tag.encode("utf-8")
             cap = lib.slg_tb_histogram_event_bound(len(tag_b), bins)
@@ -192,8 +189,6 @@ class TensorBoardEncoder:
             if n < 0:
                 raise OSError(-n, f"slg_tb_encode_histogram_event: {os.strerror(-n)}")
         if bins <= 0:
-            from ..histograms import as_float_array, value_stats
-
             bins = lib.slg_ms_bins(value_stats(as_float_array(np.ravel(values))).finite)
         return _event(wall_time, step, tag=tag, histo=histogram_proto(values, bins)).SerializeToString()
 
@@ -205,8 +200,7 @@ class TensorBoardEncoder:
         return _event(wall_time, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
 
     def text(self, wall_time: float, step: int, tag: str, text: str) -> bytes:
-        t = tb.TensorProto(dtype=_DT_STRING)
-        t.string_val.append(text.encode("utf-8"))
+        t = tb.TensorProto(dtype=_DT_STRING, string_val=[text.encode("utf-8")])
         return _event(wall_time, step, tag=tag, metadata=_TEXT_MD, tensor=t).SerializeToString()
 
     def tensor(self, wall_time: float, step: int, tag: str, array: np.ndarray) -> bytes:
@@ -221,7 +215,6 @@ class TensorBoardEncoder:
                 values: Iterable[tuple[str, str, Any]]) -> list[bytes]:
         """A recorded step's values (see dialects.base): scalars in one event, histograms
         by MindSpore's bucket rule, images as MindSpore's grid, a landscape as x, y, z."""
-        from ..png import encode_png
         from .mindspore import image_grid, tensor_to_numpy
 
         out, tags, floats = [], [], []
@@ -272,9 +265,8 @@ def payload_of_event(ev: Any) -> bytes | None:
     if k == "histogram":
         v = ev.value
         h = tb.HistogramProto(min=v["min"], max=v["max"], num=v["num"], sum=v["sum"] or 0.0,
-                              sum_squares=v.get("sum_squares") or 0.0)
-        h.bucket_limit.extend(v["limits"])
-        h.bucket.extend(v["counts"])
+                              sum_squares=v.get("sum_squares") or 0.0,
+                              bucket_limit=v["limits"], bucket=v["counts"])
         return _event(wall, step, tag=tag, histo=h).SerializeToString()
     if k == "image":
         v = ev.value
@@ -343,11 +335,6 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
     return np.zeros(shape, dt)
 
 
-def _histogram_dict(h: Any) -> dict[str, Any]:
-    return {"limits": list(h.bucket_limit), "counts": list(h.bucket), "min": h.min,
-            "max": h.max, "num": h.num, "sum": h.sum, "sum_squares": h.sum_squares}
-
-
 _KIND_OF_PLUGIN = {"scalars": "scalar", "images": "image", "text": "text",
                    "histograms": "histogram"}
 
@@ -370,7 +357,10 @@ def _decode_value(v: Any, plugins: dict[str, str], values: bool = True) -> tuple
     if which == "simple_value":
         return "scalar", float(v.simple_value)
     if which == "histo":
-        return "histogram", _histogram_dict(v.histo)
+        h = v.histo
+        return "histogram", {"limits": list(h.bucket_limit), "counts": list(h.bucket),
+                             "min": h.min, "max": h.max, "num": h.num, "sum": h.sum,
+                             "sum_squares": h.sum_squares}
     if which == "image":
         return "image", {"width": v.image.width, "height": v.image.height,
                          "pngs": [v.image.encoded_image_string]}
@@ -405,8 +395,6 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
     """Plain :class:`summarylog.events.Event` objects for one event record (one per
     Summary.Value, or one marker).  ``plugins`` carries each tag's plugin from its
     first value (TF2 writes it once per tag).  ``values=False``: kinds only."""
-    from ..events import Event
-
     if plugins is None:
         plugins = {}
     ev = tb.Event.FromString(payload)

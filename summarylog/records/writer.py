@@ -1,20 +1,8 @@
 """RecordWriter: payloads in, TFRecord records on disk, through the native buffered
-writer (``slg_writer_*``) and its flusher thread.
-
-Durability, and what a crash can lose (``flush()`` always returns once everything
-written before it reached the OS, and the disk with ``"fsync"``):
-
-* ``"none"``: records reach the OS every ``flush_secs``, past ``flush_bytes``, on
-  ``flush()`` and ``close()``; never fsynced.  Process crash: the last ``flush_secs``.
-  OS crash or power loss: whatever the OS had not written back.
-* ``"flush"`` (default): as ``"none"``, and ``close()`` fdatasyncs.  OS crash:
-  everything since the last close.
-* ``"fsync"``: every write round ends with one fdatasync (group commit).  Process or
-  OS crash: the last ``flush_secs`` (plus the fsync's own time).
-
-``compression="zstd"``: one zstd frame per flush, compressed on a background thread,
-``.zst`` appended to the name (``zstd -d`` gives a plain TFRecord file); a crash loses
-at most the block not yet flushed.
+writer (``slg_writer_*``) and its flusher thread.  What each ``durability`` can lose
+in a crash: the README's durability table.  ``compression="zstd"`` writes one zstd
+frame per flush (``zstd -d`` gives a plain TFRecord file); a crash loses at most the
+block not yet flushed.
 """
 
 from __future__ import annotations
@@ -80,7 +68,8 @@ class RecordWriter:
       path: the file to create; it must not exist (opened with O_EXCL: never truncates
         or appends).  With ``compression="zstd"``, ``.zst`` is appended unless present.
       flush_secs: the flusher writes the buffer at least this often (s; default 1.0).
-      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"`` (see the module).
+      durability: ``"none"``, ``"flush"`` (default: ``close()`` fdatasyncs) or ``"fsync"``
+        (every write round ends with one fdatasync, and so does ``flush()``).
       compression: ``None`` (default) or ``"zstd"``.
       flush_bytes: buffered bytes that wake the flusher early (default 1 MiB).
       max_buffer: cap on buffered bytes (default 64 MiB; a larger single record is still
