@@ -75,19 +75,16 @@ class TensorBoardNames:
 
     def __call__(self) -> str:
         kind = "zevents" if self.compressed else "tfevents"
-        name = (f"events.out.{kind}.{int(time.time()):010d}.{host_name()}.{os.getpid()}."
-                f"{next(_seq)}")
-        if self.rank is not None:
-            name += f".{self.rank}"
-        return name + self.suffix
+        rank = f".{self.rank}" if self.rank is not None else ""
+        return (f"events.out.{kind}.{int(time.time()):010d}.{host_name()}.{os.getpid()}."
+                f"{next(_seq)}{rank}{self.suffix}")
 
 
 class MindSporeNames:
     """Names of a SummaryRecord's summary/lineage pair, sharing a second free for both."""
 
     def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None) -> None:
-        self.directory, self.prefix, self.suffix = directory, prefix, suffix
-        self.rank = rank
+        self.directory, self.prefix, self.suffix, self.rank = directory, prefix, suffix, rank
         self.host = host_name()
         self.sec = 0
         self.next_pair()
@@ -132,11 +129,9 @@ class FileSeries:
         os.makedirs(self.directory, exist_ok=True)
         for _ in range(_CREATE_TRIES):
             path = os.path.join(self.directory, self._new_name())
-            try:
+            with contextlib.suppress(FileExistsError):  # taken (or a planted symlink): next name
                 rw = self._open_file(path)
                 break
-            except FileExistsError:  # taken (or a planted symlink): the series' next name
-                continue
         else:
             raise FileExistsError(errno.EEXIST, f"no free file name after {_CREATE_TRIES} "
                                   f"tries (the last)", path)

@@ -55,13 +55,20 @@ class HistogramStage:
         binner = self.binner() if rw.compression is None else None
         native = [k for k, item in enumerate(items)  # the job's entry i is items[native[i]]
                   if binner is not None and item[3].dtype in BINNABLE]
-        rest = sorted(set(range(len(items))).difference(native))
+        rest = list(set(range(len(items))).difference(native))
         if native:
             assert binner is not None
             job = HistogramJob(rw, [(tag, np.ascontiguousarray(vals), bins, step, wall)
                                     for wall, step, tag, vals, bins in (items[k] for k in native)])
             binner.wait(binner.submit(job))
-            self._account(job)
+            failed = job.failed()
+            for tag, reason in failed:
+                log.warning("summarylog: could not encode the histogram %r for %s: %s", tag,
+                            self.logdir, reason)
+            events, dropped = job.report()
+            with self._lock:
+                self._counts["events"] += events
+                self._counts["dropped_values"] += dropped + len(failed)
             rest += [native[i] for i in job.fallbacks()]
         for k in sorted(rest):  # other dtypes, edges that collapsed in float32
             try:
@@ -73,16 +80,6 @@ class HistogramStage:
                             items[k][2], self.logdir, exc)
                 continue
             write_payload(payload)
-
-    def _account(self, job: HistogramJob) -> None:
-        failed = job.failed()
-        for tag, reason in failed:
-            log.warning("summarylog: could not encode the histogram %r for %s: %s", tag,
-                        self.logdir, reason)
-        events, dropped = job.report()
-        with self._lock:
-            self._counts["events"] += events
-            self._counts["dropped_values"] += dropped + len(failed)
 
     def open_lane(self, rw: "RecordWriter", scalar_tag: str | None,
                   entries: list[tuple[str, np.ndarray]]) -> Lane | None:
@@ -143,8 +140,7 @@ class HistogramStage:
         error: BaseException | None = None
         if self._binner is not None and self._pid == os.getpid():
             self._binner.close()
-            lanes, self.lanes = self.lanes + self._retired, []
-            self._retired = []
+            lanes, self.lanes, self._retired = self.lanes + self._retired, [], []
             for lane in lanes:
                 try:
                     self._fold(lane)

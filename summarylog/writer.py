@@ -152,8 +152,9 @@ class Writer:
         walltime = _time() if walltime is None else check_walltime(walltime)
         if type(value) is not float:
             value = float(value) if type(value) is int else snapshot_scalar(value, "value")
-            if type(value) is Deferred:
-                self._put_deferred(step, walltime, (tag,), (value,))
+            if type(value) is Deferred:  # a framework tensor: read on the background thread
+                self._pipe.put(Job(self._encode_deferred, step, walltime, (tag,), (value,),
+                                   nbytes=64))
                 return
         q = self._q
         q.append(entry[1](entry[0], 0, step, walltime, value))
@@ -194,18 +195,14 @@ class Writer:
         walltime = _time() if walltime is None else check_walltime(walltime)
         vals = tuple(v if type(v) is float else float(v) if type(v) is int
                      else snapshot_scalar(v, f"scalars[{k!r}]") for k, v in scalars.items())
-        if any(type(v) is Deferred for v in vals):
-            self._put_deferred(step, walltime, keys, vals)
+        if any(type(v) is Deferred for v in vals):  # framework tensors: read in the background
+            self._pipe.put(Job(self._encode_deferred, step, walltime, keys, vals,
+                               nbytes=64 * len(vals)))
             return None
         try:
             return pack(key, 0, step, walltime, *vals)
         except (struct.error, OverflowError) as exc:
             raise ValueError(f"scalars: a value does not fit a float64: {exc}") from None
-
-    def _put_deferred(self, step: int, wall: float, tags: tuple[str, ...],
-                      vals: tuple[Any, ...]) -> None:
-        """Scalars holding framework tensors: read on the background thread."""
-        self._pipe.put(Job(self._encode_deferred, step, wall, tags, vals, nbytes=64 * len(vals)))
 
     def _encode_deferred(self, step: int, wall: float, tags: tuple[str, ...],
                          vals: tuple[Any, ...]) -> list[bytes]:

@@ -395,8 +395,7 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
     """Plain :class:`summarylog.events.Event` objects for one event record (one per
     Summary.Value, or one marker).  ``plugins`` carries each tag's plugin from its
     first value (TF2 writes it once per tag).  ``values=False``: kinds only."""
-    if plugins is None:
-        plugins = {}
+    plugins = {} if plugins is None else plugins
     ev = tb.Event.FromString(payload)
     which = ev.WhichOneof("what")
     if which == "summary":
