@@ -2,11 +2,6 @@
 (csrc/binner.c, csrc/lane.c).  Binning is the CPU-heavy part of logging: there it
 holds no GIL and runs at nice 19, so it only takes a CPU the training threads leave
 idle (a Python thread would compete with them for both).
-
-    binner = Binner()
-    job = HistogramJob(rw, [("w/auto", weights, 0)])   # (tag, values, bins)
-    binner.wait(binner.submit(job, step=10, wall_time=time.time()))
-    job.report()                                      # events written, errors
 """
 
 from __future__ import annotations
@@ -67,15 +62,12 @@ class HistogramJob:
     def fallbacks(self) -> list[int]:
         """Indexes of the entries left to Python (no finite value, or edges that
         collapsed in float32): not written."""
-        fallback = lib.SLG_HIST_FALLBACK
-        items = self._items
-        return [i for i in range(self.n) if items[i].status == fallback]
+        return [i for i in range(self.n) if self._items[i].status == lib.SLG_HIST_FALLBACK]
 
     def failed(self) -> list[tuple[str, str]]:
         """``(tag, reason)`` of the entries the encoder refused (not written)."""
-        items = self._items
-        return [(self.tags[i], os.strerror(-items[i].status)) for i in range(self.n)
-                if items[i].status < 0]
+        return [(tag, os.strerror(-it.status)) for tag, it in zip(self.tags, self._items)
+                if it.status < 0]
 
     def report(self) -> tuple[int, int]:
         """After the job finished: ``(events written, made but not written)``; the

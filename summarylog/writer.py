@@ -206,7 +206,7 @@ class Writer:
 
     def _encode_deferred(self, step: int, wall: float, tags: tuple[str, ...],
                          vals: tuple[Any, ...]) -> list[bytes]:
-        kept_tags, kept = [], []
+        kept: dict[str, Any] = {}  # the tags are a mapping's keys: unique
         for tag, v in zip(tags, vals):
             if type(v) is Deferred:
                 try:
@@ -215,9 +215,8 @@ class Writer:
                     self._pipe.counts["dropped_values"] += 1
                     log.warning("summarylog: could not read %s: %s", v.name, exc)
                     continue
-            kept_tags.append(tag)
-            kept.append(v)
-        return [self._enc.scalars(wall, step, kept_tags, kept)] if kept else []
+            kept[tag] = v
+        return [self._enc.scalars(wall, step, list(kept), list(kept.values()))] if kept else []
 
     # -- heavy values ------------------------------------------------------------------
     def _submit(self, fn: Any, *args: Any) -> None:

@@ -72,11 +72,9 @@ def image_grid(nchw: np.ndarray) -> np.ndarray:
         nchw = np.repeat(nchw, 3, axis=1)
     cols = min(n, 8)
     rows = math.ceil(n / cols)
-    canvas = np.zeros((3, h * rows, w * cols), np.uint8 if nchw.dtype == np.uint8 else np.float64)
-    for i in range(n):
-        r, k = divmod(i, cols)
-        canvas[:, r * h:(r + 1) * h, k * w:(k + 1) * w] = nchw[i]
-    hwc = canvas.transpose(1, 2, 0)
+    tiles = np.zeros((rows * cols, 3, h, w), np.uint8 if nchw.dtype == np.uint8 else np.float64)
+    tiles[:n] = nchw  # tile (r, k) of the grid is image r * cols + k
+    hwc = tiles.reshape(rows, cols, 3, h, w).transpose(0, 3, 1, 4, 2).reshape(rows * h, cols * w, 3)
     if hwc.dtype == np.uint8:
         return np.ascontiguousarray(hwc)
     lo, hi = float(hwc.min()), float(hwc.max())
@@ -96,8 +94,7 @@ def tensor_proto(array: np.ndarray) -> Any:
     dt = DTYPES.get(arr.dtype)
     if dt is None:
         raise TypeError(f"tensor dtype {arr.dtype} has no MindSpore DataType")
-    t = ms.TensorProto(data_type=dt)
-    t.dims.extend(int(d) for d in arr.shape)
+    t = ms.TensorProto(data_type=dt, dims=[int(d) for d in arr.shape])
     flat = arr.reshape(-1)
     t.float_data.extend(flat.astype(np.float32).tolist())
     kind, size = arr.dtype.kind, arr.dtype.itemsize

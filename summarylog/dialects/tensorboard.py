@@ -44,9 +44,6 @@ _IMAGES_MD = _plugin_metadata("images", tb.ImagePluginData(version=0).SerializeT
                               _BLOB_SEQUENCE)
 _TEXT_MD = _plugin_metadata("text", tb.TextPluginData(version=0).SerializeToString(), _TENSOR)
 
-SESSION_START_TAG = "_hparams_/session_start_info"
-SESSION_END_TAG = "_hparams_/session_end_info"
-
 
 def _event(wall_time: float, step: int, **values: Any) -> Any:
     ev = tb.Event(wall_time=wall_time, step=step)
@@ -98,7 +95,7 @@ def tensor_proto(array: np.ndarray) -> Any:
     """TensorProto keeping dtype and shape; values as raw little-endian bytes."""
     arr = np.asarray(array)
     t = tb.TensorProto()
-    for d in arr.shape:
+    for d in arr.shape:  # a scalar has no tensor_shape at all, as TensorFlow writes it
         t.tensor_shape.dim.add(size=int(d))
     if arr.dtype.kind in "US" or arr.dtype == object:
         t.dtype = _DT_STRING
@@ -134,15 +131,13 @@ class TensorBoardEncoder:
     name = "tensorboard"
 
     def file_header(self, wall_time: float) -> bytes:
-        ev = tb.Event(wall_time=wall_time, file_version=FILE_VERSION)
-        ev.source_metadata.writer = WRITER_NAME
-        return ev.SerializeToString()
+        return tb.Event(wall_time=wall_time, file_version=FILE_VERSION,
+                        source_metadata={"writer": WRITER_NAME}).SerializeToString()
 
     def purge_marker(self, wall_time: float, step: int) -> list[bytes]:
         """TensorBoard's resume marker: purge earlier events with step >= step."""
         a = tb.Event(wall_time=wall_time, step=step, file_version=FILE_VERSION)
-        b = tb.Event(wall_time=wall_time, step=step)
-        b.session_log.status = 1  # START
+        b = tb.Event(wall_time=wall_time, step=step, session_log={"status": 1})  # START
         return [a.SerializeToString(), b.SerializeToString()]
 
     def scalars(self, wall_time: float, step: int, tags: Sequence[str],
@@ -194,9 +189,8 @@ class TensorBoardEncoder:
 
     def images(self, wall_time: float, step: int, tag: str, pngs: Sequence[bytes],
                height: int, width: int, channels: int) -> bytes:
-        t = tb.TensorProto(dtype=_DT_STRING)
-        t.tensor_shape.dim.add(size=2 + len(pngs))
-        t.string_val.extend([str(width).encode(), str(height).encode(), *pngs])
+        t = tb.TensorProto(dtype=_DT_STRING, tensor_shape={"dim": [{"size": 2 + len(pngs)}]},
+                           string_val=[str(width).encode(), str(height).encode(), *pngs])
         return _event(wall_time, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
 
     def text(self, wall_time: float, step: int, tag: str, text: str) -> bytes:
@@ -247,8 +241,8 @@ class TensorBoardEncoder:
             start.hparams[name].CopyFrom(_hparam_value(name, v))
         end = tb.SessionEndInfo(status=1, end_time_secs=wall_time)  # STATUS_SUCCESS
         out = []
-        for tag, info in ((SESSION_START_TAG, {"session_start_info": start}),
-                          (SESSION_END_TAG, {"session_end_info": end})):
+        for tag, info in (("_hparams_/session_start_info", {"session_start_info": start}),
+                          ("_hparams_/session_end_info", {"session_end_info": end})):
             data = tb.HParamsPluginData(version=0, **info).SerializeToString()
             ev = _event(wall_time, 0, tag=tag, metadata=_plugin_metadata("hparams", data))
             out.append(ev.SerializeToString())
