@@ -60,8 +60,7 @@ class HistogramJob:
         self._job = ffi.new("slg_hist_job *", {"writer": rw.handle, "items": items, "n": n})
 
     def fallbacks(self) -> list[int]:
-        """Indexes of the entries left to Python (no finite value, or edges that
-        collapsed in float32): not written."""
+        """Entries left to Python, not written (no finite value, or float32 edges collapsed)."""
         return [i for i in range(self.n) if self._items[i].status == lib.SLG_HIST_FALLBACK]
 
     def failed(self) -> list[tuple[str, str]]:

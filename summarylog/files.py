@@ -199,11 +199,9 @@ class MindSporeFiles:
         return os.path.join(self.names.directory, self.names.name(False))
 
     def _name(self, lineage: bool) -> str:
-        name = self.names.name(lineage)
-        if os.path.lexists(os.path.join(self.names.directory, name)):  # taken: a later pair
-            self.names.next_pair()
-            name = self.names.name(lineage)
-        return name
+        if os.path.lexists(os.path.join(self.names.directory, self.names.name(lineage))):
+            self.names.next_pair()  # taken: a later pair
+        return self.names.name(lineage)
 
     def write(self, payload: bytes, lineage: bool = False) -> None:
         """Write one record; an I/O error the file counted is raised as OSError."""

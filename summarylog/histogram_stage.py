@@ -102,8 +102,7 @@ class HistogramStage:
         return lane
 
     def retire(self, lane: Lane) -> None:
-        """Let go of a lane once its queued collections are written (not waited for:
-        this is the training thread)."""
+        """Let go of a lane once its collections are written (the training thread: no wait)."""
         with self._lock:
             if lane in self.lanes:
                 self.lanes.remove(lane)

@@ -49,8 +49,7 @@ class ScalarEvents:
         return tid
 
     def key_set(self, tags: tuple[str, ...], name: str = "tag") -> tuple[int, Callable[..., bytes]]:
-        """``(key, pack)`` of a set of tags (checked): ``pack(key, 0, step,
-        wall, *values)`` makes the record."""
+        """``(key, pack)`` of checked tags: ``pack(key, 0, step, wall, *values)`` packs."""
         if all(type(t) is str for t in tags):
             entry = self._sets.get(tags)
             if entry is not None:
