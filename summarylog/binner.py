@@ -1,21 +1,7 @@
-"""TensorBoard histogram events binned, encoded and written by a native
-thread of low priority (``slg_binner_*``: csrc/binner.c; ``slg_lane_*``:
-csrc/lane.c).  This module and the dialects' scalar and histogram encoders
-are where the write path crosses into C.
-
-Binning is the CPU-heavy part of logging.  On this thread it holds no GIL
-and runs at nice 19, so it takes a CPU only when the training threads leave
-one idle (a Python thread at normal priority competes with them for both).
-
-- :class:`HistogramJob`: a batch of histograms for one file; its arrays
-  stay untouched until :meth:`Binner.done` reaches its ticket.
-- :class:`Lane`: a collector's collections of the same tensors, each copied
-  and queued in one native call on the training thread.
-
-    binner = Binner()
-    job = HistogramJob(rw, [("w/auto", weights, 0)])   # (tag, values, bins)
-    binner.wait(binner.submit(job, step=10, wall_time=time.time()))
-    job.report()                                      # events written, errors
+"""TensorBoard histogram events binned, encoded and written by a native thread
+(csrc/binner.c, csrc/lane.c).  Binning is the CPU-heavy part of logging: there it
+holds no GIL and runs at nice 19, so it only takes a CPU the training threads leave
+idle (a Python thread would compete with them for both).
 """
 
 from __future__ import annotations
@@ -40,11 +26,10 @@ LOW_PRIORITY = 19
 
 
 class HistogramJob:
-    """Histogram events of ``(tag, values, bins)`` entries (values: C-contiguous
-    float32/float64 numpy arrays; ``bins <= 0``: MindSpore's bucket rule) for
-    one file, in order, with one step and wall time given at submit, or each
-    entry's own as ``(tag, values, bins, step, wall_time)``.  The job keeps
-    the arrays alive (a buffer view of each)."""
+    """Histogram events of ``(tag, values, bins)`` entries (C-contiguous float32/64
+    arrays, kept alive by the job; ``bins <= 0``: MindSpore's bucket rule) for one
+    file, in order; step and wall time given at submit, or per entry as
+    ``(tag, values, bins, step, wall_time)``."""
 
     __slots__ = ("rw", "tags", "n", "_job", "_items", "_tags", "_views", "__weakref__")
 
@@ -56,54 +41,36 @@ class HistogramJob:
         self.tags = [e[0] for e in entries]
         tags = [t.encode("utf-8") for t in self.tags]
         self._tags = ffi.new("char[]", b"".join(tags) or b"\0")
-        self._items = items = ffi.new("slg_hist_item[]", max(n, 1))
         self._views: list[Any] = []
+        fields: list[dict[str, Any]] = []
         off = 0
-        for i, (entry, tag) in enumerate(zip(entries, tags)):
+        for entry, tag in zip(entries, tags):
             arr = entry[1]
             if arr.dtype not in BINNABLE or not arr.flags.c_contiguous:
                 raise TypeError(f"values of {entry[0]!r} must be C-contiguous float32 or "
                                 f"float64, got {arr.dtype} (contiguous: {arr.flags.c_contiguous})")
-            view = ffi.from_buffer(arr)
-            self._views.append(view)
-            it = items[i]
-            it.values = view
-            it.n = arr.size
-            it.bins = entry[2]
+            self._views.append(ffi.from_buffer(arr))
+            fields.append({"values": self._views[-1], "n": arr.size, "bins": entry[2],
+                           "tag": self._tags + off, "tag_len": len(tag),
+                           "is_f64": arr.dtype.itemsize == 8})
             if len(entry) > 3:
-                it.step, it.wall_time = entry[3], entry[4]
-            it.tag = self._tags + off
-            it.tag_len = len(tag)
-            it.is_f64 = arr.dtype.itemsize == 8
+                fields[-1].update(step=entry[3], wall_time=entry[4])
             off += len(tag)
-        self._job = job = ffi.new("slg_hist_job *")
-        job.writer = rw.handle
-        job.items = items
-        job.n = n
-
-    @property
-    def ticket(self) -> int:
-        """0 before the first submit."""
-        return int(self._job.ticket)
+        self._items = items = ffi.new("slg_hist_item[]", fields or 1)
+        self._job = ffi.new("slg_hist_job *", {"writer": rw.handle, "items": items, "n": n})
 
     def fallbacks(self) -> list[int]:
-        """Indexes of the entries the native encoder left to Python (no
-        finite value, or edges that collapsed in float32): not written."""
-        fallback = lib.SLG_HIST_FALLBACK
-        items = self._items
-        return [i for i in range(self.n) if items[i].status == fallback]
+        """Entries left to Python, not written (no finite value, or float32 edges collapsed)."""
+        return [i for i in range(self.n) if self._items[i].status == lib.SLG_HIST_FALLBACK]
 
     def failed(self) -> list[tuple[str, str]]:
         """``(tag, reason)`` of the entries the encoder refused (not written)."""
-        items = self._items
-        return [(self.tags[i], os.strerror(-items[i].status)) for i in range(self.n)
-                if items[i].status < 0]
+        return [(tag, os.strerror(-it.status)) for tag, it in zip(self.tags, self._items)
+                if it.status < 0]
 
     def report(self) -> tuple[int, int]:
-        """After the job finished: the events written, and those made but
-        not written (a full buffer with ``on_full="drop"``, an I/O error).
-        The writer's I/O error is raised (strict files) or counted and
-        logged once (others) as the file's own writes report theirs."""
+        """After the job finished: ``(events written, made but not written)``; the
+        write error is reported as the file's own writes report theirs."""
         job = self._job
         rc = job.write_status
         if rc < 0:
@@ -112,10 +79,9 @@ class HistogramJob:
 
 
 class Binner:
-    """A native thread that bins, encodes and writes :class:`HistogramJob`
-    batches and :class:`Lane` collections in order (FIFO), at ``nice``
-    (default :data:`LOW_PRIORITY`); lane collections reach the file within
-    ``poll_secs`` (default 0.5 s)."""
+    """A native thread at ``nice`` that bins, encodes and writes :class:`HistogramJob`
+    batches and :class:`Lane` collections in order; lane collections reach the file
+    within ``poll_secs``."""
 
     def __init__(self, nice: int = LOW_PRIORITY, poll_secs: float = 0.5) -> None:
         h = ffi.new("slg_binner **")
@@ -123,14 +89,13 @@ class Binner:
         if rc:
             raise OSError(-rc, f"slg_binner_open: {os.strerror(-rc)}")
         self._h = ffi.gc(h[0], lib.slg_binner_free)
-        # jobs queued and maybe not finished: kept alive until they are (the
-        # thread reads their memory), whatever happens to the caller
+        # queued jobs stay alive until finished: the thread reads their memory
         self._queued: dict[int, HistogramJob] = {}
 
     def submit(self, job: HistogramJob, step: int | None = None,
                wall_time: float | None = None) -> int:
-        """Queue ``job`` (with ``step`` and ``wall_time``: for every entry);
-        returns its ticket.  Its file must stay open until it finished."""
+        """Queue ``job`` (``step``, ``wall_time``: for every entry); returns its ticket.
+        Its file must stay open until it finished."""
         stamp = step is not None
         rc = lib.slg_binner_submit(self._h, job._job, stamp, step if stamp else 0,
                                    wall_time if stamp else 0.0)
@@ -172,14 +137,11 @@ class Binner:
 
 
 class Lane:
-    """A collector's collections of the same tensors, each copied and queued
-    on a :class:`Binner` in one native call (``slg_lane_collect``): a ring
-    of ``slots`` private copies of ``entries`` -- ``(tag, array)``, arrays
-    that view C-contiguous float32/float64 memory the caller keeps in place
-    (a framework's parameters; the lane holds the views, so that memory
-    stays alive) -- whose histogram events (MindSpore's bucket rule), after
-    the scalar event of ``scalar_tag``, go into ``rw``.  Not thread-safe:
-    its owner collects."""
+    """A ring of ``slots`` private copies of ``entries`` (``(tag, array)``, views of
+    C-contiguous float32/64 memory the caller keeps in place, e.g. a framework's
+    parameters), each collection copied and queued on a :class:`Binner` in one native
+    call; its histogram events (MindSpore's bucket rule) follow the scalar event of
+    ``scalar_tag`` into ``rw``.  Not thread-safe: its owner collects."""
 
     __slots__ = ("rw", "binner", "tags", "scalar_tag", "_arrays", "_h")
 
@@ -208,10 +170,8 @@ class Lane:
         self._h = ffi.gc(h[0], lib.slg_lane_free)
 
     def collect(self, scalar: float | None, step: int, wall_time: float) -> bool:
-        """Copy the tensors now and queue the collection; False when it was
-        not taken (every slot still queued, the binner closed, a forked
-        child): the caller takes its other path.  An earlier collection's
-        write error is raised (strict files) or counted and logged once."""
+        """Copy the tensors now and queue the collection; False when not taken (no free
+        slot, the binner closed, a forked child).  Reports an earlier write error."""
         rc = lib.slg_lane_collect(self._h, scalar is not None, scalar or 0.0, step, wall_time)
         if rc == 0:
             return True
@@ -228,11 +188,9 @@ class Lane:
 
     @property
     def stats(self) -> dict[str, int]:
-        """collections, busy (not taken: no free slot), events written,
-        dropped (made, not written), failed (histograms the encoder refused),
-        pending (queued, not finished), slots, slot_bytes."""
+        """collections, busy (no free slot), events (written), dropped (made, not
+        written), failed (refused by the encoder), pending, slots, slot_bytes."""
         st = ffi.new("slg_lane_stats *")
         lib.slg_lane_get_stats(self._h, st)
-        return {"collections": st.collections, "busy": st.busy, "events": st.events,
-                "dropped": st.dropped, "failed": st.failed, "pending": st.pending,
-                "slots": st.slots, "slot_bytes": st.slot_bytes}
+        return {k: getattr(st, k) for k in ("collections", "busy", "events", "dropped",
+                                             "failed", "pending", "slots", "slot_bytes")}

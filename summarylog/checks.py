@@ -91,9 +91,8 @@ def check_optional_size(name: str, value: Any, minimum: int = 1) -> int | None:
 
 
 def check_image(img: Any, dataformats: str, name: str) -> tuple[np.ndarray, list[int]]:
-    """Validate an image (batch) and copy it as it is laid out (a plain
-    memcpy for contiguous input); returns the copy and the axis order that
-    makes it (N)HWC, applied later on the background thread."""
+    """A copy of a checked image (batch) as it is laid out, and the axis order that
+    makes it (N)HWC (applied later, on the background thread)."""
     arr = to_numpy(img, name)
     fmt = dataformats.upper()
     if sorted(fmt) not in (sorted("HW"), sorted("CHW"), sorted("NCHW")) or len(set(fmt)) != len(fmt):

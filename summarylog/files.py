@@ -1,21 +1,15 @@
-"""Event file names, exclusive creation and rotation, for both dialects.
-
-The one module that names files.  A file is created with ``O_CREAT|O_EXCL``
-(RecordWriter), so writers in threads and processes never truncate or share
-one: a taken name moves on to the next name of its series.
+"""Event file names, exclusive creation and rotation, for both dialects.  Files are
+created with O_EXCL, so writers never truncate or share one: a taken name moves on.
 
 - TensorBoard: ``events.out.tfevents.<sec>.<host>.<pid>.<seq>[.<rank>]<suffix>``
-  (``events.out.zevents.….zst`` compressed: a name viewers skip); a taken
-  name takes the next ``<seq>``.
-- MindSpore: ``<prefix>.out.events.summary.<sec>[.<rank>].<host><suffix>``
-  and the same name ending ``_lineage``; the pair shares ``<sec>``, and a
-  taken name moves both to a later second.
-
-See docs/format.md for what goes into the files.
+  (compressed: ``events.out.zevents.….zst``, a name viewers skip).
+- MindSpore: ``<prefix>.out.events.summary.<sec>[.<rank>].<host><suffix>`` and the
+  same name ending ``_lineage``; a taken name moves the pair to a later second.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -39,8 +33,7 @@ def host_name() -> str:
 
 
 def check_suffix(name: str, value: Any) -> str:
-    """A file name suffix: a str with no path separator or NUL that keeps a
-    name within the file system's limit."""
+    """A file name suffix: a str with no path separator or NUL, short enough."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if "/" in value or os.sep in value or "\0" in value:
@@ -52,8 +45,7 @@ def check_suffix(name: str, value: Any) -> str:
 
 
 def detect_rank() -> int | None:
-    """The process's rank from the launchers' environment variables, or None
-    (a value that is not a plain decimal number is ignored)."""
+    """The rank from the launchers' environment variables (plain decimals only), or None."""
     for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
         v = os.environ.get(var, "").strip()
         if v.isascii() and v.isdecimal():
@@ -62,8 +54,7 @@ def detect_rank() -> int | None:
 
 
 def check_local_dir(name: str, path: Any) -> str:
-    """A local directory path; a URL (``s3://…``) is refused, not taken as a
-    folder named ``s3:``."""
+    """A local directory path; a URL (``s3://…``) is refused, not made a folder ``s3:``."""
     path = os.fspath(path) if isinstance(path, os.PathLike) else path
     if not isinstance(path, str) or not path:
         raise TypeError(f"{name} must be a non-empty str or PathLike[str], got {path!r}")
@@ -84,20 +75,16 @@ class TensorBoardNames:
 
     def __call__(self) -> str:
         kind = "zevents" if self.compressed else "tfevents"
-        name = (f"events.out.{kind}.{int(time.time()):010d}.{host_name()}.{os.getpid()}."
-                f"{next(_seq)}")
-        if self.rank is not None:
-            name += f".{self.rank}"
-        return name + self.suffix
+        rank = f".{self.rank}" if self.rank is not None else ""
+        return (f"events.out.{kind}.{int(time.time()):010d}.{host_name()}.{os.getpid()}."
+                f"{next(_seq)}{rank}{self.suffix}")
 
 
 class MindSporeNames:
-    """Names of a SummaryRecord's summary/lineage pair: both share a second
-    that no file of the directory has yet under either name."""
+    """Names of a SummaryRecord's summary/lineage pair, sharing a second free for both."""
 
     def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None) -> None:
-        self.directory, self.prefix, self.suffix = directory, prefix, suffix
-        self.rank = rank
+        self.directory, self.prefix, self.suffix, self.rank = directory, prefix, suffix, rank
         self.host = host_name()
         self.sec = 0
         self.next_pair()
@@ -119,9 +106,8 @@ class MindSporeNames:
 
 
 class FileSeries:
-    """One stream of files in ``directory``: created on first use under the
-    first free name ``new_name()`` gives, each starting with the records
-    ``first_records(wall_time)``; :meth:`rotate` moves to the next."""
+    """One stream of files in ``directory``, each created on first use under the first
+    free name ``new_name()`` gives and starting with ``first_records(wall_time)``."""
 
     def __init__(self, directory: str, new_name: Callable[[], str],
                  open_file: Callable[[str], RecordWriter],
@@ -135,20 +121,17 @@ class FileSeries:
 
     def writer(self) -> RecordWriter:
         """The current file, created now if there is none."""
-        rw = self.current
-        if rw is None:
-            rw = self.current = self._create()
-        return rw
+        if self.current is None:
+            self.current = self._create()
+        return self.current
 
     def _create(self) -> RecordWriter:
         os.makedirs(self.directory, exist_ok=True)
         for _ in range(_CREATE_TRIES):
             path = os.path.join(self.directory, self._new_name())
-            try:
+            with contextlib.suppress(FileExistsError):  # taken (or a planted symlink): next name
                 rw = self._open_file(path)
                 break
-            except FileExistsError:  # taken (or a planted symlink): the series' next name
-                continue
         else:
             raise FileExistsError(errno.EEXIST, f"no free file name after {_CREATE_TRIES} "
                                   f"tries (the last)", path)
@@ -189,10 +172,8 @@ class FileSeries:
 
 
 class MindSporeFiles:
-    """A SummaryRecord's summary file and its lineage file, created on first
-    use under one free second, rotated (the pair moves on together) or
-    stopped at ``max_file_size``.  A closed file is made read-only, as
-    MindSpore leaves it."""
+    """A SummaryRecord's summary and lineage files, rotated together or stopped at
+    ``max_file_size``; closed files are made read-only, as MindSpore leaves them."""
 
     def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None,
                  open_file: Callable[[str], RecordWriter],
@@ -218,11 +199,9 @@ class MindSporeFiles:
         return os.path.join(self.names.directory, self.names.name(False))
 
     def _name(self, lineage: bool) -> str:
-        name = self.names.name(lineage)
-        if os.path.lexists(os.path.join(self.names.directory, name)):  # taken: a later pair
-            self.names.next_pair()
-            name = self.names.name(lineage)
-        return name
+        if os.path.lexists(os.path.join(self.names.directory, self.names.name(lineage))):
+            self.names.next_pair()  # taken: a later pair
+        return self.names.name(lineage)
 
     def write(self, payload: bytes, lineage: bool = False) -> None:
         """Write one record; an I/O error the file counted is raised as OSError."""
@@ -256,10 +235,8 @@ class MindSporeFiles:
             rw, series.current = series.current, None
             if rw is not None and not rw.closed:
                 rw.close()
-                try:
+                with contextlib.suppress(OSError):
                     os.chmod(rw.path, 0o400)
-                except OSError:
-                    pass
 
     flush_current = flush
     close_current = close

@@ -1,12 +1,5 @@
-"""A writer's histograms on the native binner thread, and its collectors' lanes.
-
-The binner (csrc/binner.c) bins, encodes and frames histogram events into
-the writer's current file on a nice-19 thread that holds no GIL.  A lane
-(csrc/lane.c) is a collector's ring of private copies of the same tensors:
-one native call on the training thread copies them and queues the
-collection on that binner.  This class owns both for one writer: when they
-start, what they counted, and their errors.
-"""
+"""A writer's histograms on the native binner thread, and its collectors' lanes
+(summarylog.binner): when they start, what they counted, and their errors."""
 
 from __future__ import annotations
 
@@ -26,8 +19,7 @@ __all__ = ["HistogramStage", "LANE_SLOTS", "LANE_BYTES"]
 
 log = logging.getLogger("summarylog")
 
-#: a lane holds at most this many copies of its tensors, in at most this
-#: many bytes (fewer copies for bigger tensors; none past half of it)
+#: a lane's most copies of its tensors, and their most bytes (no lane past half of it)
 LANE_SLOTS = 8
 LANE_BYTES = 64 << 20
 
@@ -45,71 +37,54 @@ class HistogramStage:
         self._retired: list[Lane] = []  # let go of once their collections are written
 
     def binner(self) -> Binner | None:
-        """The binner, started on first use; None when no thread can start
-        (histograms then take the Python encoder)."""
-        binner = self._binner
-        if binner is None and not self._no_binner:
-            with self._lock:
-                if self._binner is None and not self._no_binner:
-                    try:
-                        self._binner = Binner(poll_secs=self._poll_secs)
-                    except OSError as exc:
-                        self._no_binner = True
-                        log.warning("summarylog: no native binner thread for %s (%s): "
-                                    "histograms are encoded in Python", self.logdir, exc)
-                binner = self._binner
-        return binner
+        """The binner, started on first use; None when no thread can start."""
+        with self._lock:
+            if self._binner is None and not self._no_binner:
+                try:
+                    self._binner = Binner(poll_secs=self._poll_secs)
+                except OSError as exc:
+                    self._no_binner = True
+                    log.warning("summarylog: no native binner thread for %s (%s): "
+                                "histograms are encoded in Python", self.logdir, exc)
+            return self._binner
 
     def write(self, rw: "RecordWriter", items: list[tuple[float, int, str, np.ndarray, int]],
               encode: Callable[..., bytes], write_payload: Callable[[bytes], None]) -> None:
-        """Histogram events of ``(wall, step, tag, values, bins)`` (checked),
-        written in order before this returns: float arrays by the binner,
-        others (and those it hands back) by ``encode``."""
+        """Histogram events of ``(wall, step, tag, values, bins)`` (checked), written in
+        order before this returns: float arrays by the binner, the rest by ``encode``."""
         binner = self.binner() if rw.compression is None else None
-        native: list[tuple[Any, ...]] = []
-        where: list[int] = []  # items[where[i]] is native[i]
-        rest: list[int] = []
-        for k, (wall, step, tag, values, bins) in enumerate(items):
-            if binner is not None and values.dtype in BINNABLE:
-                native.append((tag, np.ascontiguousarray(values), bins, step, wall))
-                where.append(k)
-            else:
-                rest.append(k)
+        native = [k for k, item in enumerate(items)  # the job's entry i is items[native[i]]
+                  if binner is not None and item[3].dtype in BINNABLE]
+        rest = list(set(range(len(items))).difference(native))
         if native:
             assert binner is not None
-            job = HistogramJob(rw, native)
+            job = HistogramJob(rw, [(tag, np.ascontiguousarray(vals), bins, step, wall)
+                                    for wall, step, tag, vals, bins in (items[k] for k in native)])
             binner.wait(binner.submit(job))
-            self._account(job)
-            rest += [where[i] for i in job.fallbacks()]
+            failed = job.failed()
+            for tag, reason in failed:
+                log.warning("summarylog: could not encode the histogram %r for %s: %s", tag,
+                            self.logdir, reason)
+            events, dropped = job.report()
+            with self._lock:
+                self._counts["events"] += events
+                self._counts["dropped_values"] += dropped + len(failed)
+            rest += [native[i] for i in job.fallbacks()]
         for k in sorted(rest):  # other dtypes, edges that collapsed in float32
             try:
                 payload = encode(*items[k])
             except Exception as exc:
-                self._dropped(1)
+                with self._lock:
+                    self._counts["dropped_values"] += 1
                 log.warning("summarylog: could not encode the histogram %r for %s: %s",
                             items[k][2], self.logdir, exc)
                 continue
             write_payload(payload)
 
-    def _dropped(self, n: int) -> None:
-        with self._lock:
-            self._counts["dropped_values"] += n
-
-    def _account(self, job: HistogramJob) -> None:
-        failed = job.failed()
-        for tag, reason in failed:
-            log.warning("summarylog: could not encode the histogram %r for %s: %s", tag,
-                        self.logdir, reason)
-        events, dropped = job.report()
-        with self._lock:
-            self._counts["events"] += events
-            self._counts["dropped_values"] += dropped + len(failed)
-
     def open_lane(self, rw: "RecordWriter", scalar_tag: str | None,
                   entries: list[tuple[str, np.ndarray]]) -> Lane | None:
-        """A lane into ``rw`` for ``entries`` ``(tag, array)`` (see
-        :class:`~summarylog.binner.Lane`); None when the tensors are too big
-        for two copies in :data:`LANE_BYTES`, or no thread or memory is to be had."""
+        """A :class:`~summarylog.binner.Lane` into ``rw``; None when two copies of the
+        tensors exceed :data:`LANE_BYTES`, or no thread or memory is to be had."""
         size = sum((arr.nbytes + 63) & ~63 for _, arr in entries)
         slots = min(LANE_SLOTS, LANE_BYTES // max(size, 1))
         binner = self.binner()
@@ -127,8 +102,7 @@ class HistogramStage:
         return lane
 
     def retire(self, lane: Lane) -> None:
-        """A lane its collector no longer uses: let go of once its queued
-        collections are written (not waited for: this is the training thread)."""
+        """Let go of a lane once its collections are written (the training thread: no wait)."""
         with self._lock:
             if lane in self.lanes:
                 self.lanes.remove(lane)
@@ -140,8 +114,7 @@ class HistogramStage:
             return
         with self._lock:
             done = [lane for lane in self._retired if not lane.stats["pending"]]
-            for lane in done:
-                self._retired.remove(lane)
+            self._retired = [lane for lane in self._retired if lane not in done]
         for lane in done:
             self._fold(lane)
 
@@ -166,8 +139,7 @@ class HistogramStage:
         error: BaseException | None = None
         if self._binner is not None and self._pid == os.getpid():
             self._binner.close()
-            lanes, self.lanes = self.lanes + self._retired, []
-            self._retired = []
+            lanes, self.lanes, self._retired = self.lanes + self._retired, [], []
             for lane in lanes:
                 try:
                     self._fold(lane)

@@ -1,16 +1,11 @@
-"""The one form a queued scalar event takes, and its columns.
-
-Every scalar event a Writer queues (``add_scalar``: one tag; ``log``: many)
-is one little-endian bytes record::
+"""A queued scalar event is one little-endian bytes record (also packed by
+csrc/pyext/speedups.c)::
 
     u32 key, u32 0, i64 step, f64 wall_time, f64 value[k]
 
-``key`` indexes the writer's key sets (the tags of one ``log()`` call, or a
-lone tag), ``k`` is that set's size.  Bytes are not tracked by Python's
-garbage collector, so a hot loop queues no collectable objects (a collection
-in a process with torch's large heap costs the loop far more than packing).
-``csrc/pyext/speedups.c`` packs ``log()``'s record in the same layout.  The
-background stage turns a run of records into columns for one native call.
+``key`` indexes a set of ``k`` tags.  Bytes are not tracked by the garbage collector,
+so the hot loop queues no collectable objects; runs of records become columns for one
+native call.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from .checks import check_tag
 __all__ = ["ScalarEvents", "HEAD"]
 
 HEAD = 24  # bytes before the values
-_UNPACK_HEAD = struct.Struct("<IIqd").unpack_from
+_HEAD_FIELDS = [("key", "<u4"), ("pad", "<u4"), ("step", "<i8"), ("wall", "<f8")]
 _MAX_CACHED_SETS = 1024
 
 
@@ -54,8 +49,7 @@ class ScalarEvents:
         return tid
 
     def key_set(self, tags: tuple[str, ...], name: str = "tag") -> tuple[int, Callable[..., bytes]]:
-        """``(key, pack)`` of a set of tags (checked): ``pack(key, 0, step,
-        wall, *values)`` makes the record."""
+        """``(key, pack)`` of checked tags: ``pack(key, 0, step, wall, *values)`` packs."""
         if all(type(t) is str for t in tags):
             entry = self._sets.get(tags)
             if entry is not None:
@@ -86,31 +80,23 @@ class ScalarEvents:
 
     def columns(self, run: list[bytes]) -> tuple[int, Any, Any, Any, Any, Any]:
         """``(n, walls, steps, counts, tag_ids, values)`` of consecutive records."""
-        size = len(run[0])
+        n, size = len(run), len(run[0])
         if all(len(r) == size for r in run):  # the usual run: one layout, numpy views
             k = (size - HEAD) // 8
             layout = self._layouts.get(k)
             if layout is None:
-                layout = self._layouts[k] = np.dtype(
-                    [("key", "<u4"), ("pad", "<u4"), ("step", "<i8"), ("wall", "<f8"),
-                     ("vals", "<f8", (k,))])
+                layout = self._layouts[k] = np.dtype(_HEAD_FIELDS + [("vals", "<f8", (k,))])
             rec = np.frombuffer(b"".join(run), layout)
-            n = len(rec)
-            keys = rec["key"]
-            if (keys == keys[0]).all():
-                ids = np.tile(self._key_tids[int(keys[0])], n)
-            else:
-                ids = np.concatenate([self._key_tids[int(i)] for i in keys])
-            return (n, np.ascontiguousarray(rec["wall"]), np.ascontiguousarray(rec["step"]),
-                    np.full(n, k, np.uint32), ids, np.ascontiguousarray(rec["vals"]).reshape(-1))
-        # records of several sizes (add_scalar and log() interleaved): item by item
-        walls, steps, counts, ids, vals = array("d"), array("q"), array("I"), array("I"), array("d")
-        for r in run:
-            key, _, step, wall = _UNPACK_HEAD(r)
-            tids = self._key_tids[key]
-            ids.extend(tids.tolist())
-            vals.frombytes(r[HEAD:])
-            counts.append(len(tids))
-            steps.append(step)
-            walls.append(wall)
-        return len(run), walls, steps, counts, ids, vals
+            vals = np.ascontiguousarray(rec["vals"]).reshape(-1)
+        else:  # records of several sizes (add_scalar and log() interleaved)
+            rec = np.frombuffer(b"".join([r[:HEAD] for r in run]), np.dtype(_HEAD_FIELDS))
+            vals = np.frombuffer(b"".join([r[HEAD:] for r in run]), "<f8")
+        keys = rec["key"]
+        if (keys == keys[0]).all():
+            tids = self._key_tids[int(keys[0])]
+            ids, counts = np.tile(tids, n), np.full(n, len(tids), np.uint32)
+        else:
+            sets = [self._key_tids[int(i)] for i in keys]
+            ids, counts = np.concatenate(sets), np.array([len(t) for t in sets], np.uint32)
+        return (n, np.ascontiguousarray(rec["wall"]), np.ascontiguousarray(rec["step"]),
+                counts, ids, vals)

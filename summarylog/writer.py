@@ -1,10 +1,5 @@
-"""summarylog.Writer: TensorBoard event files from a hot training loop.
-
-The caller's thread only validates and queues; one background stage
-(:mod:`summarylog.pipeline`) encodes and writes, in order.  See
-docs/architecture.md for the path of a value and docs/format.md for the
-files (named by :mod:`summarylog.files`).
-"""
+"""summarylog.Writer: TensorBoard event files from a hot training loop.  The caller's
+thread only validates and queues; :mod:`summarylog.pipeline` encodes and writes, in order."""
 
 from __future__ import annotations
 
@@ -52,31 +47,25 @@ class Writer:
     Args:
       logdir: the run directory (created if missing; a local path).
       flush_secs: events reach the OS at least this often (s; default 1.0).
-      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"``; see
-        :mod:`summarylog.records.writer` for each one's loss window.
-      compression: None (default) or ``"zstd"`` (files viewers skip; convert
-        with ``zstd -d``).
+      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"`` (what a crash can
+        lose: the README's durability table).
+      compression: None (default) or ``"zstd"`` (viewers skip it; ``zstd -d`` converts).
       max_file_size: rotate to a new file past this many bytes (None: never).
       filename_suffix: appended to file names.
-      async_heavy: bin histograms and encode PNGs on the background thread
-        (default True; the caller pays for a copy only).
-      strict: raise I/O errors (OSError) from the next call, ``flush()`` or
-        ``close()`` (default False: count them in :attr:`stats`, log once,
-        keep training).
-      max_buffer: cap on the memory holding values not yet on disk (bytes;
-        default 128 MiB): half for queued values, a quarter for each of the
-        file's two record buffers (one filling while the other is written).
-      on_full: when that memory is full (the disk is slow or stalled):
-        ``"block"`` (default) makes logging calls wait for the disk,
-        ``"drop"`` drops the new values and counts them in :attr:`stats`.
-      rank: distributed rank for file names (default: from ``RANK`` and
-        friends in the environment, else none).
-      purge_step: resuming at this step: TensorBoard (and summarylog's
-        Reader) drop earlier-logged events of this run with step >= it.
+      async_heavy: bin histograms and encode PNGs on the background thread (default
+        True; the caller pays for a copy only).
+      strict: raise I/O errors (OSError) from the next call, ``flush()`` or ``close()``
+        (default False: count them in :attr:`stats`, log once, keep training).
+      max_buffer: cap on the memory of values not yet on disk (bytes; default 128 MiB):
+        half for queued values, a quarter for each of the file's two record buffers.
+      on_full: when that memory is full: ``"block"`` (default) makes logging calls wait
+        for the disk, ``"drop"`` drops the new values and counts them in :attr:`stats`.
+      rank: distributed rank for file names (default: ``RANK`` and friends, else none).
+      purge_step: resuming at this step: TensorBoard (and summarylog's Reader) drop
+        earlier-logged events of this run with step >= it.
 
-    Thread-safe: any number of threads may log to one Writer.  ``step=None``
-    means step 0, as in tensorboardX.  Writers left open are closed at
-    interpreter exit.
+    Thread-safe.  ``step=None`` means step 0, as in tensorboardX.  Writers left open
+    are closed at interpreter exit.
     """
 
     def __init__(self, logdir: str | os.PathLike[str], *, flush_secs: float = 1.0,
@@ -150,11 +139,8 @@ class Writer:
     # -- scalars: the hot path -------------------------------------------------------
     def add_scalar(self, tag: str, value: Any, step: int | None = None,
                    walltime: float | None = None) -> None:
-        """Log one scalar (number, or one-element array or tensor).
-
-        Framework tensors are not read here: they are kept (copied without a
-        device sync) and read on the background thread.
-        """
+        """Log one scalar (number, or one-element array or tensor).  Framework tensors
+        are copied without a device sync and read on the background thread."""
         pipe = self._pipe
         if self._closed or pipe.error is not None:
             self._check_open()
@@ -166,8 +152,9 @@ class Writer:
         walltime = _time() if walltime is None else check_walltime(walltime)
         if type(value) is not float:
             value = float(value) if type(value) is int else snapshot_scalar(value, "value")
-            if type(value) is Deferred:
-                self._put_deferred(step, walltime, (tag,), (value,))
+            if type(value) is Deferred:  # a framework tensor: read on the background thread
+                self._pipe.put(Job(self._encode_deferred, step, walltime, (tag,), (value,),
+                                   nbytes=64))
                 return
         q = self._q
         q.append(entry[1](entry[0], 0, step, walltime, value))
@@ -181,19 +168,25 @@ class Writer:
         if self._closed or pipe.error is not None:
             self._check_open()
         last = self._last_log
+        item = None
         if last is not None and type(step) is int:  # the usual case: same tags, plain numbers
             wt = _time() if walltime is None else check_walltime(walltime)
             item = _pack_log(scalars, last[0], last[1], step, wt)
-            if item is not None:
-                q = self._q
-                q.append(item)
-                if not len(q) & (BATCH - 1) or pipe.thread is None:
-                    pipe.kick()
+        if item is None:
+            item = self._pack_scalars(scalars, step, walltime)
+            if item is None:
                 return
+        q = self._q
+        q.append(item)
+        if not len(q) & (BATCH - 1) or pipe.thread is None:
+            pipe.kick()
+
+    def _pack_scalars(self, scalars: Any, step: Any, walltime: Any) -> bytes | None:
+        """log()'s record when its fast path cannot make it; None: nothing to queue."""
         if type(scalars) is not dict and not isinstance(scalars, Mapping):
             raise TypeError(f"scalars must be a mapping of tag to value, got {type(scalars).__name__}")
         if not scalars:
-            return
+            return None
         keys = tuple(scalars)
         key, pack = self._scalars.key_set(keys, "scalars key")
         self._last_log = (keys, key, pack)
@@ -202,26 +195,18 @@ class Writer:
         walltime = _time() if walltime is None else check_walltime(walltime)
         vals = tuple(v if type(v) is float else float(v) if type(v) is int
                      else snapshot_scalar(v, f"scalars[{k!r}]") for k, v in scalars.items())
-        if any(type(v) is Deferred for v in vals):
-            self._put_deferred(step, walltime, keys, vals)
-            return
+        if any(type(v) is Deferred for v in vals):  # framework tensors: read in the background
+            self._pipe.put(Job(self._encode_deferred, step, walltime, keys, vals,
+                               nbytes=64 * len(vals)))
+            return None
         try:
-            item = pack(key, 0, step, walltime, *vals)
+            return pack(key, 0, step, walltime, *vals)
         except (struct.error, OverflowError) as exc:
             raise ValueError(f"scalars: a value does not fit a float64: {exc}") from None
-        q = self._q
-        q.append(item)
-        if not len(q) & (BATCH - 1) or pipe.thread is None:
-            pipe.kick()
-
-    def _put_deferred(self, step: int, wall: float, tags: tuple[str, ...],
-                      vals: tuple[Any, ...]) -> None:
-        """Scalars holding framework tensors: read on the background thread."""
-        self._pipe.put(Job(self._encode_deferred, step, wall, tags, vals, nbytes=64 * len(vals)))
 
     def _encode_deferred(self, step: int, wall: float, tags: tuple[str, ...],
                          vals: tuple[Any, ...]) -> list[bytes]:
-        kept_tags, kept = [], []
+        kept: dict[str, Any] = {}  # the tags are a mapping's keys: unique
         for tag, v in zip(tags, vals):
             if type(v) is Deferred:
                 try:
@@ -230,9 +215,8 @@ class Writer:
                     self._pipe.counts["dropped_values"] += 1
                     log.warning("summarylog: could not read %s: %s", v.name, exc)
                     continue
-            kept_tags.append(tag)
-            kept.append(v)
-        return [self._enc.scalars(wall, step, kept_tags, kept)] if kept else []
+            kept[tag] = v
+        return [self._enc.scalars(wall, step, list(kept), list(kept.values()))] if kept else []
 
     # -- heavy values ------------------------------------------------------------------
     def _submit(self, fn: Any, *args: Any) -> None:
@@ -247,9 +231,8 @@ class Writer:
 
     def add_histogram(self, tag: str, values: Any, step: int | None = None,
                       bins: int = 64, walltime: float | None = None) -> None:
-        """Log a histogram of ``values`` (any shape; numpy or any framework's
-        tensor).  ``bins`` equal-width buckets over the finite range (default
-        64); ±inf are counted in the edge buckets and NaN in the total."""
+        """Log a histogram of ``values`` (any shape, numpy or framework tensor): ``bins``
+        equal-width buckets over the finite range; ±inf in the edge buckets, NaN in the total."""
         self._check_open()
         check_tag(tag)
         if isinstance(bins, bool) or not isinstance(bins, int):
@@ -270,27 +253,26 @@ class Writer:
                   walltime: float | None = None, dataformats: str = "CHW") -> None:
         """Log one image: uint8, or float in [0, 1]; 1 (gray), 2, 3 (RGB) or 4
         (RGBA) channels; layout ``dataformats`` (a permutation of CHW or HW)."""
-        self._check_open()
-        check_tag(tag)
-        if not isinstance(dataformats, str) or "N" in dataformats.upper():
-            raise ValueError(f"dataformats must be a permutation of CHW or HW, got {dataformats!r}")
-        arr, axes = check_image(img, dataformats, "img")
-        check_size(arr.nbytes, "img")
-        self._submit(self.encode_images, check_walltime(walltime), check_step(step), tag,
-                     arr, [0] + [a + 1 for a in axes], True)
+        self._add_images(tag, img, step, walltime, dataformats, True)
 
     def add_images(self, tag: str, imgs: Any, step: int | None = None,
                    walltime: float | None = None, dataformats: str = "NCHW") -> None:
-        """Log a batch of images (one TensorBoard sample each) with
-        ``dataformats`` a permutation of NCHW; dtypes as :meth:`add_image`."""
+        """Log a batch of images (one sample each), ``dataformats`` a permutation of NCHW."""
+        self._add_images(tag, imgs, step, walltime, dataformats, False)
+
+    def _add_images(self, tag: str, img: Any, step: int | None, walltime: float | None,
+                    dataformats: str, single: bool) -> None:
         self._check_open()
         check_tag(tag)
-        if not isinstance(dataformats, str) or "N" not in dataformats.upper():
-            raise ValueError(f"dataformats must be a permutation of NCHW, got {dataformats!r}")
-        arr, axes = check_image(imgs, dataformats, "imgs")
-        check_size(arr.nbytes, "imgs")
+        name, layouts = ("img", "CHW or HW") if single else ("imgs", "NCHW")
+        if not isinstance(dataformats, str) or ("N" in dataformats.upper()) == single:
+            raise ValueError(f"dataformats must be a permutation of {layouts}, got {dataformats!r}")
+        arr, axes = check_image(img, dataformats, name)
+        check_size(arr.nbytes, name)
+        if single:  # encode_images adds the batch axis
+            axes = [0] + [a + 1 for a in axes]
         self._submit(self.encode_images, check_walltime(walltime), check_step(step), tag,
-                     arr, axes, False)
+                     arr, axes, single)
 
     def encode_images(self, walltime: float, step: int, tag: str, arr: np.ndarray,
                       axes: list[int], single: bool) -> list[bytes]:
@@ -329,13 +311,9 @@ class Writer:
 
     def add_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, Any],
                     step: int | None = None, walltime: float | None = None) -> None:
-        """Record this run's hyperparameters and final metrics for
-        TensorBoard's HParams tab, in this run (not a sub-run).
-
-        ``hparams`` values: bool, int, float or str.  ``metrics``: tag ->
-        scalar, logged as scalars at ``step``; the HParams tab shows each
-        tag's latest value.  Call once per run.
-        """
+        """Record this run's hyperparameters (values bool, int, float or str) and final
+        ``metrics`` (tag -> scalar, logged as scalars at ``step``; the HParams tab shows
+        each tag's latest value) for TensorBoard's HParams tab.  Call once per run."""
         self._check_open()
         if not isinstance(hparams, Mapping) or not hparams:
             raise TypeError("hparams must be a non-empty mapping of name to value")
@@ -350,9 +328,8 @@ class Writer:
             self.log(metrics, step, walltime)
 
     def add_graph(self, graph_def: Any, walltime: float | None = None) -> None:
-        """Log a model graph for TensorBoard's Graphs tab: a serialized
-        TensorFlow ``GraphDef`` (bytes), or a GraphDef message of any
-        protobuf package (e.g. what ``torch.utils.tensorboard`` builds)."""
+        """Log a model graph for TensorBoard's Graphs tab: a serialized ``GraphDef``, or a
+        GraphDef message of any protobuf package (e.g. ``torch.utils.tensorboard``'s)."""
         self._check_open()
         if hasattr(graph_def, "SerializeToString"):
             graph_def = graph_def.SerializeToString()
@@ -372,8 +349,7 @@ class Writer:
 
     # -- flush / close ----------------------------------------------------------------------
     def flush(self) -> None:
-        """Return when everything logged so far reached the OS (and the disk,
-        with ``durability="fsync"``)."""
+        """Return when everything logged so far reached the OS (and the disk, with fsync)."""
         self._check_open()
         self._pipe.flush()
 
@@ -397,10 +373,9 @@ class Writer:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Counters: events written, values dropped (unreadable tensors,
-        failed encodes, I/O errors when not strict, or a full buffer with
-        ``on_full="drop"``), queued items and their memory (bytes,
-        estimated), and the current file's record stats."""
+        """Counters: events written, values dropped (unreadable tensors, failed encodes,
+        I/O errors when not strict, a full buffer with ``on_full="drop"``), queued items
+        and their memory (bytes, estimated), and the current file's record stats."""
         out = self._pipe.stats()
         out["files"] = len(self._files)
         return out

@@ -1,23 +1,6 @@
-"""The MindSpore dialect: summary and lineage records MindInsight reads.
-
-Packaging follows MindSpore's summary adapter (docs/format.md §7.4):
-  scalar     Summary.Value.scalar_value (float32)
-  image      Summary.Value.image: NCHW, 1 or 3 channels, laid out as a grid of
-             up to 8 columns, scaled to uint8 (floats in [0, 1] times 255,
-             other floats min-max scaled), PNG, colorspace 3 (RGB)
-  tensor     anf_ir TensorProto: dims, data_type of the array's dtype, every
-             value in float_data (what MindInsight shows); where float32 would
-             lose precision (64-bit and 32-bit integers, float64) the exact
-             values also go to int64_data / uint64_data / double_data, which
-             summarylog's Reader prefers
-  histogram  at most 90 equal-width buckets {left, width, count} by
-             MindSpore's bin rule; NaN and ±inf counted apart; min/max/sum
-             over the finite values
-  graph      Event.graph_def (anf_ir GraphProto), an event of its own
-  lineage    LineageEvent records in the separate ``_lineage`` file
-
-One difference from MindSpore: uint8 images keep their pixel values
-(MindSpore's grid turns them into floats and rescales them by 255/256).
+"""The MindSpore dialect: summary and lineage records MindInsight reads, packaged as
+MindSpore's summary adapter does (docs/format.md §7.4).  One difference: uint8 images
+keep their pixel values (MindSpore's grid rescales them by 255/256).
 """
 
 from __future__ import annotations
@@ -28,7 +11,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .._native import lib
+from ..events import Event
+from ..histograms import as_float_array, equal_width_counts, value_stats
 from ..pb import ms
+from ..png import encode_png
+from .tensorboard import tensor_elements
 
 __all__ = [
     "VERSION", "MindSporeEncoder", "histogram_buckets", "image_grid", "tensor_proto",
@@ -38,15 +25,11 @@ __all__ = [
 VERSION = "MindSpore.Event:1"
 MAX_BUCKETS = 90
 
-#: numpy dtype -> anf_ir DataType number
+#: numpy dtype -> anf_ir DataType number (``DT_`` and the dtype's name in capitals)
 DTYPES: dict[np.dtype, int] = {
-    np.dtype(k): ms.DataType.values_by_name[v].number
-    for k, v in [
-        ("bool", "DT_BOOL"), ("int8", "DT_INT8"), ("int16", "DT_INT16"), ("int32", "DT_INT32"),
-        ("int64", "DT_INT64"), ("uint8", "DT_UINT8"), ("uint16", "DT_UINT16"),
-        ("uint32", "DT_UINT32"), ("uint64", "DT_UINT64"), ("float16", "DT_FLOAT16"),
-        ("float32", "DT_FLOAT32"), ("float64", "DT_FLOAT64"),
-    ]
+    np.dtype(k): ms.DataType.values_by_name["DT_" + k.upper()].number
+    for k in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "float32", "float64")
 }
 _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 
@@ -54,19 +37,13 @@ _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 # ---- packaging ---------------------------------------------------------------------
 
 def histogram_buckets(values: np.ndarray) -> Any:
-    """Summary.Histogram of ``values`` by MindSpore's rule: n finite values
-    give 1 bucket (n = 0), 2 (n <= 5), 3 (n <= 10), n // 10 + 1 (n <= 880)
-    or 90; equal widths over [min, max] (widened by 0.5 each side when
-    min == max); non-finite values are counted apart, not bucketed."""
-    from ..histograms import as_float_array, equal_width_counts, value_stats
-
+    """Summary.Histogram of ``values`` by MindSpore's rule: equal widths over [min, max]
+    (widened by 0.5 each side when min == max); non-finite values counted apart."""
     src = np.asarray(values)
     arr = as_float_array(src)
     st = value_stats(arr)
-    h = ms.Histogram()
-    h.count = int(arr.size)
-    h.nan_count, h.pos_inf_count, h.neg_inf_count = (st.nan_count, st.pos_inf_count,
-                                                     st.neg_inf_count)
+    h = ms.Histogram(count=int(arr.size), nan_count=st.nan_count,
+                     pos_inf_count=st.pos_inf_count, neg_inf_count=st.neg_inf_count)
     n = st.finite
     if n == 0:
         h.min = h.max = h.sum = 0.0
@@ -95,14 +72,9 @@ def image_grid(nchw: np.ndarray) -> np.ndarray:
         nchw = np.repeat(nchw, 3, axis=1)
     cols = min(n, 8)
     rows = math.ceil(n / cols)
-    if nchw.dtype == np.uint8:
-        canvas = np.zeros((3, h * rows, w * cols), np.uint8)
-    else:
-        canvas = np.zeros((3, h * rows, w * cols), np.float64)
-    for i in range(n):
-        r, k = divmod(i, cols)
-        canvas[:, r * h:(r + 1) * h, k * w:(k + 1) * w] = nchw[i]
-    hwc = canvas.transpose(1, 2, 0)
+    tiles = np.zeros((rows * cols, 3, h, w), np.uint8 if nchw.dtype == np.uint8 else np.float64)
+    tiles[:n] = nchw  # tile (r, k) of the grid is image r * cols + k
+    hwc = tiles.reshape(rows, cols, 3, h, w).transpose(0, 3, 1, 4, 2).reshape(rows * h, cols * w, 3)
     if hwc.dtype == np.uint8:
         return np.ascontiguousarray(hwc)
     lo, hi = float(hwc.min()), float(hwc.max())
@@ -116,31 +88,28 @@ def image_grid(nchw: np.ndarray) -> np.ndarray:
 
 
 def tensor_proto(array: np.ndarray) -> Any:
-    """anf_ir TensorProto of ``array`` (see the module docstring)."""
+    """anf_ir TensorProto of ``array``: every value in float_data (what MindInsight
+    shows), and exactly in int64/uint64/double_data where float32 would round it."""
     arr = np.asarray(array)
     dt = DTYPES.get(arr.dtype)
     if dt is None:
         raise TypeError(f"tensor dtype {arr.dtype} has no MindSpore DataType")
-    t = ms.TensorProto(data_type=dt)
-    t.dims.extend(int(d) for d in arr.shape)
+    t = ms.TensorProto(data_type=dt, dims=[int(d) for d in arr.shape])
     flat = arr.reshape(-1)
     t.float_data.extend(flat.astype(np.float32).tolist())
     kind, size = arr.dtype.kind, arr.dtype.itemsize
     if kind == "f" and size == 8:
         t.double_data.extend(flat.tolist())
-    elif kind == "i" and size >= 4:
+    elif (kind == "i" and size >= 4) or (kind == "u" and size == 4):
         t.int64_data.extend(flat.astype(np.int64).tolist())
     elif kind == "u" and size == 8:
         t.uint64_data.extend(flat.tolist())
-    elif kind == "u" and size == 4:
-        t.int64_data.extend(flat.astype(np.int64).tolist())
     return t
 
 
 def _message(cls: Any, value: Any, what: str) -> Any:
-    """``value`` as an instance of our ``cls``: the message itself, one with
-    the same full name from another pool (MindSpore's own), its bytes, or a
-    dict in protobuf's JSON form."""
+    """``value`` as our ``cls``: from itself, the same message of another pool
+    (MindSpore's own), its bytes, or a dict in protobuf's JSON form."""
     from google.protobuf import json_format
     from google.protobuf.message import Message
 
@@ -160,10 +129,8 @@ def _message(cls: Any, value: Any, what: str) -> Any:
 
 
 def lineage_message(plugin: str, value: Any) -> Any:
-    """The lineage message of a SummaryRecord lineage plugin.
-
-    ``custom_lineage_data`` also takes a plain ``{key: str | int | float}``
-    dict, packed as MindSpore packs it (one user_info entry per key)."""
+    """The lineage message of a SummaryRecord lineage plugin (``custom_lineage_data``
+    also takes a plain ``{key: str | int | float}`` dict)."""
     if plugin == "custom_lineage_data" and isinstance(value, Mapping) and not (
             set(value) & {"user_info", "map_dict", "map_int32", "map_str", "map_double"}):
         return user_defined_info(value)
@@ -173,9 +140,8 @@ def lineage_message(plugin: str, value: Any) -> Any:
 
 
 def user_defined_info(data: Mapping[str, Any]) -> Any:
-    """UserDefinedInfo of ``{key: value}``: keys str; values str, int or
-    float (else TypeError); one user_info entry per key (MindInsight reads
-    the first map entry of each)."""
+    """UserDefinedInfo of ``{key: str | int | float}`` (else TypeError), one user_info
+    entry per key as MindSpore packs it (MindInsight reads each one's first entry)."""
     info = ms.UserDefinedInfo()
     for key, v in data.items():
         if not isinstance(key, str):
@@ -208,17 +174,13 @@ class MindSporeEncoder:
         """One Event holding every value of a step (summarylog.dialects.base;
         a LossLandscape as message or bytes)."""
         ev = ms.Event(wall_time=wall_time, step=step)
-        summary = ev.summary
         for plugin, tag, value in values:
-            v = summary.value.add(tag=tag)
+            v = ev.summary.value.add(tag=tag)
             if plugin == "scalar":
                 v.scalar_value = float(value)
             elif plugin == "image":
                 grid = image_grid(value)
-                from ..png import encode_png
-
-                v.image.height, v.image.width = int(grid.shape[0]), int(grid.shape[1])
-                v.image.colorspace = 3
+                v.image.height, v.image.width, v.image.colorspace = *grid.shape[:2], 3
                 v.image.encoded_image = encode_png(grid)
             elif plugin == "tensor":
                 v.tensor.CopyFrom(tensor_proto(value))
@@ -248,11 +210,9 @@ class MindSporeEncoder:
 
 
 def value_of_event(ev: Any) -> Any:
-    """A Summary.Value for one plain :class:`~summarylog.events.Event` read
-    from any dialect (for conversion), or None for kinds MindInsight does not
-    show (text, hparams, markers).  Images keep their first PNG; TensorBoard
-    histograms become buckets between consecutive limits (the first from
-    ``min``), at most 90 as MindInsight requires (merged pairwise)."""
+    """A Summary.Value for one plain :class:`~summarylog.events.Event` of any dialect
+    (for conversion), or None for kinds MindInsight does not show.  Images keep their
+    first PNG; histograms are merged pairwise down to the 90 buckets MindInsight takes."""
     k, tag = ev.kind, ev.tag
     v = ms.Value(tag=tag)
     if k == "scalar":
@@ -278,10 +238,9 @@ def value_of_event(ev: Any) -> Any:
             buckets = [(lo, hi - lo, c) for lo, hi, c in zip(lefts, limits, counts)
                        if math.isfinite(lo) and math.isfinite(hi)]
         while len(buckets) > MAX_BUCKETS:  # merge neighbours until MindInsight takes it
-            merged = [(a[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(buckets[::2], buckets[1::2])]
-            if len(buckets) % 2:
-                merged.append(buckets[-1])
-            buckets = merged
+            pairs = zip(buckets[::2], buckets[1::2])  # an odd last one stays as it is
+            buckets = ([(a[0], a[1] + b[1], a[2] + b[2]) for a, b in pairs]
+                       + buckets[len(buckets) // 2 * 2:])
         h = v.histogram
         for left, width, count in buckets:
             h.buckets.add(left=float(left), width=float(width), count=int(round(count)))
@@ -306,8 +265,6 @@ def summary_of_values(wall_time: float, step: int, values: Sequence[Any]) -> byt
 
 def tensor_to_numpy(t: Any) -> np.ndarray:
     """The array of an anf_ir TensorProto (exact fields preferred)."""
-    from .tensorboard import tensor_elements
-
     shape = [int(d) for d in t.dims]
     dt = _NP_OF_DT.get(t.data_type, np.dtype(np.float32))
     # what the fields hold decides the cap: no expansion past it (tensor_elements)
@@ -341,13 +298,9 @@ _KIND = {"scalar_value": "scalar", "image": "image", "tensor": "tensor",
 
 def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
                  values: bool = True) -> list[Any]:
-    """Plain :class:`summarylog.events.Event` objects for one record of a
-    MindSpore summary file (same kinds and value shapes as the TensorBoard
-    dialect; histograms also carry buckets and non-finite counts).
-    ``values=False``: kinds only (each Event's value is None).  A tag that
-    is not UTF-8 comes surrogate-escaped (the Reader reports it)."""
-    from ..events import Event
-
+    """Plain :class:`summarylog.events.Event` objects for one summary record (as the
+    TensorBoard dialect's; histograms also carry buckets and non-finite counts).
+    ``values=False``: kinds only.  A tag that is not UTF-8 comes surrogate-escaped."""
     ev = ms.Event.FromString(payload)
     which = ev.WhichOneof("what")
     if which == "summary":
@@ -358,25 +311,21 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
             if isinstance(tag, bytes):  # proto2 hands a non-UTF-8 string back as bytes
                 tag = tag.decode("utf-8", "surrogateescape")
             if not values:
-                out.append(Event(_KIND.get(kind or "", "other"), tag, ev.step, ev.wall_time,
-                                 None))
+                value = None
             elif kind == "scalar_value":
-                out.append(Event("scalar", tag, ev.step, ev.wall_time, float(v.scalar_value)))
+                value = float(v.scalar_value)
             elif kind == "image":
-                out.append(Event("image", tag, ev.step, ev.wall_time,
-                                 {"width": v.image.width, "height": v.image.height,
-                                  "pngs": [v.image.encoded_image]}))
+                value = {"width": v.image.width, "height": v.image.height,
+                         "pngs": [v.image.encoded_image]}
             elif kind == "tensor":
-                out.append(Event("tensor", tag, ev.step, ev.wall_time,
-                                 tensor_to_numpy(v.tensor)))
+                value = tensor_to_numpy(v.tensor)
             elif kind == "histogram":
-                out.append(Event("histogram", tag, ev.step, ev.wall_time,
-                                 _histogram_dict(v.histogram)))
+                value = _histogram_dict(v.histogram)
             elif kind == "loss_landscape":
-                out.append(Event("landscape", tag, ev.step, ev.wall_time,
-                                 v.loss_landscape.SerializeToString()))
+                value = v.loss_landscape.SerializeToString()
             else:
-                out.append(Event("other", tag, ev.step, ev.wall_time, v.SerializeToString()))
+                value = v.SerializeToString()
+            out.append(Event(_KIND.get(kind or "", "other"), tag, ev.step, ev.wall_time, value))
         return out
     if which == "version":
         return [Event("file_version", "", ev.step, ev.wall_time, ev.version)]
@@ -388,9 +337,8 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
 
 
 def decode_lineage(payload: bytes) -> tuple[str, float, dict[str, Any]]:
-    """``(member, wall_time, fields)`` of one LineageEvent record: member is
-    train_lineage, evaluation_lineage, dataset_graph or user_defined_info;
-    fields in protobuf's JSON form (proto field names)."""
+    """``(member, wall_time, fields)`` of one LineageEvent record; fields in protobuf's
+    JSON form (proto field names)."""
     from google.protobuf import json_format
 
     ev = ms.LineageEvent.FromString(payload)
@@ -402,8 +350,7 @@ def decode_lineage(payload: bytes) -> tuple[str, float, dict[str, Any]]:
 
 
 def user_info_dict(info: Mapping[str, Any]) -> dict[str, Any]:
-    """``{key: value}`` of a UserDefinedInfo in JSON form (as MindInsight
-    reads it: the maps of each user_info entry)."""
+    """``{key: value}`` of a UserDefinedInfo in JSON form, read as MindInsight does."""
     out: dict[str, Any] = {}
     entries: Sequence[Mapping[str, Any]] = [info, *info.get("user_info", [])]
     for entry in entries:

@@ -1,17 +1,7 @@
-"""The TensorBoard dialect: event payloads TensorBoard reads as they are.
-
-Conventions (docs/format.md §6; TensorBoard's plugins):
-  scalars     Summary.Value.simple_value (float32), encoded in C on the hot path
-              (csrc/scalar_codec.c); this module's scalars() is the same bytes
-  histograms  Summary.Value.histo (HistogramProto); ±inf fall in the edge
-              buckets, NaNs are left out of the buckets and counted in `num`
-  images      plugin "images": DT_STRING tensor [width, height, png, ...]
-  text        plugin "text": DT_STRING scalar tensor
-  tensors     TensorProto with the array's dtype, shape and raw bytes
-  hparams     plugin "hparams": session_start_info and session_end_info in the
-              run itself (no experiment record: TensorBoard then builds the
-              experiment from every run's hparams, so runs with different keys
-              all show; every scalar of the run is a metric column)
+"""The TensorBoard dialect: event payloads TensorBoard reads as they are (conventions:
+docs/format.md §6).  hparams are written as session start and end info in the run
+itself, with no experiment record: TensorBoard then builds the experiment from every
+run's hparams, so runs with different keys all show.
 """
 
 from __future__ import annotations
@@ -23,22 +13,22 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .._native import ffi, lib
+from ..events import Event
+from ..histograms import as_float_array, equal_width_counts, value_stats
 from ..pb import tb
+from ..png import encode_png
 
 __all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES"]
 
 FILE_VERSION = "brain.Event:2"
 WRITER_NAME = "summarylog"
 
+#: numpy dtype -> TensorFlow DataType number (``DT_`` and the name in capitals but floats')
+_FLOATS = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF"}
 DTYPES: dict[np.dtype, int] = {
-    np.dtype(k): tb.DataType.values_by_name[v].number
-    for k, v in [
-        ("float32", "DT_FLOAT"), ("float64", "DT_DOUBLE"), ("float16", "DT_HALF"),
-        ("int8", "DT_INT8"), ("int16", "DT_INT16"), ("int32", "DT_INT32"),
-        ("int64", "DT_INT64"), ("uint8", "DT_UINT8"), ("uint16", "DT_UINT16"),
-        ("uint32", "DT_UINT32"), ("uint64", "DT_UINT64"), ("bool", "DT_BOOL"),
-        ("complex64", "DT_COMPLEX64"), ("complex128", "DT_COMPLEX128"),
-    ]
+    np.dtype(k): tb.DataType.values_by_name[_FLOATS.get(k, "DT_" + k.upper())].number
+    for k in (*_FLOATS, "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+              "uint64", "bool", "complex64", "complex128")
 }
 _DT_STRING = tb.DataType.values_by_name["DT_STRING"].number
 _BLOB_SEQUENCE = tb.DataClass.values_by_name["DATA_CLASS_BLOB_SEQUENCE"].number
@@ -46,19 +36,13 @@ _TENSOR = tb.DataClass.values_by_name["DATA_CLASS_TENSOR"].number
 
 
 def _plugin_metadata(plugin: str, content: bytes = b"", data_class: int = 0) -> Any:
-    md = tb.SummaryMetadata(data_class=data_class)
-    md.plugin_data.plugin_name = plugin
-    md.plugin_data.content = content
-    return md
+    return tb.SummaryMetadata(data_class=data_class,
+                              plugin_data={"plugin_name": plugin, "content": content})
 
 
 _IMAGES_MD = _plugin_metadata("images", tb.ImagePluginData(version=0).SerializeToString(),
                               _BLOB_SEQUENCE)
 _TEXT_MD = _plugin_metadata("text", tb.TextPluginData(version=0).SerializeToString(), _TENSOR)
-
-EXPERIMENT_TAG = "_hparams_/experiment"
-SESSION_START_TAG = "_hparams_/session_start_info"
-SESSION_END_TAG = "_hparams_/session_end_info"
 
 
 def _event(wall_time: float, step: int, **values: Any) -> Any:
@@ -68,11 +52,8 @@ def _event(wall_time: float, step: int, **values: Any) -> Any:
 
 
 def histogram_proto(values: np.ndarray, bins: int) -> Any:
-    """HistogramProto of ``values``: ``bins`` equal-width buckets over the
-    finite range; ±inf counted in the edge buckets; NaN only in ``num``.
-    Statistics and counts come from C without the GIL (histograms.py)."""
-    from ..histograms import as_float_array, equal_width_counts, value_stats
-
+    """HistogramProto of ``values``: ``bins`` equal-width buckets over the finite
+    range; ±inf counted in the edge buckets; NaN only in ``num``."""
     flat = np.ravel(values)
     if flat.dtype.kind not in "fiub":
         raise TypeError(f"values must be numeric, got dtype {flat.dtype}")
@@ -84,13 +65,10 @@ def histogram_proto(values: np.ndarray, bins: int) -> Any:
     h = tb.HistogramProto(num=float(flat.size))
     if st.finite:
         lo, hi = st.min, st.max
-        h.min, h.max = lo, hi
-        h.sum = st.sum
-        h.sum_squares = st.sum_squares
+        h.min, h.max, h.sum, h.sum_squares = lo, hi, st.sum, st.sum_squares
         if lo == hi:
-            # one distinct value: one zero-width bucket [lo, hi] holding it and any
-            # ±inf (as TensorBoard's own summary does), never empty edge buckets
-            # whose limits lie outside [min, max]
+            # one zero-width bucket, as TensorBoard's own summary does: no empty edge
+            # buckets whose limits lie outside [min, max]
             h.bucket_limit.append(hi)
             h.bucket.append(float(st.finite + n_neg_inf + n_pos_inf))
         else:
@@ -117,12 +95,12 @@ def tensor_proto(array: np.ndarray) -> Any:
     """TensorProto keeping dtype and shape; values as raw little-endian bytes."""
     arr = np.asarray(array)
     t = tb.TensorProto()
-    for d in arr.shape:
+    for d in arr.shape:  # a scalar has no tensor_shape at all, as TensorFlow writes it
         t.tensor_shape.dim.add(size=int(d))
     if arr.dtype.kind in "US" or arr.dtype == object:
         t.dtype = _DT_STRING
-        for s in arr.ravel().tolist():
-            t.string_val.append(s.encode() if isinstance(s, str) else bytes(s))
+        t.string_val.extend(s.encode() if isinstance(s, str) else bytes(s)
+                            for s in arr.ravel().tolist())
         return t
     dt = DTYPES.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
     if dt is None:
@@ -132,18 +110,18 @@ def tensor_proto(array: np.ndarray) -> Any:
     return t
 
 
-def _hparam_value(name: str, v: Any) -> tuple[Any, int]:
+def _hparam_value(name: str, v: Any) -> Any:
     from google.protobuf import struct_pb2  # noqa: F401  (the pool has Value)
 
     from ..pb import message_class
 
     Value = message_class("google.protobuf.Value")
     if isinstance(v, bool) or type(v) is np.bool_:
-        return Value(bool_value=bool(v)), 2
+        return Value(bool_value=bool(v))
     if isinstance(v, (int, float, np.integer, np.floating)):
-        return Value(number_value=float(v)), 3
+        return Value(number_value=float(v))
     if isinstance(v, str):
-        return Value(string_value=v), 1
+        return Value(string_value=v)
     raise TypeError(f"hparams[{name!r}] must be bool, int, float or str, got {type(v).__name__}")
 
 
@@ -153,15 +131,13 @@ class TensorBoardEncoder:
     name = "tensorboard"
 
     def file_header(self, wall_time: float) -> bytes:
-        ev = tb.Event(wall_time=wall_time, file_version=FILE_VERSION)
-        ev.source_metadata.writer = WRITER_NAME
-        return ev.SerializeToString()
+        return tb.Event(wall_time=wall_time, file_version=FILE_VERSION,
+                        source_metadata={"writer": WRITER_NAME}).SerializeToString()
 
     def purge_marker(self, wall_time: float, step: int) -> list[bytes]:
         """TensorBoard's resume marker: purge earlier events with step >= step."""
         a = tb.Event(wall_time=wall_time, step=step, file_version=FILE_VERSION)
-        b = tb.Event(wall_time=wall_time, step=step)
-        b.session_log.status = 1  # START
+        b = tb.Event(wall_time=wall_time, step=step, session_log={"status": 1})  # START
         return [a.SerializeToString(), b.SerializeToString()]
 
     def scalars(self, wall_time: float, step: int, tags: Sequence[str],
@@ -173,8 +149,7 @@ class TensorBoardEncoder:
 
     def write_scalar_columns(self, rw: Any, columns: tuple[Any, ...],
                              tag_table: tuple[bytes, Any]) -> tuple[int, int]:
-        """Scalar events from ``(n, walls, steps, counts, tag_ids, values)``
-        columns, encoded in C (csrc/scalar_codec.c) and framed into ``rw``:
+        """Scalar events of ScalarEvents.columns(), encoded in C and framed into ``rw``:
         ``(events taken, native status)``; the caller reports the status."""
         n, walls, steps, counts, ids, vals = columns
         tag_data, offsets = tag_table
@@ -194,13 +169,9 @@ class TensorBoardEncoder:
 
     def histogram(self, wall_time: float, step: int, tag: str, values: np.ndarray,
                   bins: int) -> bytes:
-        """A histogram event; ``bins <= 0``: MindSpore's bucket rule.  Float
-        values with a finite one are binned and encoded in one C call
-        (csrc/histogram_event.c, no GIL); the rest by :func:`histogram_proto`.
-        (Batches go to the native binner instead: summarylog/binner.py.)"""
+        """A histogram event; ``bins <= 0``: MindSpore's bucket rule.  Float values
+        are encoded in one C call, what it hands back by :func:`histogram_proto`."""
         if values.dtype == np.float32 or values.dtype == np.float64:
-            from ..histograms import as_float_array
-
             arr = as_float_array(values)
             tag_b = tag.encode("utf-8")
             cap = lib.slg_tb_histogram_event_bound(len(tag_b), bins)
@@ -213,21 +184,17 @@ class TensorBoardEncoder:
             if n < 0:
                 raise OSError(-n, f"slg_tb_encode_histogram_event: {os.strerror(-n)}")
         if bins <= 0:
-            from ..histograms import as_float_array, value_stats
-
             bins = lib.slg_ms_bins(value_stats(as_float_array(np.ravel(values))).finite)
         return _event(wall_time, step, tag=tag, histo=histogram_proto(values, bins)).SerializeToString()
 
     def images(self, wall_time: float, step: int, tag: str, pngs: Sequence[bytes],
                height: int, width: int, channels: int) -> bytes:
-        t = tb.TensorProto(dtype=_DT_STRING)
-        t.tensor_shape.dim.add(size=2 + len(pngs))
-        t.string_val.extend([str(width).encode(), str(height).encode(), *pngs])
+        t = tb.TensorProto(dtype=_DT_STRING, tensor_shape={"dim": [{"size": 2 + len(pngs)}]},
+                           string_val=[str(width).encode(), str(height).encode(), *pngs])
         return _event(wall_time, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
 
     def text(self, wall_time: float, step: int, tag: str, text: str) -> bytes:
-        t = tb.TensorProto(dtype=_DT_STRING)
-        t.string_val.append(text.encode("utf-8"))
+        t = tb.TensorProto(dtype=_DT_STRING, string_val=[text.encode("utf-8")])
         return _event(wall_time, step, tag=tag, metadata=_TEXT_MD, tensor=t).SerializeToString()
 
     def tensor(self, wall_time: float, step: int, tag: str, array: np.ndarray) -> bytes:
@@ -240,10 +207,8 @@ class TensorBoardEncoder:
 
     def summary(self, wall_time: float, step: int,
                 values: Iterable[tuple[str, str, Any]]) -> list[bytes]:
-        """A recorded step's values (summarylog.dialects.base): scalars in one
-        event, histograms by MindSpore's bucket rule, an image batch as
-        MindSpore's grid, a landscape as its x, y and z tensors."""
-        from ..png import encode_png
+        """A recorded step's values (see dialects.base): scalars in one event, histograms
+        by MindSpore's bucket rule, images as MindSpore's grid, a landscape as x, y, z."""
         from .mindspore import image_grid, tensor_to_numpy
 
         out, tags, floats = [], [], []
@@ -273,43 +238,37 @@ class TensorBoardEncoder:
                 metrics: Sequence[str]) -> list[bytes]:
         start = tb.SessionStartInfo(start_time_secs=wall_time)
         for name, v in hparams.items():
-            value, _dtype = _hparam_value(name, v)
-            start.hparams[name].CopyFrom(value)
+            start.hparams[name].CopyFrom(_hparam_value(name, v))
         end = tb.SessionEndInfo(status=1, end_time_secs=wall_time)  # STATUS_SUCCESS
         out = []
-        for tag, data in ((SESSION_START_TAG, tb.HParamsPluginData(version=0, session_start_info=start)),
-                          (SESSION_END_TAG, tb.HParamsPluginData(version=0, session_end_info=end))):
-            md = _plugin_metadata("hparams", data.SerializeToString())
-            ev = tb.Event(wall_time=wall_time)
-            ev.summary.value.add(tag=tag, metadata=md)
+        for tag, info in (("_hparams_/session_start_info", {"session_start_info": start}),
+                          ("_hparams_/session_end_info", {"session_end_info": end})):
+            data = tb.HParamsPluginData(version=0, **info).SerializeToString()
+            ev = _event(wall_time, 0, tag=tag, metadata=_plugin_metadata("hparams", data))
             out.append(ev.SerializeToString())
         return out
 
 
 def payload_of_event(ev: Any) -> bytes | None:
-    """A TensorBoard event record for one plain :class:`~summarylog.events.Event`
-    read from any dialect (for conversion), or None for kinds TensorBoard
-    has no place for (graphs of other dialects, landscapes, markers)."""
+    """A TensorBoard event record for one plain :class:`~summarylog.events.Event` of
+    any dialect (for conversion), or None for kinds TensorBoard has no place for."""
     k, wall, step, tag = ev.kind, ev.wall_time, ev.step, ev.tag
+    enc = TensorBoardEncoder()
     if k == "scalar":
         return _event(wall, step, tag=tag, simple_value=float(ev.value)).SerializeToString()
     if k == "histogram":
         v = ev.value
         h = tb.HistogramProto(min=v["min"], max=v["max"], num=v["num"], sum=v["sum"] or 0.0,
-                              sum_squares=v.get("sum_squares") or 0.0)
-        h.bucket_limit.extend(v["limits"])
-        h.bucket.extend(v["counts"])
+                              sum_squares=v.get("sum_squares") or 0.0,
+                              bucket_limit=v["limits"], bucket=v["counts"])
         return _event(wall, step, tag=tag, histo=h).SerializeToString()
     if k == "image":
         v = ev.value
-        t = tb.TensorProto(dtype=_DT_STRING)
-        t.tensor_shape.dim.add(size=2 + len(v["pngs"]))
-        t.string_val.extend([str(v["width"]).encode(), str(v["height"]).encode(), *v["pngs"]])
-        return _event(wall, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
+        return enc.images(wall, step, tag, v["pngs"], v["height"], v["width"], 0)
     if k == "text":
-        return TensorBoardEncoder().text(wall, step, tag, str(ev.value))
+        return enc.text(wall, step, tag, str(ev.value))
     if k == "tensor":
-        return TensorBoardEncoder().tensor(wall, step, tag, np.asarray(ev.value))
+        return enc.tensor(wall, step, tag, np.asarray(ev.value))
     return None
 
 
@@ -320,25 +279,28 @@ _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 _DT_BFLOAT16 = tb.DataType.values_by_name["DT_BFLOAT16"].number
 
 
-#: the most elements a tensor is expanded to beyond the values it holds
-#: (TF's repeated-last-value packing, or a shape with no values): past it the
-#: value is malformed, so a few bytes cannot claim gigabytes
+#: the most elements a tensor is expanded to beyond the values it holds (TF's packing
+#: of a repeated value, or none at all): so a few bytes cannot claim gigabytes
 MAX_EXPANDED_ELEMENTS = 1 << 20
 
 
 def tensor_elements(shape: list[int], present: int) -> int:
-    """The element count of a shape, checked: ValueError for a negative
-    dimension, or when it needs more than MAX_EXPANDED_ELEMENTS elements
-    where only ``present`` values are stored."""
-    size = 1
-    for d in shape:
-        if d < 0:
-            raise ValueError(f"tensor shape {shape} has a negative dimension")
-        size *= d
+    """The element count of a shape; ValueError for a negative dimension, or for more
+    than MAX_EXPANDED_ELEMENTS elements where only ``present`` values are stored."""
+    if any(d < 0 for d in shape):
+        raise ValueError(f"tensor shape {shape} has a negative dimension")
+    size = math.prod(shape)
     if size > max(present, MAX_EXPANDED_ELEMENTS):
         raise ValueError(f"tensor shape {shape} needs {size} elements but holds {present} "
                          f"(expansion is capped at {MAX_EXPANDED_ELEMENTS})")
     return size
+
+
+def _expanded(arr: np.ndarray, shape: list[int]) -> np.ndarray:
+    size = tensor_elements(shape, arr.size)
+    if arr.size == 1 and size > 1:  # TF's repeated-last-value packing
+        arr = np.repeat(arr, size)
+    return arr
 
 
 def _tensor_to_numpy(t: Any) -> np.ndarray:
@@ -350,11 +312,7 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
             bits = np.frombuffer(t.tensor_content, "<u2").astype(np.uint32)
         else:
             bits = np.array(list(t.half_val), np.uint32)
-        arr = (bits << 16).view(np.float32)
-        size = tensor_elements(shape, arr.size)
-        if arr.size == 1 and size > 1:
-            arr = np.repeat(arr, size)
-        return arr.reshape(shape)
+        return _expanded((bits << 16).view(np.float32), shape).reshape(shape)
     dt = _NP_OF_DT.get(t.dtype)
     if dt is None:
         raise ValueError(f"unsupported tensor dtype {t.dtype}")
@@ -365,28 +323,17 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
         vals = getattr(t, field)
         if len(vals):
             if field == "half_val":
-                arr = np.array(vals, np.uint16).view(np.float16)
-            else:
-                arr = np.array(vals)
-            size = tensor_elements(shape, arr.size)
-            if arr.size == 1 and size > 1:  # TF's repeated-last-value packing
-                arr = np.repeat(arr, size)
-            return arr.astype(dt).reshape(shape)
+                vals = np.array(vals, np.uint16).view(np.float16)
+            return _expanded(np.array(vals), shape).astype(dt).reshape(shape)
     tensor_elements(shape, 0)
     return np.zeros(shape, dt)
-
-
-def _histogram_dict(h: Any) -> dict[str, Any]:
-    return {"limits": list(h.bucket_limit), "counts": list(h.bucket), "min": h.min,
-            "max": h.max, "num": h.num, "sum": h.sum, "sum_squares": h.sum_squares}
 
 
 _KIND_OF_PLUGIN = {"scalars": "scalar", "images": "image", "text": "text",
                    "histograms": "histogram"}
 
 
-def _decode_value(v: Any, ev: Any, plugins: dict[str, str],
-                  values: bool = True) -> tuple[str, Any]:
+def _decode_value(v: Any, plugins: dict[str, str], values: bool = True) -> tuple[str, Any]:
     from google.protobuf import json_format
 
     plugin = v.metadata.plugin_data.plugin_name if v.HasField("metadata") else ""
@@ -404,7 +351,10 @@ def _decode_value(v: Any, ev: Any, plugins: dict[str, str],
     if which == "simple_value":
         return "scalar", float(v.simple_value)
     if which == "histo":
-        return "histogram", _histogram_dict(v.histo)
+        h = v.histo
+        return "histogram", {"limits": list(h.bucket_limit), "counts": list(h.bucket),
+                             "min": h.min, "max": h.max, "num": h.num, "sum": h.sum,
+                             "sum_squares": h.sum_squares}
     if which == "image":
         return "image", {"width": v.image.width, "height": v.image.height,
                          "pngs": [v.image.encoded_image_string]}
@@ -436,20 +386,16 @@ def _decode_value(v: Any, ev: Any, plugins: dict[str, str],
 
 def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
                  values: bool = True) -> list[Any]:
-    """Plain :class:`summarylog.events.Event` objects for one event record
-    (one per Summary.Value, or one marker).  ``plugins`` carries each tag's
-    plugin from its first value (TF2 writes that metadata once per tag).
-    ``values=False``: kinds only (each Event's value is None)."""
-    from ..events import Event
-
-    if plugins is None:
-        plugins = {}
+    """Plain :class:`summarylog.events.Event` objects for one event record (one per
+    Summary.Value, or one marker).  ``plugins`` carries each tag's plugin from its
+    first value (TF2 writes it once per tag).  ``values=False``: kinds only."""
+    plugins = {} if plugins is None else plugins
     ev = tb.Event.FromString(payload)
     which = ev.WhichOneof("what")
     if which == "summary":
         out = []
         for v in ev.summary.value:
-            kind, value = _decode_value(v, ev, plugins, values)
+            kind, value = _decode_value(v, plugins, values)
             out.append(Event(kind, v.tag, ev.step, ev.wall_time, value))
         return out
     if which == "file_version":

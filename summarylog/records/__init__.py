@@ -5,18 +5,6 @@ from .crc import crc32c, crc32c_impl, crc32c_impls, mask, masked_crc32c, unmask,
 from .reader import Damage, RecordReader, Tail
 from .writer import MAX_PAYLOAD, RecordWriter, WriterStats
 
-__all__ = [
-    "crc32c",
-    "masked_crc32c",
-    "mask",
-    "unmask",
-    "crc32c_impl",
-    "crc32c_impls",
-    "use_crc32c_impl",
-    "RecordWriter",
-    "WriterStats",
-    "MAX_PAYLOAD",
-    "RecordReader",
-    "Damage",
-    "Tail",
-]
+__all__ = ["crc32c", "masked_crc32c", "mask", "unmask", "crc32c_impl", "crc32c_impls",
+           "use_crc32c_impl", "RecordWriter", "WriterStats", "MAX_PAYLOAD", "RecordReader",
+           "Damage", "Tail"]

@@ -1,25 +1,8 @@
-"""RecordWriter: payloads in, TFRecord records on disk, through the native
-buffered writer (``slg_writer_*``) and its flusher thread.
-
-Durability (``durability=``), and what a crash can lose:
-
-* ``"none"``  - records reach the OS every ``flush_secs``, when the buffer
-  passes ``flush_bytes``, on ``flush()`` and on ``close()``; nothing is ever
-  fsynced.  Process crash: at most the last ``flush_secs`` of records.  OS
-  crash or power loss: whatever the OS had not written back.
-* ``"flush"`` (default) - as ``"none"``, and ``close()`` fdatasyncs the file.
-  Process crash: ``flush_secs``.  OS crash: everything since the last close.
-* ``"fsync"`` - every write round ends with one fdatasync (group commit, never
-  one per record) and ``flush()`` returns only after it.  Process crash or OS
-  crash: at most the last ``flush_secs`` (plus the fsync's own time).
-
-``flush()`` always returns only after everything written before it reached
-the OS (and the disk, with ``"fsync"``).
-
-With ``compression="zstd"`` the framed records are compressed in blocks, one
-zstd frame per flush (``zstandard`` package) on a background thread, and the
-file name gets a ``.zst`` suffix; ``zstd -d`` turns the file into an ordinary
-TFRecord file, and a crash loses at most the block not yet flushed.
+"""RecordWriter: payloads in, TFRecord records on disk, through the native buffered
+writer (``slg_writer_*``) and its flusher thread.  What each ``durability`` can lose
+in a crash: the README's durability table.  ``compression="zstd"`` writes one zstd
+frame per flush (``zstd -d`` gives a plain TFRecord file); a crash loses at most the
+block not yet flushed.
 """
 
 from __future__ import annotations
@@ -82,27 +65,22 @@ class RecordWriter:
     """Write TFRecord records to a new file, buffered in C.
 
     Args:
-      path: the file to create.  It must not exist: the writer opens it with
-        O_EXCL and never truncates or appends to a file it did not create.
-        With ``compression="zstd"``, ``.zst`` is appended unless present.
-      flush_secs: the flusher writes the buffer at least this often (s;
-        default 1.0).
-      durability: ``"none"``, ``"flush"`` (default) or ``"fsync"``; see the
-        module docstring for each one's loss window.
+      path: the file to create; it must not exist (opened with O_EXCL: never truncates
+        or appends).  With ``compression="zstd"``, ``.zst`` is appended unless present.
+      flush_secs: the flusher writes the buffer at least this often (s; default 1.0).
+      durability: ``"none"``, ``"flush"`` (default: ``close()`` fdatasyncs) or ``"fsync"``
+        (every write round ends with one fdatasync, and so does ``flush()``).
       compression: ``None`` (default) or ``"zstd"``.
       flush_bytes: buffered bytes that wake the flusher early (default 1 MiB).
-      max_buffer: cap on buffered bytes (default 64 MiB).  A single record
-        larger than this is still accepted, alone.  Memory: up to twice this
-        (one buffer fills while the other is written).
-      on_full: when the buffer is full, ``"block"`` (default) waits for the
-        disk, ``"drop"`` drops the record and counts it.
-      strict: True (default): an I/O error raises OSError (with the path) from
-        the next call, ``flush()`` or ``close()``.  False: errors are counted
-        in :attr:`stats`, logged once, and writing goes on.
+      max_buffer: cap on buffered bytes (default 64 MiB; a larger single record is still
+        accepted, alone).  Memory: up to twice this (one buffer fills, one is written).
+      on_full: when the buffer is full, ``"block"`` (default) waits for the disk,
+        ``"drop"`` drops the record and counts it.
+      strict: True (default): an I/O error raises OSError (with the path) from the next
+        call, ``flush()`` or ``close()``.  False: counted in :attr:`stats`, logged once.
       mode: permission bits of the new file (default 0o644, before umask).
 
-    Thread-safe: any number of threads may write; a record is never torn or
-    interleaved with another.
+    Thread-safe: a record is never torn or interleaved with another.
     """
 
     def __init__(
@@ -151,25 +129,19 @@ class RecordWriter:
 
     # -- writing -----------------------------------------------------------
     def write(self, payload: Any) -> bool:
-        """Frame and buffer one payload (any bytes-like object).
-
-        Returns True if buffered, False if dropped (``on_full="drop"``).
-        """
+        """Frame and buffer one payload (any bytes-like object): True if buffered,
+        False if dropped (``on_full="drop"``)."""
         if self._closed:
             raise ValueError(f"write to closed RecordWriter ({self.path})")
         if self._zstd is not None:
             return self._zstd.write(payload)
         buf = as_buffer(payload, "payload")
         rc = lib.slg_writer_write(self._h, buf, len(buf))
-        if rc:
-            return self._status(rc)
-        return True
+        return self.report(rc) if rc else True
 
     def write_many(self, payloads: Iterable[Any]) -> int:
-        """Frame and buffer many payloads in one native call.
-
-        Returns how many were buffered (fewer only with ``on_full="drop"``).
-        """
+        """Frame and buffer many payloads in one native call; returns how many were
+        buffered (fewer only with ``on_full="drop"``)."""
         if self._closed:
             raise ValueError(f"write to closed RecordWriter ({self.path})")
         if not isinstance(payloads, (list, tuple)):
@@ -183,7 +155,7 @@ class RecordWriter:
             rc = lib.slg_writer_write_pylist(self._h, ffi.cast("void *", id(payloads)), accepted)
             if rc != -errno.EINVAL:  # EINVAL: not all exact bytes, take the general path
                 if rc:
-                    self._status(rc)
+                    self.report(rc)
                 return int(accepted[0])
         self._check_sizes(payloads)
         total = 0
@@ -198,12 +170,11 @@ class RecordWriter:
                                            len(part), accepted)
             total += int(accepted[0])
             if rc:
-                self._status(rc)  # raises for errors (strict); drops were counted in C
+                self.report(rc)  # raises for errors (strict); drops were counted in C
         return total
 
     def write_framed(self, data: Any, records: int) -> None:
-        """Buffer records that are already framed (``records`` of them, back
-        to back, e.g. from a native encoder); compressed like the rest."""
+        """Buffer ``records`` records already framed back to back (compressed like the rest)."""
         if self._closed:
             raise ValueError(f"write to closed RecordWriter ({self.path})")
         if self._zstd is not None:
@@ -212,33 +183,22 @@ class RecordWriter:
         buf = as_buffer(data)
         rc = lib.slg_writer_write_raw(self._h, buf, len(buf), records)
         if rc:
-            self._status(rc)
-
-    def write_raw(self, data: Any, records: int = 0) -> None:
-        """Append bytes to the file as they are, uncompressed (a block of
-        framed records, or anything else); ``records`` counts for :attr:`stats`."""
-        if self._closed:
-            raise ValueError(f"write to closed RecordWriter ({self.path})")
-        buf = as_buffer(data)
-        rc = lib.slg_writer_write_raw(self._h, buf, len(buf), records)
-        if rc:
-            self._status(rc)
+            self.report(rc)
 
     # -- flushing and closing ----------------------------------------------
     def flush(self) -> None:
-        """Return once everything written so far reached the OS (and the
-        disk, with ``durability="fsync"``)."""
+        """Return once everything written so far reached the OS (and the disk, with fsync)."""
         if self._closed:
             raise ValueError(f"flush of closed RecordWriter ({self.path})")
         if self._zstd is not None:
             self._zstd.flush()
         rc = lib.slg_writer_flush(self._h)
         if rc:
-            self._status(rc)
+            self.report(rc)
 
     def close(self) -> None:
-        """Flush, fdatasync (unless ``durability="none"``) and close.
-        Idempotent; raises (strict) the first I/O error not yet reported."""
+        """Flush, fdatasync (unless ``durability="none"``) and close.  Idempotent; raises
+        (strict) the first I/O error not yet reported."""
         if self._closed:
             return
         try:
@@ -248,7 +208,7 @@ class RecordWriter:
             self._closed = True
             rc = lib.slg_writer_close(self._h)
         if rc and rc != -errno.ECHILD:  # a forked child's close only lets go of its descriptor
-            self._status(rc)
+            self.report(rc)
 
     @property
     def closed(self) -> bool:
@@ -256,15 +216,8 @@ class RecordWriter:
 
     @property
     def handle(self) -> Any:
-        """The native writer (``slg_writer *``), for the modules that frame
-        into it from C (scalar columns, the binner); valid while open."""
+        """The native ``slg_writer *`` the binner and scalar encoder frame into (while open)."""
         return self._h
-
-    def report(self, rc: int) -> bool:
-        """Report a native status code of a write into :attr:`handle`:
-        False for a record dropped (``on_full="drop"``); an error raised
-        (strict) or counted and logged once."""
-        return self._status(rc)
 
     def abandon(self) -> None:
         """In a forked child: this is the parent's file; never flush or close it here."""
@@ -296,9 +249,12 @@ class RecordWriter:
     def _check_sizes(self, payloads: Any) -> None:
         """All or nothing: one payload over MAX_PAYLOAD refuses the batch."""
         if any(memoryview(p).nbytes > MAX_PAYLOAD for p in payloads):
-            self._status(-errno.EMSGSIZE)
+            self.report(-errno.EMSGSIZE)
 
-    def _status(self, rc: int) -> bool:
+    def report(self, rc: int) -> bool:
+        """Report a native status code of a write into :attr:`handle`: False for a
+        record dropped (``on_full="drop"``); an error raised (strict) or counted and
+        logged once."""
         if rc == lib.SLG_DROPPED:
             return False
         if rc == -errno.EMSGSIZE:
@@ -314,17 +270,15 @@ class RecordWriter:
             raise_errno(rc, self.path)
         if not self._warned:
             self._warned = True
-            err = -rc
             log.warning("summarylog: I/O error on %s: %s (errno %d); records are being "
                         "lost, see RecordWriter.stats; logging once", self.path,
-                        os.strerror(err), err)
+                        os.strerror(-rc), -rc)
         return True
 
 
 class _ZstdBlocks:
-    """Frames records into a pending block and compresses it into one zstd
-    frame per flush, on a background thread; the frames go to the native
-    writer as raw bytes."""
+    """Framed records pending in a block, compressed into one zstd frame per flush on
+    a background thread and handed to the native writer as raw bytes."""
 
     def __init__(self, owner: RecordWriter, flush_secs: float, flush_bytes: int) -> None:
         import zstandard
@@ -338,32 +292,30 @@ class _ZstdBlocks:
         self._flush_bytes = flush_bytes
         self._wake = threading.Event()
         self._stop = False
+        self._error = 0  # a strict writer's block error, raised by the next call
         self._io_lock = threading.Lock()  # one block compressed+written at a time, in order
         self._thread = threading.Thread(target=self._run, name="summarylog-zstd", daemon=True)
         self._thread.start()
 
     def write(self, payload: Any) -> bool:
-        if self._error:
-            rc, self._error = self._error, 0
-            self._owner.report(rc)
+        self._take_error()
         buf = as_buffer(payload, "payload")
         n = len(buf)
         if n > MAX_PAYLOAD:
             self._owner.report(-errno.EMSGSIZE)
         framed = bytearray(n + 16)
         lib.slg_frame(ffi.from_buffer(framed), buf, n)
-        with self._lock:
-            self._pending += framed
-            self._records += 1
-            big = len(self._pending) >= self._flush_bytes
-        if big:
-            self._wake.set()
+        self.write_framed(framed, 1)
         return True
 
-    def write_framed(self, data: Any, records: int) -> None:
+    def _take_error(self) -> None:
+        """A block's write error (strict), raised from the next call."""
         if self._error:
             rc, self._error = self._error, 0
             self._owner.report(rc)
+
+    def write_framed(self, data: Any, records: int) -> None:
+        self._take_error()
         with self._lock:
             self._pending += data
             self._records += records
@@ -386,8 +338,6 @@ class _ZstdBlocks:
                 elif rc:
                     self._error = rc
 
-    _error = 0
-
     def _run(self) -> None:
         while not self._stop:
             self._wake.wait(self._flush_secs)
@@ -398,9 +348,7 @@ class _ZstdBlocks:
 
     def flush(self) -> None:
         self._emit()
-        if self._error:
-            rc, self._error = self._error, 0
-            self._owner.report(rc)
+        self._take_error()
 
     def close(self) -> None:
         self._stop = True
