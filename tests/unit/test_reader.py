@@ -994,6 +994,39 @@ class TestFollow:
         assert [e.step for _, e in out if e.kind == "scalar"] == [0, 1, 2, 3]
         assert out[0][1].kind == "file_version"
 
+    def test_from_end_yields_only_what_comes_later(self, tmp_path) -> None:
+        write_summarylog_run(tmp_path / "a", n=3)
+        r = Reader(tmp_path)
+        rounds = []
+        discover = r._discover
+
+        def counted():  # the first round reads what is there when following starts
+            rounds.append(1)
+            return discover()
+
+        r._discover = counted
+        errors: list[BaseException] = []
+
+        def append_later() -> None:
+            try:
+                while len(rounds) < 2:
+                    time.sleep(0.005)
+                with summarylog.Writer(tmp_path / "a", filename_suffix=".late") as w:
+                    for i in range(10, 13):
+                        w.add_scalar("a", i, i, walltime=2000.0 + i)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        t = threading.Thread(target=append_later, name="test-late-writer", daemon=True)
+        t.start()
+        out = list(r.follow(poll_secs=0.01, idle_timeout=1.0, from_end=True))
+        t.join(60)
+        assert not errors, errors
+        steps = [e.step for _, e in out if e.kind == "scalar"]
+        print(f"follow(from_end=True): {len(out)} events after {len(rounds)} rounds, "
+              f"scalar steps {steps}")
+        assert steps == [10, 11, 12]
+
 
 # ---- to_pandas() -------------------------------------------------------------------------------
 
