@@ -235,10 +235,8 @@ class ColumnLoader:
                         report.bad_events += res.bad_events
                         report.bad_values += res.bad_values
                         if rc == lib.SLG_DECODE_OUT_FULL:
-                            # more than the estimate (zstd files, many values an
-                            # event): keep this chunk, go on in a new one (no
-                            # copy-doubling) big enough for the event that did
-                            # not fit, so every round makes progress
+                            # past the estimate: keep this chunk, go on in a new one
+                            # (no copy-doubling) that holds the event that did not fit
                             ptrs = []
                             for arr in arrays:
                                 arr.resize(n, refcheck=False)
@@ -252,11 +250,10 @@ class ColumnLoader:
         del ptrs  # no pointers into the arrays past this point
         for arr in arrays:
             arr.resize(n, refcheck=False)  # give back the unused tail in place
-        ids, steps, walls, vals = arrays
-        if chunks:
-            chunks.append(arrays)
-            ids, steps, walls, vals = (np.concatenate(parts) for parts in zip(*chunks))
-            del chunks
+        chunks.append(arrays)
+        ids, steps, walls, vals = (np.concatenate(parts) if len(parts) > 1 else parts[0]
+                                   for parts in zip(*chunks))
+        del chunks
         if purge and purges:
             keep = purge_keep(steps, purges)
             ids, steps, walls, vals = ids[keep], steps[keep], walls[keep], vals[keep]

@@ -62,18 +62,16 @@ def damage_list(dmg: Any, n: int) -> list[Damage]:
 
 
 class _PlainSource:
-    def __init__(self, fd: int, first: tuple[bytes, int] | None = None) -> None:
+    def __init__(self, fd: int, first: bytes | None = None) -> None:
         self.fd = fd
         # a small file's whole content, read with its header check: the
         # first read takes it instead of another fstat and pread
         self._first = first
 
     def read(self, pos: int, want: int) -> tuple[bytes, int]:
-        if self._first is not None:
-            data, size = self._first
-            self._first = None
-            if pos == 0 and want >= size:
-                return data, size
+        first, self._first = self._first, None
+        if first is not None and pos == 0 and want >= len(first):
+            return first, len(first)
         size = os.fstat(self.fd).st_size
         n = max(0, min(want, size - pos))
         data = os.pread(self.fd, n, pos) if n else b""
@@ -129,7 +127,7 @@ class RecordReader:
         self._pending_zstd: list[Damage] = []
         self._source: Any = (
             ZstdSource(fd, lambda at, n: self._pending_zstd.append(Damage(at, "bad_zstd_frame", n)))
-            if self.compressed else _PlainSource(fd, (head, len(head)) if small else None))
+            if self.compressed else _PlainSource(fd, head if small else None))
         self._state = ffi.new("slg_scan_state *")
         self._state.verify_data = 1 if verify else 0
         # span slots: one per 16 bytes of file at most (a small file needs few)

@@ -36,10 +36,10 @@ def starts_zstd(head: bytes) -> bool:
     return head[:4] == ZSTD_MAGIC or _is_skippable(head[:4])
 
 
-def _next_frame(chunk: bytes, start: int = 0) -> int:
+def _next_frame(chunk: bytes) -> int:
     """Index of the first zstd or skippable frame magic in chunk, or -1."""
-    i = chunk.find(ZSTD_MAGIC, start)
-    j = chunk.find(b"\x2a\x4d\x18", max(start, 1))
+    i = chunk.find(ZSTD_MAGIC)
+    j = chunk.find(b"\x2a\x4d\x18", 1)
     while j >= 0 and chunk[j - 1] >> 4 != 0x5:
         j = chunk.find(b"\x2a\x4d\x18", j + 1)
     if j >= 0 and (i < 0 or j - 1 < i):
@@ -95,12 +95,10 @@ class _FrameWalker:
         return 5 + (0 if single else 1) + _DID_SIZE[d & 3] + (_FCS_SIZE[d >> 6] or single), 0
 
     def limit(self, cpos: int, size: int) -> int:
-        """A compressed offset past cpos (at most the file size) up to which
-        the decoder may be fed with at most OUT_BUDGET bytes of output (plus
-        one block it was fed part of before)."""
+        """A compressed offset past cpos (< size) up to which the decoder may be
+        fed with at most OUT_BUDGET bytes of output (plus one block it was fed
+        part of before)."""
         end = min(cpos + _STEP, size)
-        if end <= cpos:
-            return cpos
         if self.lost:
             return min(cpos + _BLIND, end)
         base = self.pos

@@ -939,6 +939,28 @@ class TestMemory:
         assert r.damage(".")[dst].ok
         assert ratio <= 3.0
 
+    def test_zstd_values_past_the_size_estimate_come_whole_and_in_order(self, tmp_path) -> None:
+        """A zstd file holds far more values than its compressed size suggests:
+        the columns go on in new chunks, joined and grouped by tag at the end."""
+        zstandard = require_module("zstandard")
+        n = 300_000
+        with summarylog.Writer(tmp_path / "plain") as w:
+            for i in range(n):
+                w.add_scalar("a" if i % 3 else "b", i * 0.5, i, walltime=1e9 + i)
+        (src,) = Reader(tmp_path / "plain").files(".")
+        os.makedirs(tmp_path / "z")
+        dst = os.path.join(tmp_path, "z", "events.out.zevents.1700000000.h.1.0.zst")
+        with open(src, "rb") as f, open(dst, "wb") as out:
+            out.write(zstandard.ZstdCompressor(level=3).compress(f.read()))
+        plain, z = Reader(tmp_path / "plain"), Reader(tmp_path / "z")
+        for tag, steps in (("a", [i for i in range(n) if i % 3]), ("b", range(0, n, 3))):
+            assert_series(z.scalars(".", tag), steps, 1e9 + np.asarray(steps),
+                          f32(np.asarray(steps) * 0.5))
+            assert all((x == y).all() for x, y in zip(z.scalars(".", tag), plain.scalars(".", tag)))
+        print(f"{n} scalars in a {os.path.getsize(dst)}-byte zstd file "
+              f"({os.path.getsize(src)} bytes plain): read whole, by tag, in order")
+        assert z.damage(".")[dst].ok
+
 
 # ---- follow() --------------------------------------------------------------------------------
 
