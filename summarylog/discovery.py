@@ -30,9 +30,8 @@ def is_event_file(name: str) -> bool:
     summarylog's zstd segments (``zevents``) and MindSpore summary files
     (``summary.<digits>``, as MindInsight finds them; not ``_lineage``)."""
     base = os.path.basename(name)
-    if _EVENT_NAME.search(base) is not None:
-        return True
-    return _MS_NAME.search(base) is not None and not base.endswith(_LINEAGE_SUFFIX)
+    return bool(_EVENT_NAME.search(base) or
+                (_MS_NAME.search(base) and not base.endswith(_LINEAGE_SUFFIX)))
 
 
 def is_lineage_file(name: str) -> bool:

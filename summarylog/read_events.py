@@ -29,17 +29,27 @@ def _varint(b: bytes, i: int) -> tuple[int, int]:
 
 
 def _skip(b: bytes, i: int, wt: int) -> int:
-    """Past a scalar or length-delimited value of wire type ``wt`` at ``i``."""
-    if wt == 0:
-        return _varint(b, i)[1]
-    if wt == 1:
-        return i + 8
-    if wt == 5:
-        return i + 4
-    if wt == 2:
-        size, i = _varint(b, i)
-        return i + size
-    raise ValueError("bad wire type")
+    """Past the value of wire type ``wt`` at ``i`` (a group: past its end,
+    iteratively, so nesting costs no recursion)."""
+    depth = 0
+    while True:
+        if wt == 0:
+            i = _varint(b, i)[1]
+        elif wt == 1 or wt == 5:
+            i += 8 if wt == 1 else 4
+        elif wt == 2:
+            size, i = _varint(b, i)
+            i += size
+        elif wt == 3:
+            depth += 1
+        elif wt != 4 or not depth:
+            raise ValueError("bad wire type")
+        else:
+            depth -= 1
+        if not depth:
+            return i
+        key, i = _varint(b, i)
+        wt = key & 7
 
 
 def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
@@ -50,23 +60,8 @@ def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
         start = i
         key, i = _varint(b, i)
         field, wt = key >> 3, key & 7
-        body = i
-        if wt == 2:
-            size, body = _varint(b, i)
-            i = body + size
-        elif wt == 3:  # a group: skip to its end, iteratively
-            depth = 1
-            while depth:
-                k, i = _varint(b, i)
-                w = k & 7
-                if w == 3:
-                    depth += 1
-                elif w == 4:
-                    depth -= 1
-                else:
-                    i = _skip(b, i, w)
-        else:
-            i = _skip(b, i, wt)
+        body = _varint(b, i)[1] if wt == 2 else i
+        i = _skip(b, i, wt)
         if i > n or field == 0:
             raise ValueError("field past the end")
         out.append((field, start, body, i))

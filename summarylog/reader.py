@@ -61,8 +61,7 @@ class Reader:
         self._decoded: set[str] = set()  # runs whose every value was decoded (damage(deep=True))
         self._lineage_reports: dict[str, FileReport] = {}
         self._loader = ColumnLoader(verify)
-        #: what could not be listed during the last discovery: OSErrors whose
-        #: ``filename`` names the path
+        #: what the last discovery could not list: OSErrors whose ``filename`` names it
         self.discovery_errors: list[OSError] = []
 
     # -- discovery ------------------------------------------------------------
@@ -193,8 +192,7 @@ class Reader:
         rep.records = max(rep.records, rr.records_read)
         rep.bad_events = max(rep.bad_events, dec.bad_events)
         rep.bad_values = max(rep.bad_values, dec.bad_values)
-        rep.damage, rep.tail = list(rr.damage), rr.tail
-        rep.size = rr.size
+        rep.damage, rep.tail, rep.size = list(rr.damage), rr.tail, rr.size
         self._reports[path] = rep
 
     # -- damage ----------------------------------------------------------------------
