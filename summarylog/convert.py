@@ -34,8 +34,6 @@ __all__ = ["convert", "iter_convert", "DestinationError", "FORMATS"]
 
 FORMATS = ("tensorboard", "mindinsight")
 _MARKERS = {"file_version", "session_log"}
-
-
 # what encoding a hostile value can raise (bad Unicode, out-of-range numbers,
 # wrong types from a damaged file); such a value is skipped, never fatal
 _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError,

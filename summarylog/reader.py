@@ -32,7 +32,8 @@ from .records import RecordReader
 __all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file", "is_lineage_file",
            "dialect_of"]
 
-_KIND_ORDER = ("scalar", "histogram", "image", "text", "tensor", "hparams")
+_KIND_RANK = {k: i for i, k in enumerate(("scalar", "histogram", "image", "text", "tensor",
+                                           "hparams"))}
 
 
 class Reader:
@@ -94,11 +95,9 @@ class Reader:
 
     # -- scalars ------------------------------------------------------------------
     def _load_columns(self, run: str) -> RunColumns:
-        cols = self._columns.get(run)
-        if cols is None:
-            cols = self._columns[run] = self._loader.load(self.files(run), self.purge,
-                                                          self._reports)
-        return cols
+        if run not in self._columns:
+            self._columns[run] = self._loader.load(self.files(run), self.purge, self._reports)
+        return self._columns[run]
 
     def scalar_tags(self, run: str) -> list[str]:
         """Tags of the run that hold scalars, sorted."""
@@ -151,8 +150,7 @@ class Reader:
         for ev in self._events(run, values=False, tags=need):
             if ev.tag:
                 out.setdefault(ev.tag, set()).add(ev.kind)
-        rank = {k: i for i, k in enumerate(_KIND_ORDER)}
-        return {tag: sorted(kinds, key=lambda k: (rank.get(k, len(rank)), k))
+        return {tag: sorted(kinds, key=lambda k: (_KIND_RANK.get(k, len(_KIND_RANK)), k))
                 for tag, kinds in sorted(out.items())}
 
     def tags(self, run: str) -> dict[str, str]:
@@ -209,8 +207,7 @@ class Reader:
                 for _ in self._events(r, values=True):
                     pass
                 self._decoded.add(r)
-            for path in self.files(r):
-                out[path] = self._reports[path]
+            out.update((path, self._reports[path]) for path in self.files(r))
         return out
 
     # -- lineage (MindSpore) ---------------------------------------------------------------
@@ -229,12 +226,9 @@ class Reader:
         records win; custom lineage accumulates.  Damaged records are skipped
         and reported by :meth:`lineage_damage`, as is a metric that is not a
         JSON object within limits (kept as ``{"_raw": text}``)."""
-        rows = []
-        for run in runs if runs is not None else self.runs():
-            files = self.lineage_files(run)
-            if files:
-                rows.append(read_lineage(run, files, self.verify, self._lineage_reports))
-        return rows
+        return [read_lineage(run, files, self.verify, self._lineage_reports)
+                for run in (runs if runs is not None else self.runs())
+                if (files := self.lineage_files(run))]
 
     def lineage_damage(self) -> dict[str, FileReport]:
         """Per-file reports of the lineage files read by :meth:`lineage`."""
