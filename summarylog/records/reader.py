@@ -172,16 +172,15 @@ class RecordReader:
                 yield from out
                 continue
             j = 0
-            flat = sview[: 2 * n].tolist()
-            for i in range(0, 2 * n, 2):
+            flat = sview[: 2 * n].tolist()  # offset, length of each record
+            for start, length in zip(flat[::2], flat[1::2]):
                 # damage before this record first: strict mode raises
                 # before yielding anything that follows the damage
-                while j < len(batch) and batch[j].offset < flat[i]:
+                while j < len(batch) and batch[j].offset < start:
                     self.add_damage(batch[j])
                     j += 1
                 self.records_read += 1
-                start = flat[i] - base
-                yield buf[start : start + flat[i + 1]]
+                yield buf[start - base : start - base + length]
             for d in batch[j:]:
                 self.add_damage(d)
 

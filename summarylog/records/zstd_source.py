@@ -102,7 +102,7 @@ class _FrameWalker:
         if self.lost:
             return min(cpos + _BLIND, end)
         base = self.pos
-        window = os.pread(self.fd, max(0, end - base) + 8, base) if base < end else b""
+        window = os.pread(self.fd, end - base + 8, base) if base < end else b""
         out = 0
         while self.pos < end and out < OUT_BUDGET:
             at = self.pos - base
