@@ -1,30 +1,16 @@
 """Convert runs between the TensorBoard and MindSpore dialects.
 
-``convert(src, dst, to="tensorboard")`` reads every run under ``src`` (either
-dialect, plain or zstd) and writes the same run layout under ``dst``:
+``convert(src, dst, to=...)`` reads every run under ``src`` (either dialect,
+plain or zstd) and writes the same run layout under ``dst``.  MindSpore
+lineage becomes TensorBoard hparams (eval metrics as ``lineage/<metric>``
+scalars), TensorBoard hparams become MindSpore custom lineage.  What a
+dialect has no place for is counted as ``"skipped <kind>"``; a value that
+is malformed (bad Unicode, a number past a double, a metric that is not a
+JSON object) as ``"malformed <kind>"``: it never ends the conversion.
 
-- to TensorBoard: scalars, histograms (MindSpore buckets become limits and
-  counts), images, tensors and text as TensorBoard shows them; MindSpore
-  lineage becomes the run's hparams (train lineage and custom lineage as
-  hyperparameters, eval metrics as ``lineage/<metric>`` scalars that are the
-  hparams metrics);
-- to MindInsight: one summary Event per (step, wall time) group of values,
-  histograms as at most 90 buckets, the first image of each image event,
-  tensors; TensorBoard hparams become custom lineage in the ``_lineage``
-  file.
-
-What a dialect has no place for (text in MindInsight, MindSpore graphs and
-loss landscapes in TensorBoard, run markers) is skipped and counted
-(``"skipped <kind>"``).  A value that cannot be converted because it is
-malformed (lineage whose ``metric`` is not a JSON object, a string that is
-not valid Unicode, a number past a double) is skipped and counted as
-``"malformed <kind>"``; it never ends the conversion.
-
-Output stays inside ``dst``: run directories are created one component at
-a time and a component that exists as anything but a real directory (a
-planted symlink) is refused with :class:`DestinationError`; event files are
-created with ``O_CREAT|O_EXCL``, so an existing name is never followed or
-truncated.
+Output stays inside ``dst``: run directories are made one component at a
+time, a component that is not a real directory (a planted symlink) is refused
+with :class:`DestinationError`, and files are created ``O_EXCL``.
 """
 
 from __future__ import annotations
@@ -34,26 +20,24 @@ import os
 import stat
 import time
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from .reader import Reader
+from .events import Event
 from .files import FileSeries, MindSporeFiles, TensorBoardNames
+from .read_events import is_utf8
+from .reader import Reader
 from .records import RecordWriter
 
 __all__ = ["convert", "iter_convert", "DestinationError", "FORMATS"]
 
 FORMATS = ("tensorboard", "mindinsight")
 _MARKERS = {"file_version", "session_log"}
-
-
 # what encoding a hostile value can raise (bad Unicode, out-of-range numbers,
 # wrong types from a damaged file); such a value is skipped, never fatal
 _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError,
               RecursionError)
-
-
 
 
 class DestinationError(OSError):
@@ -101,53 +85,57 @@ def _created(series: Any) -> RecordWriter:
                                exc.filename) from None
 
 
+def _converted(events: Iterable[Event], convert: Callable[[Event], Any],
+               counts: Counter) -> Iterator[tuple[Event, Any]]:
+    """``(event, convert(event))`` for each event but run markers, counted by
+    kind; None (no place for it) and hostile values are counted and skipped."""
+    for ev in events:
+        if ev.kind in _MARKERS:
+            continue
+        try:
+            out = convert(ev)
+        except _BAD_VALUE:
+            counts[f"malformed {ev.kind}"] += 1
+            continue
+        if out is None:
+            counts[f"skipped {ev.kind}"] += 1
+            continue
+        counts[ev.kind] += 1
+        yield ev, out
+
+
 def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> None:
     from .dialects.tensorboard import TensorBoardEncoder, payload_of_event
 
     enc = TensorBoardEncoder()
     rw = _created(FileSeries(out_dir, TensorBoardNames(None, "", False), _open,
                              lambda wall: [enc.file_header(wall)]))
+
+    def write(ev: Event) -> bytes | None:
+        payload = payload_of_event(ev)
+        if payload is not None:
+            rw.write(payload)  # ValueError past protobuf's 2 GiB
+        return payload
+
     with rw:
         last_step, last_wall = 0, time.time()
-        for ev in reader.events(run):
-            if ev.kind in _MARKERS:
-                continue
-            try:
-                payload = payload_of_event(ev)
-                if payload is not None:
-                    rw.write(payload)  # ValueError past protobuf's 2 GiB
-            except _BAD_VALUE:
-                counts[f"malformed {ev.kind}"] += 1
-                continue
-            if payload is None:
-                counts[f"skipped {ev.kind}"] += 1
-                continue
-            counts[ev.kind] += 1
+        for ev, _ in _converted(reader.events(run), write, counts):
             last_step, last_wall = ev.step, ev.wall_time
-        for row in _lineage_rows(reader, run, counts):
+        try:
+            rows = reader.lineage([run])
+        except _BAD_VALUE:  # e.g. JSON nested too deep for the decoder
+            counts["malformed lineage"] += 1
+            rows = []
+        for row in rows:
             _lineage_to_tensorboard(enc, rw, row, last_wall, last_step, counts)
-
-
-def _lineage_rows(reader: Reader, run: str, counts: Counter) -> list[dict[str, Any]]:
-    try:
-        return reader.lineage([run])
-    except _BAD_VALUE:  # e.g. JSON nested too deep for the decoder
-        counts["malformed lineage"] += 1
-        return []
 
 
 def _plain(v: Any) -> bool:
     """A value TensorBoard's hparams can hold: a bool, a finite-sized number
     or valid Unicode text."""
     if isinstance(v, str):
-        try:
-            v.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(v, bool):
-        return True
-    if isinstance(v, int):
+        return is_utf8(v)
+    if isinstance(v, int):  # bools included
         return -(1 << 1023) < v < (1 << 1023)  # float(v) must not overflow
     return isinstance(v, float)
 
@@ -157,18 +145,13 @@ def _lineage_to_tensorboard(enc: Any, rw: RecordWriter, row: dict[str, Any], wal
     """One lineage row as hparams (train and custom lineage) and
     ``lineage/<metric>`` scalars; hostile values are counted and skipped."""
     hparams: dict[str, Any] = {}
-    for k, v in row.items():
-        if k in ("run", "summary_dir", "metric", "user_defined", "dataset_graph") or v is None:
-            continue
-        if _plain(k) and _plain(v):
-            hparams[k] = v
-        else:
-            counts["malformed lineage field"] += 1
     user = row.get("user_defined") or {}
     if not isinstance(user, dict):
         counts["malformed lineage field"] += 1
         user = {}
-    for k, v in user.items():
+    train = [(k, v) for k, v in row.items() if v is not None and k not in
+             ("run", "summary_dir", "metric", "user_defined", "dataset_graph")]
+    for k, v in [*train, *user.items()]:
         if _plain(k) and _plain(v):
             hparams[k] = v
         else:
@@ -227,42 +210,32 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                     except _BAD_VALUE:
                         counts["malformed summary"] += 1
 
-        for ev in reader.events(run):
-            if ev.kind in _MARKERS:
-                continue
+        def value(ev: Event) -> Any:
+            """A Summary.Value; hparams go into ``custom`` (True)."""
+            if ev.kind != "hparams":
+                return value_of_event(ev)
+            info = ev.value.get("session_start_info") if isinstance(ev.value, dict) else None
+            start = info.get("hparams", {}) if isinstance(info, dict) else {}
+            if not isinstance(ev.value, dict) or not isinstance(start, dict):
+                raise ValueError("malformed hparams")
+            for k, v in start.items():
+                if not _plain(k) or not _plain(v):
+                    counts["malformed hparams field"] += 1
+                else:
+                    custom[k] = str(v) if isinstance(v, bool) else v
+            return True
+
+        for ev, v in _converted(reader.events(run), value, counts):
             if ev.kind == "hparams":
-                info = ev.value.get("session_start_info") if isinstance(ev.value, dict) else None
-                start = info.get("hparams", {}) if isinstance(info, dict) else {}
-                if not isinstance(ev.value, dict) or not isinstance(start, dict):
-                    counts["malformed hparams"] += 1
-                    continue
-                for k, v in start.items():
-                    if not _plain(k) or not _plain(v):
-                        counts["malformed hparams field"] += 1
-                    elif isinstance(v, bool):
-                        custom[k] = str(v)
-                    else:
-                        custom[k] = v
-                counts["hparams"] += 1
-                continue
-            try:
-                value = value_of_event(ev)
-            except _BAD_VALUE:
-                counts[f"malformed {ev.kind}"] += 1
-                continue
-            if value is None:
-                counts[f"skipped {ev.kind}"] += 1
                 continue
             if (ev.step, ev.wall_time) != key:
                 emit()
                 group, key = [], (ev.step, ev.wall_time)
-            group.append(value)
-            counts[ev.kind] += 1
+            group.append(v)
         emit()
         if custom:
-            info = {k: (float(v) if isinstance(v, float) and not float(v).is_integer()
-                        else int(v) if isinstance(v, float) and abs(v) < 2**31 else v)
-                    for k, v in custom.items()}
+            info = {k: (int(v) if v.is_integer() and abs(v) < 2**31 else float(v))
+                    if isinstance(v, float) else v for k, v in custom.items()}
             try:
                 payload = enc.lineage(time.time(), "custom_lineage_data", user_defined_info(info))
             except _BAD_VALUE:

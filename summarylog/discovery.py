@@ -1,18 +1,12 @@
-"""Finding runs: which directories under a path hold event files.
+"""Finding runs, for the Reader and every command: which directories under a
+path hold event files (``tfevents``, summarylog's zstd ``zevents``, or
+MindSpore's ``summary.<digits>``).  A run's name is its path relative to the
+root (``"."``: the root itself); its files are sorted by name with numbers
+compared as numbers, so rotated segments and per-rank files merge in order.
 
-A run is a directory holding event files (names containing ``tfevents``,
-``zevents`` for summarylog's zstd files, or MindSpore's ``summary.<digits>``);
-its name is its path relative to the root (``"."`` for the root itself).  A
-run's files are sorted by name with numbers compared as numbers (timestamp,
-host, pid, sequence), so rotated segments and per-rank files merge in order.
-
-The walk is iterative (no depth limit), follows symbolic links, and enters
-each directory once, keyed by its own device and inode (a link loop, or two
-links to one directory, is walked once; a directory on another mount with
-the inode of one already seen is still walked).  What cannot be listed is
-reported as an ``OSError`` whose ``filename`` names the path, never skipped
-silently.  Every command (Reader, inspect, cat, verify, export, follow)
-finds runs through :func:`discover`.
+The walk is iterative (no depth limit), follows symbolic links and enters each
+directory once, keyed by its own device and inode (link loops end).  What
+cannot be listed is reported as an ``OSError`` naming the path.
 """
 
 from __future__ import annotations
@@ -36,9 +30,8 @@ def is_event_file(name: str) -> bool:
     summarylog's zstd segments (``zevents``) and MindSpore summary files
     (``summary.<digits>``, as MindInsight finds them; not ``_lineage``)."""
     base = os.path.basename(name)
-    if _EVENT_NAME.search(base) is not None:
-        return True
-    return _MS_NAME.search(base) is not None and not base.endswith(_LINEAGE_SUFFIX)
+    return bool(_EVENT_NAME.search(base) or
+                (_MS_NAME.search(base) and not base.endswith(_LINEAGE_SUFFIX)))
 
 
 def is_lineage_file(name: str) -> bool:
@@ -92,9 +85,8 @@ def discover(path: str) -> Discovery:
     lineage: dict[str, list[str]] = {}
     errors: list[OSError] = []
     if os.path.isfile(path):
-        if is_lineage_file(path):
-            return Discovery({".": []}, {".": [path]}, errors)
-        return Discovery({".": [path]}, lineage, errors)
+        lin = is_lineage_file(path)
+        return Discovery({".": [] if lin else [path]}, {".": [path]} if lin else {}, errors)
     try:
         root_st = os.stat(path)
     except OSError as exc:

@@ -1,8 +1,6 @@
 """The Reader's columnar scalar loader: records scanned and decoded in C
-straight into numpy (``simple_value`` and scalar tensors of the scalars
-plugin, as TF2 and ``torch.utils.tensorboard(new_style=True)`` write them),
-with TensorBoard's resume rule applied.  The Reader's only use of the
-native core (cffi) is here."""
+straight into numpy (``simple_value`` and the scalars plugin's scalar tensors),
+with the resume rule applied.  The Reader's only use of cffi is here."""
 
 from __future__ import annotations
 
@@ -18,15 +16,15 @@ from .records import RecordReader
 from .records.reader import _DAMAGE as _MAX_DAMAGE
 from .records.reader import _SMALL_FILE, Tail, damage_list
 
-__all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER", "TAG_BAD_UTF8"]
+__all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
 
-_COLUMN_CTYPES = ("uint32_t[]", "int64_t[]", "double[]", "double[]")  # id, step, wall, value
+_COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
+            ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
 _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
 # the fewest bytes a counted scalar takes in an event (key, length and a
 # float32 of a Summary.Value): bounds the values one record can hold
 _MIN_VALUE_BYTES = 7
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
-TAG_BAD_UTF8 = lib.SLG_TAGF_BAD_UTF8  #: a tag's flag: its bytes are not UTF-8
 
 
 class RunColumns:
@@ -35,7 +33,6 @@ class RunColumns:
     def __init__(self) -> None:
         #: every tag seen, in id order (bytes that are not UTF-8 surrogate-escaped)
         self.tags: list[str] = []
-        self.kinds: list[int] = []
         self.flags: list[int] = []  #: TAG_* bits per tag
         self.series: dict[str, Scalars] = {}
 
@@ -48,20 +45,6 @@ class RunColumns:
                 if f & TAG_OTHER or t not in self.series]
 
 
-class _Scratch:
-    """A loader's reusable columns and buffers for small files."""
-
-    def __init__(self) -> None:
-        self.tags = _new_tags()
-        self.ids = np.empty(_SCRATCH_VALUES, np.uint32)
-        self.steps = np.empty(_SCRATCH_VALUES, np.int64)
-        self.walls = np.empty(_SCRATCH_VALUES, np.float64)
-        self.vals = np.empty(_SCRATCH_VALUES, np.float64)
-        self.ptrs = _pointers(self.ids, self.steps, self.walls, self.vals)
-        self.loaded = ffi.new("slg_file_scalars *")
-        self.counts = ffi.new("uint64_t[]", 64)
-
-
 def _new_tags() -> Any:
     tags = ffi.gc(lib.slg_tags_new(), lib.slg_tags_free)
     if tags == ffi.NULL:
@@ -70,54 +53,43 @@ def _new_tags() -> Any:
 
 
 def _pointers(*arrays: np.ndarray) -> list[Any]:
-    return [ffi.from_buffer(t, a) for t, a in zip(_COLUMN_CTYPES, arrays)]
+    return [ffi.from_buffer(t, a) for (t, _), a in zip(_COLUMNS, arrays)]
 
 
-def _columns(cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return (np.empty(cap, np.uint32), np.empty(cap, np.int64), np.empty(cap, np.float64),
-            np.empty(cap, np.float64))
+def _columns(cap: int) -> tuple[tuple[np.ndarray, ...], list[Any]]:
+    """Empty id, step, wall time and value columns, and C pointers to them."""
+    arrays = tuple(np.empty(cap, dtype) for _, dtype in _COLUMNS)
+    return arrays, _pointers(*arrays)
 
 
 _TAG_OUT = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
 
 
-def _tag_names(tags: Any, cols: RunColumns) -> None:
-    """Fill cols.tags, kinds and flags from a slg_tags table, in id order.
-    Bytes that are not UTF-8 are surrogate-escaped, so distinct tags stay
-    distinct (the decoder reports them)."""
+def _run_columns(tags: Any, ids: np.ndarray, steps: np.ndarray, walls: np.ndarray,
+                 vals: np.ndarray) -> RunColumns:
+    """The tags of a slg_tags table, in id order, with their series: the columns
+    grouped in place by tag (stable), each series a slice.  Tag bytes that are
+    not UTF-8 are surrogate-escaped, so distinct tags stay distinct."""
+    cols = RunColumns()
     data, length, kind = _TAG_OUT
-    get, flags = lib.slg_tags_get, lib.slg_tags_flags
     for t in range(lib.slg_tags_count(tags)):
-        get(tags, t, data, length, kind)
+        lib.slg_tags_get(tags, t, data, length, kind)
         cols.tags.append(ffi.unpack(data[0], length[0]).decode("utf-8", "surrogateescape"))
-        cols.kinds.append(kind[0])
-        cols.flags.append(flags(tags, t))
-
-
-def _slices(cols: RunColumns, steps: np.ndarray, walls: np.ndarray, vals: np.ndarray,
-            counts: Any) -> None:
-    """Each tag's series as a slice of columns grouped by tag (counts per tag)."""
-    start = 0
-    for tag, count in zip(cols.tags, ffi.unpack(counts, len(cols.tags))):
-        if count:
-            end = start + count
-            cols.series[tag] = Scalars(steps[start:end], walls[start:end], vals[start:end])
-            start = end
-
-
-def _split(cols: RunColumns, ids: np.ndarray, steps: np.ndarray, walls: np.ndarray,
-           vals: np.ndarray) -> None:
-    """Group the columns in place by tag (stable); each series is a slice."""
+        cols.flags.append(lib.slg_tags_flags(tags, t))
     ntags, n = len(cols.tags), len(steps)
-    if not n:
-        return
-    if ntags == 1:  # one tag: the columns are its series
+    if n and ntags == 1:  # one tag: the columns are its series
         cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
-        return
-    counts = ffi.new("uint64_t[]", ntags)
-    if lib.slg_columns_group(*_pointers(ids, steps, walls, vals), n, ntags, counts) < 0:
-        raise MemoryError("slg_columns_group")
-    _slices(cols, steps, walls, vals, counts)
+    elif n:
+        counts = ffi.new("uint64_t[]", ntags)
+        if lib.slg_columns_group(*_pointers(ids, steps, walls, vals), n, ntags, counts) < 0:
+            raise MemoryError("slg_columns_group")
+        start = 0
+        for tag, count in zip(cols.tags, ffi.unpack(counts, ntags)):
+            if count:
+                end = start + count
+                cols.series[tag] = Scalars(steps[start:end], walls[start:end], vals[start:end])
+                start = end
+    return cols
 
 
 def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
@@ -158,7 +130,8 @@ class ColumnLoader:
     def __init__(self, verify: bool) -> None:
         self.verify = verify
         self._damage_buf = ffi.new("slg_damage[]", _MAX_DAMAGE)
-        self._scratch: _Scratch | None = None
+        self._loaded = ffi.new("slg_file_scalars *")
+        self._scratch: tuple[Any, tuple[np.ndarray, ...], list[Any]] | None = None  # small files
 
     def load(self, files: list[str], purge: bool,
              reports: dict[str, FileReport]) -> RunColumns:
@@ -176,35 +149,18 @@ class ColumnLoader:
         """A run of one small plain file without resume markers, through the
         scratch columns (one native call, one copy out); None when the file
         needs :meth:`_load_files`."""
-        sc = self._scratch
-        if sc is None:
-            sc = self._scratch = _Scratch()
-        lib.slg_tags_clear(sc.tags)
-        lib.slg_tags_set_dialect(sc.tags, _dialect_code(path))
-        loaded = sc.loaded
-        rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, sc.tags,
-                                  *sc.ptrs, _SCRATCH_VALUES, self._damage_buf, _MAX_DAMAGE,
-                                  loaded)
+        if self._scratch is None:
+            self._scratch = (_new_tags(), *_columns(_SCRATCH_VALUES))
+        tags, arrays, ptrs = self._scratch
+        lib.slg_tags_clear(tags)
+        lib.slg_tags_set_dialect(tags, _dialect_code(path))
+        loaded = self._loaded
+        rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, tags, *ptrs,
+                                  _SCRATCH_VALUES, self._damage_buf, _MAX_DAMAGE, loaded)
         if rc != 0 or loaded.dec.n_purges:
             return None
         reports[path] = self._loaded_report(path, loaded)
-        cols = RunColumns()
-        _tag_names(sc.tags, cols)
-        n, ntags = loaded.dec.n_values, len(cols.tags)
-        if not n:
-            return cols
-        counts = sc.counts
-        if ntags > 1:  # grouped in the scratch columns, then one copy out
-            if ntags > len(counts):
-                counts = ffi.new("uint64_t[]", ntags)
-            if lib.slg_columns_group(*sc.ptrs, n, ntags, counts) < 0:
-                raise MemoryError("slg_columns_group")
-        steps, walls, vals = sc.steps[:n].copy(), sc.walls[:n].copy(), sc.vals[:n].copy()
-        if ntags == 1:
-            cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
-            return cols
-        _slices(cols, steps, walls, vals, counts)
-        return cols
+        return _run_columns(tags, *(a[: loaded.dec.n_values].copy() for a in arrays))
 
     def _loaded_report(self, path: str, loaded: Any) -> FileReport:
         """The FileReport of a slg_tb_load_file result."""
@@ -234,33 +190,30 @@ class ColumnLoader:
                     pass  # reported when the file is opened
         else:
             total = _SMALL_FILE
-        arrays = _columns(max(1024, total // 36 + 1024))
-        ptrs = _pointers(*arrays)
+        arrays, ptrs = _columns(max(1024, total // 36 + 1024))
         n = 0  # values in the current arrays
         offset = 0  # values in the chunks before them
         chunks: list[tuple[np.ndarray, ...]] = []
         purges: list[tuple[int, int]] = []
         res = ffi.new("slg_decode_result *")
-        loaded = ffi.new("slg_file_scalars *")
+        loaded = self._loaded
         decode = lib.slg_tb_decode_scalars
         for path in files:
             lib.slg_tags_set_dialect(tags, _dialect_code(path))
             # small plain files: open, scan and decode in one native call
             rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, tags,
-                                      ptrs[0] + n, ptrs[1] + n, ptrs[2] + n, ptrs[3] + n,
-                                      len(arrays[0]) - n, self._damage_buf, _MAX_DAMAGE, loaded)
+                                      *[p + n for p in ptrs], len(arrays[0]) - n,
+                                      self._damage_buf, _MAX_DAMAGE, loaded)
             if rc == 0:
                 dec = loaded.dec
-                for k in range(dec.n_purges):
-                    purges.append((offset + n + dec.purge_index[k], dec.purge_step[k]))
+                purges += [(offset + n + dec.purge_index[k], dec.purge_step[k])
+                           for k in range(dec.n_purges)]
                 n += dec.n_values
                 reports[path] = self._loaded_report(path, loaded)
                 continue
             if len(files) == 1 and n == 0 and loaded.size // 36 + 1024 > len(arrays[0]):
                 # a lone big file: size the columns for it once
-                ptrs = []
-                arrays = _columns(loaded.size // 36 + 1024)
-                ptrs = _pointers(*arrays)
+                arrays, ptrs = _columns(loaded.size // 36 + 1024)
             report = reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
                 report.size = rr.size
@@ -271,22 +224,19 @@ class ColumnLoader:
                     report.records += nsp
                     done = 0
                     while done < nsp:
-                        rc = decode(buf, base, spans + done, nsp - done, tags, ptrs[0] + n,
-                                    ptrs[1] + n, ptrs[2] + n, ptrs[3] + n, len(arrays[0]) - n,
-                                    res)
+                        rc = decode(buf, base, spans + done, nsp - done, tags,
+                                    *[p + n for p in ptrs], len(arrays[0]) - n, res)
                         if rc < 0:
                             raise MemoryError("slg_tb_decode_scalars")
-                        for k in range(res.n_purges):
-                            purges.append((offset + n + res.purge_index[k], res.purge_step[k]))
+                        purges += [(offset + n + res.purge_index[k], res.purge_step[k])
+                                   for k in range(res.n_purges)]
                         n += res.n_values
                         done += res.spans_done
                         report.bad_events += res.bad_events
                         report.bad_values += res.bad_values
                         if rc == lib.SLG_DECODE_OUT_FULL:
-                            # more than the estimate (zstd files, many values an
-                            # event): keep this chunk, go on in a new one (no
-                            # copy-doubling) big enough for the event that did
-                            # not fit, so every round makes progress
+                            # past the estimate: keep this chunk, go on in a new one
+                            # (no copy-doubling) that holds the event that did not fit
                             ptrs = []
                             for arr in arrays:
                                 arr.resize(n, refcheck=False)
@@ -294,22 +244,17 @@ class ColumnLoader:
                             offset += n
                             n = 0
                             event_max = spans[done].length // _MIN_VALUE_BYTES + 1
-                            arrays = _columns(max(1 << 16, offset // 2, event_max))
-                            ptrs = _pointers(*arrays)
+                            arrays, ptrs = _columns(max(1 << 16, offset // 2, event_max))
                 report.damage = list(rr.damage)
                 report.tail = rr.tail
         del ptrs  # no pointers into the arrays past this point
         for arr in arrays:
             arr.resize(n, refcheck=False)  # give back the unused tail in place
-        ids, steps, walls, vals = arrays
-        if chunks:
-            chunks.append(arrays)
-            ids, steps, walls, vals = (np.concatenate(parts) for parts in zip(*chunks))
-            del chunks
+        chunks.append(arrays)
+        ids, steps, walls, vals = (np.concatenate(parts) if len(parts) > 1 else parts[0]
+                                   for parts in zip(*chunks))
+        del chunks
         if purge and purges:
             keep = purge_keep(steps, purges)
             ids, steps, walls, vals = ids[keep], steps[keep], walls[keep], vals[keep]
-        cols = RunColumns()
-        _tag_names(tags, cols)
-        _split(cols, ids, steps, walls, vals)
-        return cols
+        return _run_columns(tags, ids, steps, walls, vals)

@@ -1,34 +1,19 @@
-"""Every value of an event file as :class:`~summarylog.events.Event` objects,
-with what could not be decoded counted, never dropped silently.
+"""Every value of an event file as :class:`~summarylog.events.Event` objects.
 
-An event whose values do not all decode (a value protobuf rejects, a tensor
-that cannot be converted, a tag that is not UTF-8) keeps its good values: it
-is taken apart at the wire level and each value is decoded on its own.  A
-value that still fails is counted in ``bad_values``; a value whose only
-defect is a tag that is not UTF-8 is kept under the tag's surrogate-escaped
-bytes (distinct tags stay distinct) and counted too.  A record that is not
-an Event at all is counted in ``bad_events``."""
+An event whose values do not all decode is taken apart at the wire level and
+each value decoded on its own, so one bad value never hides the others; what
+still fails is counted (``bad_values``, ``bad_events``), never dropped silently."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator
 
 from .discovery import dialect_of
 from .events import Event
 
-__all__ = ["EventDecoder", "decoder_of"]
+__all__ = ["EventDecoder"]
 
 _SUMMARY, _VALUE, _TAG = 5, 1, 1  # Event.summary, Summary.value, Value.tag (both dialects)
-
-
-def decoder_of(path: str) -> Callable[..., list[Event]]:
-    """The event decoder of a file's dialect: ``decode(payload, plugins, values)``."""
-    if dialect_of(path) == "tensorboard":
-        from .dialects.tensorboard import decode_event
-    else:
-        from .dialects.mindspore import decode_event
-    return decode_event
 
 
 def _varint(b: bytes, i: int) -> tuple[int, int]:
@@ -44,17 +29,27 @@ def _varint(b: bytes, i: int) -> tuple[int, int]:
 
 
 def _skip(b: bytes, i: int, wt: int) -> int:
-    """Past a scalar or length-delimited value of wire type ``wt`` at ``i``."""
-    if wt == 0:
-        return _varint(b, i)[1]
-    if wt == 1:
-        return i + 8
-    if wt == 5:
-        return i + 4
-    if wt == 2:
-        size, i = _varint(b, i)
-        return i + size
-    raise ValueError("bad wire type")
+    """Past the value of wire type ``wt`` at ``i`` (a group: past its end,
+    iteratively, so nesting costs no recursion)."""
+    depth = 0
+    while True:
+        if wt == 0:
+            i = _varint(b, i)[1]
+        elif wt == 1 or wt == 5:
+            i += 8 if wt == 1 else 4
+        elif wt == 2:
+            size, i = _varint(b, i)
+            i += size
+        elif wt == 3:
+            depth += 1
+        elif wt != 4 or not depth:
+            raise ValueError("bad wire type")
+        else:
+            depth -= 1
+        if not depth:
+            return i
+        key, i = _varint(b, i)
+        wt = key & 7
 
 
 def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
@@ -65,30 +60,16 @@ def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
         start = i
         key, i = _varint(b, i)
         field, wt = key >> 3, key & 7
-        body = i
-        if wt == 2:
-            size, body = _varint(b, i)
-            i = body + size
-        elif wt == 3:  # a group: skip to its end, iteratively
-            depth = 1
-            while depth:
-                k, i = _varint(b, i)
-                w = k & 7
-                if w == 3:
-                    depth += 1
-                elif w == 4:
-                    depth -= 1
-                else:
-                    i = _skip(b, i, w)
-        else:
-            i = _skip(b, i, wt)
+        body = _varint(b, i)[1] if wt == 2 else i
+        i = _skip(b, i, wt)
         if i > n or field == 0:
             raise ValueError("field past the end")
         out.append((field, start, body, i))
     return out
 
 
-def _len_field(field: int, body: bytes) -> bytes:
+def len_field(field: int, body: bytes) -> bytes:
+    """A length-delimited protobuf field: key, length, body."""
     key, size, out = field << 3 | 2, len(body), bytearray()
     for x in (key, size):
         while x >= 0x80:
@@ -98,11 +79,23 @@ def _len_field(field: int, body: bytes) -> bytes:
     return bytes(out) + body
 
 
+def is_utf8(x: str | bytes) -> bool:
+    try:
+        x.decode("utf-8") if isinstance(x, bytes) else x.encode("utf-8")
+    except UnicodeError:
+        return False
+    return True
+
+
 class EventDecoder:
     """Decodes one file's records, counting what does not decode."""
 
     def __init__(self, path: str, plugins: dict[str, str], values: bool = True) -> None:
-        self._decode = decoder_of(path)
+        if dialect_of(path) == "tensorboard":
+            from .dialects.tensorboard import decode_event
+        else:
+            from .dialects.mindspore import decode_event
+        self._decode = decode_event
         self._plugins = plugins
         self._values = values
         self.bad_events = 0  #: records that are not Events
@@ -117,9 +110,15 @@ class EventDecoder:
         return events
 
     def _count_tags(self, events: list[Event]) -> None:
-        for ev in events:
-            if not ev.tag.isascii() and not _utf8(ev.tag):
-                self.bad_values += 1
+        self.bad_values += sum(not ev.tag.isascii() and not is_utf8(ev.tag) for ev in events)
+
+    def _one(self, rest: bytes, value: bytes, plugins: dict[str, str]) -> list[Event] | None:
+        """The event ``rest`` (without its summary) holding one value; None if it fails."""
+        try:
+            return self._decode(rest + len_field(_SUMMARY, len_field(_VALUE, value)), plugins,
+                                self._values)
+        except Exception:
+            return None
 
     def _salvage(self, payload: bytes) -> list[Event]:
         """The values of an event that does not decode whole, one by one."""
@@ -128,26 +127,20 @@ class EventDecoder:
             summaries = [payload[b:e] for f, _, b, e in fields if f == _SUMMARY]
             values = [s[b:e] for s in summaries for f, _, b, e in _fields(s) if f == _VALUE]
         except (ValueError, IndexError):
-            self.bad_events += 1
-            return []
-        if not summaries:  # not a summary: nothing to take apart
+            summaries = []
+        if not summaries:  # malformed, or not a summary: nothing to take apart
             self.bad_events += 1
             return []
         rest = b"".join(payload[s:e] for f, s, _, e in fields if f != _SUMMARY)
         out: list[Event] = []
         for value in values:
-            try:
-                one = self._decode(rest + _len_field(_SUMMARY, _len_field(_VALUE, value)),
-                                   self._plugins, self._values)
-            except Exception:
-                pass
-            else:
+            one = self._one(rest, value, self._plugins)
+            if one is not None:
                 self._count_tags(one)
-                out.extend(one)
-                continue
-            self.bad_values += 1
-            kept = self._without_bad_tag(rest, value)
-            out.extend(kept)
+            else:
+                self.bad_values += 1
+                one = self._without_bad_tag(rest, value)
+            out.extend(one)
         return out
 
     def _without_bad_tag(self, rest: bytes, value: bytes) -> list[Event]:
@@ -158,33 +151,9 @@ class EventDecoder:
         except (ValueError, IndexError):
             return []
         tags = [value[b:e] for f, _, b, e in vf if f == _TAG]
-        if not tags or _utf8_bytes(tags[-1]):
+        if not tags or is_utf8(tags[-1]):
             return []
         stripped = b"".join(value[s:e] for f, s, _, e in vf if f != _TAG)
         tag = tags[-1].decode("utf-8", "surrogateescape")
-        try:
-            events = self._decode(rest + _len_field(_SUMMARY, _len_field(_VALUE, stripped)),
-                                  {}, self._values)
-        except Exception:
-            return []
+        events = self._one(rest, stripped, {}) or []
         return [dataclasses.replace(ev, tag=tag) for ev in events]
-
-    def each(self, payloads: Iterator[bytes]) -> Iterator[Event]:
-        for payload in payloads:
-            yield from self.decode(payload)
-
-
-def _utf8(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-def _utf8_bytes(b: bytes) -> bool:
-    try:
-        b.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False

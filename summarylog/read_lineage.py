@@ -1,11 +1,9 @@
 """MindSpore lineage files into MindInsight's lineage rows.
 
-A lineage record's ``metric`` is JSON written by the training script; it is
-parsed only when it is at most :data:`MAX_METRIC_BYTES` long and nested at
-most :data:`MAX_METRIC_DEPTH` deep and is a JSON object.  Anything else is
-kept as ``{"_raw": text}`` and counted as a malformed value of its file (a
-metric nested 100 000 deep would otherwise exhaust the interpreter's
-recursion limit)."""
+A record's ``metric`` is JSON from the training script: it is parsed only
+within :data:`MAX_METRIC_BYTES` and :data:`MAX_METRIC_DEPTH` (deep nesting
+would exhaust the recursion limit); anything but a JSON object within them is
+kept as ``{"_raw": text}`` and counted as a malformed value of its file."""
 
 from __future__ import annotations
 
@@ -22,8 +20,12 @@ __all__ = ["read_lineage", "MAX_METRIC_BYTES", "MAX_METRIC_DEPTH"]
 
 MAX_METRIC_BYTES = 1 << 20  #: the longest metric JSON parsed (bytes)
 MAX_METRIC_DEPTH = 64  #: the deepest nesting of a metric JSON parsed
-_TRAIN_KEYS = ("optimizer", "learning_rate", "loss_function", "epoch", "parallel_mode",
-               "device_num", "batch_size")
+_TRAIN_KEYS = {  # train lineage record part: its fields in a lineage row
+    "hyper_parameters": ("optimizer", "learning_rate", "loss_function", "epoch",
+                         "parallel_mode", "device_num", "batch_size"),
+    "train_dataset": ("train_dataset_path", "train_dataset_size"),
+    "algorithm": ("network", "loss"),
+}
 
 
 def _depth(text: str) -> int:
@@ -40,15 +42,14 @@ def parse_metric(metric: Any) -> tuple[dict[str, Any], bool]:
     if not metric:
         return {}, True
     text = str(metric)
-    if len(text) > MAX_METRIC_BYTES or _depth(text) > MAX_METRIC_DEPTH:
-        return {"_raw": text}, False
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return {"_raw": text}, False
-    if not isinstance(value, dict):
-        return {"_raw": text}, False
-    return value, True
+    if len(text) <= MAX_METRIC_BYTES and _depth(text) <= MAX_METRIC_DEPTH:
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            return value, True
+    return {"_raw": text}, False
 
 
 def read_lineage(run: str, files: list[str], verify: bool,
@@ -69,23 +70,16 @@ def read_lineage(run: str, files: list[str], verify: bool,
                     bad += 1
                     continue
                 if member == "train_lineage":
-                    hp = fields.get("hyper_parameters", {})
-                    ds = fields.get("train_dataset", {})
-                    algo = fields.get("algorithm", {})
+                    for part, keys in _TRAIN_KEYS.items():
+                        row.update({k: fields.get(part, {}).get(k) for k in keys})
                     model = fields.get("model", {})
-                    row.update({k: hp.get(k) for k in _TRAIN_KEYS})
-                    row["train_dataset_path"] = ds.get("train_dataset_path")
-                    row["train_dataset_size"] = ds.get("train_dataset_size")
-                    row["network"] = algo.get("network")
-                    row["loss"] = algo.get("loss")
                     row["model_path"] = model.get("path")
                     row["model_size"] = int(model["size"]) if "size" in model else None
                 elif member == "evaluation_lineage":
                     row["metric"], ok = parse_metric(fields.get("metric"))
                     bad_values += not ok
                     vd = fields.get("valid_dataset", {})
-                    row["valid_dataset_path"] = vd.get("valid_dataset_path")
-                    row["valid_dataset_size"] = vd.get("valid_dataset_size")
+                    row.update({k: vd.get(k) for k in ("valid_dataset_path", "valid_dataset_size")})
                 elif member == "dataset_graph":
                     row["dataset_graph"] = fields
                 elif member == "user_defined_info":

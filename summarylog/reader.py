@@ -1,47 +1,30 @@
-"""summarylog.Reader: runs of TensorBoard event files back into Python and
-numpy, from ours and from everyone else's writers, damaged or live.
+"""summarylog.Reader: runs of TensorBoard event files and MindSpore summary
+files back into Python and numpy, damaged or live.
 
-* Discovery (:mod:`summarylog.discovery`): ``path`` is a file, a run
-  directory or a root of runs.  A run is a directory holding event files
-  (names containing ``tfevents``, or ``zevents`` for summarylog's zstd
-  files); its name is its path relative to the root (``"."`` for the root
-  itself).  A run's files are read in name order with numbers compared as
-  numbers (timestamp, host, pid, sequence), so rotated segments and per-rank
-  files merge in order.  Links are followed, each directory entered once;
-  what cannot be listed is in :attr:`Reader.discovery_errors`, with its path.
-* Columnar scalars (:mod:`summarylog.read_columns`): records are scanned and
-  decoded in C straight into numpy (``simple_value`` and scalar tensors of
-  the scalars plugin, as TF2 and ``torch.utils.tensorboard(new_style=True)``
-  write them).
-* Damage: every file's skipped regions, unfinished tail, malformed events
-  and malformed values are kept and reported per file and per run
-  (:meth:`Reader.damage`); nothing is skipped silently.  An event with one
-  value that does not decode keeps its other values
-  (:mod:`summarylog.read_events`).
-* Resumed runs (TensorBoard's rule for files with ``file_version`` 2): an
-  ``Event{session_log: START}`` at step N drops every point of the run read
-  before it whose step is >= N, for all tags.  summarylog's
-  ``Writer(purge_step=N)``, tensorboardX's and ``torch.utils.tensorboard``'s
-  ``purge_step`` write that marker.  ``Reader(purge=False)`` keeps everything.
-* MindSpore files (``summary.<digits>`` names, MindSpore's dialect; their
-  ``_lineage`` files feed :meth:`Reader.lineage`) are read into the same
-  objects.  As MindInsight shows them, a tag holds one value per step (the
-  last one written; MindSpore records an epoch's last step twice), in step
-  order.
+Runs are found by :mod:`summarylog.discovery`; scalars are decoded in C
+straight into numpy (:mod:`summarylog.read_columns`), every other value one
+by one (:mod:`summarylog.read_events`).  Damage is kept and reported per
+file (:meth:`Reader.damage`), never skipped silently.
+
+With ``purge`` (the default), TensorBoard's rule for resumed runs applies: an
+``Event{session_log: START}`` at step N (what ``purge_step`` writes) drops
+every point read before it whose step is >= N, for all tags.  MindSpore runs
+hold, as MindInsight shows them, one value per step and tag (the last one
+written), in step order.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Iterator
 
 import numpy as np
 
-from .discovery import Discovery, dialect_of, discover, is_event_file, is_lineage_file
+from .discovery import Discovery, dialect_of, discover, is_event_file, is_lineage_file, natural_key
 from .events import Event
 from .read_columns import ColumnLoader, RunColumns
-from .read_events import EventDecoder
-from .read_follow import follow as _follow
+from .read_events import EventDecoder, len_field
 from .read_lineage import read_lineage
 from .read_types import FileReport, Scalars
 from .records import RecordReader
@@ -49,21 +32,8 @@ from .records import RecordReader
 __all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file", "is_lineage_file",
            "dialect_of"]
 
-_KIND_ORDER = ("scalar", "histogram", "image", "text", "tensor", "hparams")
-
-
-def _tag_patterns(tags: list[str]) -> list[bytes]:
-    """The bytes of each tag as a Summary.Value ``tag`` field (1, LEN)."""
-    out = []
-    for tag in tags:
-        raw = tag.encode("utf-8", "surrogateescape")
-        n, size = len(raw), bytearray()
-        while n >= 0x80:
-            size.append(n & 0x7F | 0x80)
-            n >>= 7
-        size.append(n)
-        out.append(b"\x0a" + bytes(size) + raw)
-    return out
+_KIND_RANK = {k: i for i, k in enumerate(("scalar", "histogram", "image", "text", "tensor",
+                                           "hparams"))}
 
 
 class Reader:
@@ -92,8 +62,7 @@ class Reader:
         self._decoded: set[str] = set()  # runs whose every value was decoded (damage(deep=True))
         self._lineage_reports: dict[str, FileReport] = {}
         self._loader = ColumnLoader(verify)
-        #: what could not be listed during the last discovery: OSErrors whose
-        #: ``filename`` names the path
+        #: what the last discovery could not list: OSErrors whose ``filename`` names it
         self.discovery_errors: list[OSError] = []
 
     # -- discovery ------------------------------------------------------------
@@ -103,8 +72,7 @@ class Reader:
         return found
 
     def _runs(self) -> Discovery:
-        if self._found is None:
-            self._found = self._discover()
+        self._found = self._found or self._discover()
         return self._found
 
     def refresh(self) -> None:
@@ -127,11 +95,9 @@ class Reader:
 
     # -- scalars ------------------------------------------------------------------
     def _load_columns(self, run: str) -> RunColumns:
-        cols = self._columns.get(run)
-        if cols is None:
-            cols = self._columns[run] = self._loader.load(self.files(run), self.purge,
-                                                          self._reports)
-        return cols
+        if run not in self._columns:
+            self._columns[run] = self._loader.load(self.files(run), self.purge, self._reports)
+        return self._columns[run]
 
     def scalar_tags(self, run: str) -> list[str]:
         """Tags of the run that hold scalars, sorted."""
@@ -184,8 +150,7 @@ class Reader:
         for ev in self._events(run, values=False, tags=need):
             if ev.tag:
                 out.setdefault(ev.tag, set()).add(ev.kind)
-        rank = {k: i for i, k in enumerate(_KIND_ORDER)}
-        return {tag: sorted(kinds, key=lambda k: (rank.get(k, len(rank)), k))
+        return {tag: sorted(kinds, key=lambda k: (_KIND_RANK.get(k, len(_KIND_RANK)), k))
                 for tag, kinds in sorted(out.items())}
 
     def tags(self, run: str) -> dict[str, str]:
@@ -193,9 +158,6 @@ class Reader:
         ``"image"``, ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``).
         A tag of several kinds is listed with its first (scalars first);
         :meth:`tag_kinds` lists them all."""
-        cols = self._load_columns(run)
-        if not cols.needs_events():  # the usual run, without building lists
-            return {tag: "scalar" for tag in sorted(cols.series)}
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
     def events(self, run: str) -> Iterator[Event]:
@@ -211,14 +173,15 @@ class Reader:
         records whose bytes hold one of those tags as a Summary.Value tag
         field (a cheap filter with false positives, never false negatives)."""
         plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
-        patterns = _tag_patterns(tags) if tags is not None and len(tags) <= 64 else None
+        patterns = None
+        if tags is not None and len(tags) <= 64:  # each tag as a Summary.Value tag field
+            patterns = [len_field(1, t.encode("utf-8", "surrogateescape")) for t in tags]
         for path in self.files(run):
             dec = EventDecoder(path, plugins, values)
             with RecordReader(path, verify=self.verify) as rr:
-                payloads: Iterator[bytes] = iter(rr)
-                if patterns is not None:
-                    payloads = (p for p in payloads if any(t in p for t in patterns))
-                yield from dec.each(payloads)
+                for payload in rr:
+                    if patterns is None or any(t in payload for t in patterns):
+                        yield from dec.decode(payload)
                 self._note(path, rr, dec)
 
     def _note(self, path: str, rr: RecordReader, dec: EventDecoder) -> None:
@@ -227,8 +190,7 @@ class Reader:
         rep.records = max(rep.records, rr.records_read)
         rep.bad_events = max(rep.bad_events, dec.bad_events)
         rep.bad_values = max(rep.bad_values, dec.bad_values)
-        rep.damage, rep.tail = list(rr.damage), rr.tail
-        rep.size = rr.size
+        rep.damage, rep.tail, rep.size = list(rr.damage), rr.tail, rr.size
         self._reports[path] = rep
 
     # -- damage ----------------------------------------------------------------------
@@ -245,8 +207,7 @@ class Reader:
                 for _ in self._events(r, values=True):
                     pass
                 self._decoded.add(r)
-            for path in self.files(r):
-                out[path] = self._reports[path]
+            out.update((path, self._reports[path]) for path in self.files(r))
         return out
 
     # -- lineage (MindSpore) ---------------------------------------------------------------
@@ -256,24 +217,18 @@ class Reader:
 
     def lineage(self, runs: list[str] | None = None) -> list[dict[str, Any]]:
         """One row per run with lineage, as MindInsight's lineage page shows
-        it: ``run``, ``summary_dir``, train lineage (``optimizer``,
-        ``learning_rate``, ``loss_function``, ``epoch``, ``parallel_mode``,
-        ``device_num``, ``batch_size``, ``train_dataset_path``,
-        ``train_dataset_size``, ``network``, ``loss``, ``model_path``,
-        ``model_size``), ``metric`` (dict) and ``valid_dataset_path`` /
-        ``valid_dataset_size`` from the eval lineage, ``user_defined``
-        (dict of custom lineage) and ``dataset_graph`` (dict).  Like
-        MindInsight, the last train, eval and dataset-graph records win and
-        custom lineage accumulates.  Damaged records are skipped and reported
-        by :meth:`lineage_damage`; a metric that is not a JSON object within
-        the limits of :mod:`summarylog.read_lineage` is kept as
-        ``{"_raw": text}`` and reported there as a malformed value."""
-        rows = []
-        for run in runs if runs is not None else self.runs():
-            files = self.lineage_files(run)
-            if files:
-                rows.append(read_lineage(run, files, self.verify, self._lineage_reports))
-        return rows
+        it: ``run``, ``summary_dir``; from the train lineage ``optimizer``,
+        ``learning_rate``, ``loss_function``, ``epoch``, ``parallel_mode``, ``device_num``,
+        ``batch_size``, ``train_dataset_path``, ``train_dataset_size``, ``network``, ``loss``,
+        ``model_path``, ``model_size``; from the eval lineage ``metric`` (dict),
+        ``valid_dataset_path``, ``valid_dataset_size``; ``user_defined`` (custom lineage) and
+        ``dataset_graph`` (dicts).  The last train, eval and dataset-graph
+        records win; custom lineage accumulates.  Damaged records are skipped
+        and reported by :meth:`lineage_damage`, as is a metric that is not a
+        JSON object within limits (kept as ``{"_raw": text}``)."""
+        return [read_lineage(run, files, self.verify, self._lineage_reports)
+                for run in (runs if runs is not None else self.runs())
+                if (files := self.lineage_files(run))]
 
     def lineage_damage(self) -> dict[str, FileReport]:
         """Per-file reports of the lineage files read by :meth:`lineage`."""
@@ -287,4 +242,38 @@ class Reader:
         later (rotation, new runs).  ``from_end``: skip what the files already
         hold when following starts.  Ends after ``idle_timeout`` seconds with
         nothing new (None: never)."""
-        return _follow(self._discover, self.verify, run, poll_secs, idle_timeout, from_end)
+        readers: dict[str, tuple[str, RecordReader, EventDecoder]] = {}
+        plugins: dict[str, dict[str, str]] = {}  # per run
+        skip = from_end  # this round's events: the files' content when following starts
+        last = time.monotonic()
+        try:
+            while True:
+                got = False
+                for r, files in sorted(self._discover().runs.items()):
+                    for path in files:
+                        if (run is not None and r != run) or path in readers:
+                            continue
+                        try:
+                            rr = RecordReader(path, verify=self.verify)
+                        except OSError:
+                            continue  # vanished or not a file
+                        readers[path] = (r, rr, EventDecoder(path, plugins.setdefault(r, {})))
+                for path in sorted(readers, key=natural_key):
+                    r, rr, dec = readers[path]
+                    for payload in rr:
+                        got = True
+                        events = dec.decode(payload)  # when skipped: each tag's plugin learnt
+                        if not skip:
+                            for ev in events:
+                                yield r, ev
+                now = time.monotonic()
+                if got and not skip:
+                    last = now
+                elif idle_timeout is not None and now - last >= idle_timeout:
+                    return
+                if not skip:
+                    time.sleep(poll_secs)
+                skip = False
+        finally:
+            for _, rr, _ in readers.values():
+                rr.close()

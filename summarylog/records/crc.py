@@ -6,37 +6,22 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .._native import CRC_IMPLS, as_buffer, ffi, lib
+from .._native import CRC_IMPLS, as_buffer, lib
 
-__all__ = [
-    "crc32c",
-    "masked_crc32c",
-    "mask",
-    "unmask",
-    "crc32c_impl",
-    "crc32c_impls",
-    "use_crc32c_impl",
-]
+__all__ = ["crc32c", "masked_crc32c", "mask", "unmask", "crc32c_impl", "crc32c_impls",
+           "use_crc32c_impl"]
 
 _IMPL_BY_NAME = {name: value for value, name in CRC_IMPLS.items()}
 
 
 def crc32c(data: Any, value: int = 0) -> int:
-    """CRC32C (Castagnoli) of ``data``, continuing from the CRC ``value``.
-
-    Args:
-      data: any C-contiguous buffer-protocol object (bytes, bytearray,
-        memoryview, numpy array); it is not copied.
-      value: the CRC of the data before this (0 to start).
-
-    Returns:
-      The CRC as an int in [0, 2**32).  ``crc32c(b, crc32c(a)) == crc32c(a + b)``.
-    """
-    if not isinstance(value, int) or isinstance(value, bool):
-        try:
-            value = operator.index(value)
-        except TypeError:
-            raise TypeError(f"value must be an int, got {type(value).__name__}") from None
+    """CRC32C (Castagnoli) of ``data`` (any C-contiguous buffer, not copied),
+    continuing from ``value``, the CRC of the data before it (0 to start).
+    Returns an int in [0, 2**32); ``crc32c(b, crc32c(a)) == crc32c(a + b)``."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"value must be an int, got {type(value).__name__}") from None
     if not 0 <= value <= 0xFFFFFFFF:
         raise ValueError(f"value must be in [0, 2**32), got {value}")
     buf = as_buffer(data)
@@ -76,14 +61,10 @@ def use_crc32c_impl(name: str | None) -> str:
     ``"portable"`` at start-up.  Returns the name now in use; raises
     ValueError for an unknown name and RuntimeError if the CPU lacks it.
     """
-    if name is None:
-        rc = lib.slg_crc32c_select(lib.SLG_CRC_AUTO)
-    else:
-        if name not in _IMPL_BY_NAME:
-            raise ValueError(f"name must be one of {sorted(_IMPL_BY_NAME)}, got {name!r}")
-        rc = lib.slg_crc32c_select(_IMPL_BY_NAME[name])
-        if rc < 0:
-            raise RuntimeError(f"CRC32C implementation {name!r} is not available here")
+    if name is not None and name not in _IMPL_BY_NAME:
+        raise ValueError(f"name must be one of {sorted(_IMPL_BY_NAME)}, got {name!r}")
+    if lib.slg_crc32c_select(lib.SLG_CRC_AUTO if name is None else _IMPL_BY_NAME[name]) < 0:
+        raise RuntimeError(f"CRC32C implementation {name!r} is not available here")
     return crc32c_impl()
 
 
@@ -91,6 +72,3 @@ def _impl_crc(name: str, data: Any, value: int = 0) -> int:
     """Test hook: the CRC by one named implementation."""
     buf = as_buffer(data)
     return lib.slg_crc32c_with(_IMPL_BY_NAME[name], value, buf, len(buf))
-
-
-del ffi  # only lib is needed here

@@ -1,32 +1,10 @@
-"""RecordReader: TFRecord files back into payloads, validated by the native
-scanner (``slg_scan``), with damage classified and reported, never skipped
-silently.
-
-What the scanner decides (docs/format.md §2):
-
-* a torn record, or zero bytes, at the end of the file: *not yet written*.
-  No error; :attr:`RecordReader.tail` says so and the next read (or
-  :meth:`RecordReader.follow`) resumes at that record's start.
-* a bad length CRC: damage ``"bad_length_crc"`` (``"zero_fill"`` when the
-  bad bytes are all zero); reading resumes at the next offset whose length
-  CRC validates and whose length fits in the file.
-* a valid length CRC with a length past the end of the file, followed by
-  valid records: damage ``"length_past_eof"``, then the same resync.
-* a bad data CRC: damage ``"bad_data_crc"``; that record is skipped.
-* in a zstd file, a frame that does not decode: damage ``"bad_zstd_frame"``
-  (offset in the compressed file); reading goes on at the next frame.  Only
-  zeros from where a frame should start to the end of the file: a
-  ``"zero_tail"`` (its length in compressed bytes), tried again next read.
-
-Every damage is kept in :attr:`RecordReader.damage`; ``strict=True`` raises
-:class:`~summarylog.errors.CorruptRecordError` instead.  No length read from
-the file is trusted: nothing is allocated beyond the bytes present.  In a
-zstd file, decoding is bounded per step (:mod:`.zstd_source`), skippable
-frames are valid, and a record header claiming more bytes than the stream
-holds is found out by decoding ahead without keeping the output.
-
-Only regular files are read: a FIFO, socket or device is refused with an
-``OSError`` naming it, without blocking (opened ``O_NONBLOCK``, then fstat).
+"""RecordReader: TFRecord files (plain or zstd) back into payloads, validated
+by the native scanner (``slg_scan``).  Damage and unfinished tails are
+classified as docs/format.md §2-3 describes and reported, never skipped
+silently; no length read from the file is trusted (nothing is allocated
+beyond the bytes present, zstd output is bounded per step by
+:mod:`.zstd_source`).  Only regular files are read: a FIFO, socket or device
+is refused with an ``OSError`` naming it, without blocking.
 """
 
 from __future__ import annotations
@@ -61,7 +39,9 @@ _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
 class Damage(NamedTuple):
     """One damaged region that was skipped."""
 
-    offset: int  #: first byte (decompressed-stream offset in zstd files, but compressed-file offset for "bad_zstd_frame")
+    #: first byte (in zstd files: offset in the decompressed stream, but in the
+    #: compressed file for "bad_zstd_frame")
+    offset: int
     kind: str  #: "bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill", "bad_zstd_frame"
     length: int  #: bytes skipped
 
@@ -82,18 +62,16 @@ def damage_list(dmg: Any, n: int) -> list[Damage]:
 
 
 class _PlainSource:
-    def __init__(self, fd: int, first: tuple[bytes, int] | None = None) -> None:
+    def __init__(self, fd: int, first: bytes | None = None) -> None:
         self.fd = fd
         # a small file's whole content, read with its header check: the
         # first read takes it instead of another fstat and pread
         self._first = first
 
     def read(self, pos: int, want: int) -> tuple[bytes, int]:
-        if self._first is not None:
-            data, size = self._first
-            self._first = None
-            if pos == 0 and want >= size:
-                return data, size
+        first, self._first = self._first, None
+        if first is not None and pos == 0 and want >= len(first):
+            return first, len(first)
         size = os.fstat(self.fd).st_size
         n = max(0, min(want, size - pos))
         data = os.pread(self.fd, n, pos) if n else b""
@@ -116,14 +94,8 @@ class RecordReader:
     appended later.  Not thread-safe.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        strict: bool = False,
-        verify: bool = True,
-        chunk_size: int = 8 << 20,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, strict: bool = False,
+                 verify: bool = True, chunk_size: int = 8 << 20) -> None:
         self.path = os.fspath(path)
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
             raise TypeError(f"chunk_size must be an int, got {type(chunk_size).__name__}")
@@ -152,10 +124,10 @@ class RecordReader:
         small = st.st_size <= _SMALL_FILE
         head = os.pread(fd, st.st_size if small else 4, 0)
         self.compressed = starts_zstd(head) or (self.path.endswith(".zst") and not head)
+        self._pending_zstd: list[Damage] = []
         self._source: Any = (
-            ZstdSource(fd, self._zstd_damage) if self.compressed
-            else _PlainSource(fd, (head, len(head)) if small else None)
-        )
+            ZstdSource(fd, lambda at, n: self._pending_zstd.append(Damage(at, "bad_zstd_frame", n)))
+            if self.compressed else _PlainSource(fd, head if small else None))
         self._state = ffi.new("slg_scan_state *")
         self._state.verify_data = 1 if verify else 0
         # span slots: one per 16 bytes of file at most (a small file needs few)
@@ -170,15 +142,11 @@ class RecordReader:
         self.tail: Tail | None = None
         #: payloads returned so far
         self.records_read = 0
-        self._pending_zstd: list[Damage] = []
 
     @property
     def offset(self) -> int:
         """Offset where the next record starts (decompressed, for zstd)."""
         return int(self._state.pos) if not self._state.resyncing else int(self._state.damage_start)
-
-    def _zstd_damage(self, offset: int, length: int) -> None:
-        self._pending_zstd.append(Damage(offset, "bad_zstd_frame", length))
 
     def add_damage(self, d: Damage) -> None:
         """Record one damage of a batch from :meth:`scan_batches` (raises
@@ -195,33 +163,24 @@ class RecordReader:
         as it is now, then set :attr:`tail`."""
         sview = memoryview(ffi.buffer(self._spans)).cast("Q")
         for buf, base, n, batch in self.scan_batches():
-            if not batch:  # the common case: no damage in this step
-                if n:
-                    self.records_read += n
-                    if _HAS_ID_ADDRESSES:  # C makes the bytes objects (pyobjects.c)
-                        out: list[bytes] = []
-                        if lib.slg_spans_to_pylist(buf, base, self._spans, n,
-                                                   ffi.cast("void *", id(out))) < 0:
-                            raise MemoryError("slg_spans_to_pylist")
-                        yield from out
-                        continue
-                    flat = sview[: 2 * n].tolist()
-                    for i in range(0, 2 * n, 2):
-                        start = flat[i] - base
-                        yield buf[start : start + flat[i + 1]]
+            if n and not batch and _HAS_ID_ADDRESSES:  # the common case: C makes the bytes
+                out: list[bytes] = []
+                if lib.slg_spans_to_pylist(buf, base, self._spans, n,
+                                           ffi.cast("void *", id(out))) < 0:
+                    raise MemoryError("slg_spans_to_pylist")
+                self.records_read += n
+                yield from out
                 continue
             j = 0
-            if n:
-                flat = sview[: 2 * n].tolist()
-                for i in range(0, 2 * n, 2):
-                    # damage before this record first: strict mode raises
-                    # before yielding anything that follows the damage
-                    while j < len(batch) and batch[j].offset < flat[i]:
-                        self.add_damage(batch[j])
-                        j += 1
-                    self.records_read += 1
-                    start = flat[i] - base
-                    yield buf[start : start + flat[i + 1]]
+            flat = sview[: 2 * n].tolist()  # offset, length of each record
+            for start, length in zip(flat[::2], flat[1::2]):
+                # damage before this record first: strict mode raises
+                # before yielding anything that follows the damage
+                while j < len(batch) and batch[j].offset < start:
+                    self.add_damage(batch[j])
+                    j += 1
+                self.records_read += 1
+                yield buf[start - base : start - base + length]
             for d in batch[j:]:
                 self.add_damage(d)
 
@@ -233,48 +192,38 @@ class RecordReader:
         record ``damage`` (see :meth:`read`); :attr:`tail` is set at the end."""
         if self._fd < 0:
             raise ValueError(f"read from closed RecordReader ({self.path})")
-        st = self._state
-        scan = lib.slg_scan
-        spans, dmg, nsp, ndm = self._spans, self._dmg, self._nsp, self._ndm
-        nspans = self._nspans
+        st, spans, dmg, nsp, ndm = self._state, self._spans, self._dmg, self._nsp, self._ndm
         self.tail = None
-        want = self._chunk
-        known_end: int | None = None  # a zstd stream's end, found by decoding ahead
-        buf, data_end = self._source.read(st.pos, want)
+        buf, data_end = self._source.read(st.pos, self._chunk)
         base = st.pos
         while True:
-            rc = scan(st, buf, len(buf), base, data_end, 0, spans, nspans, nsp, dmg, _DAMAGE, ndm)
+            rc = lib.slg_scan(st, buf, len(buf), base, data_end, 0, spans, self._nspans, nsp,
+                              dmg, _DAMAGE, ndm)
             if rc < 0:  # pragma: no cover - internal contract
                 raise RuntimeError(f"slg_scan: bad arguments ({rc})")
             while self._pending_zstd:
                 self.add_damage(self._pending_zstd.pop(0))
-            batch: list[Damage] = []
-            if ndm[0]:
-                batch = damage_list(dmg, ndm[0])
-            yield buf, base, int(nsp[0]), batch
+            yield buf, base, int(nsp[0]), damage_list(dmg, ndm[0]) if ndm[0] else []
             if rc == lib.SLG_SCAN_SPANS_FULL:
                 continue
             if rc == lib.SLG_SCAN_NEED_MORE:
                 want = self._chunk
+                known_end = None  # a zstd stream's end, found by decoding ahead
                 rel = st.pos - base
                 if len(buf) - rel >= 12 and lib.slg_masked_crc32c(
                         buf[rel : rel + 8], 8) == int.from_bytes(buf[rel + 8 : rel + 12], "little"):
-                    # a valid header: the scanner checked its record fits the
-                    # data (or the data's end is unknown): read all of it
+                    # a valid header (the scanner checked its record fits the
+                    # data, or the data's end is unknown): read all of it
                     length = int.from_bytes(buf[rel : rel + 8], "little")
                     if not self.compressed or length + 16 <= want:
                         want = max(want, length + 16)
                     else:
-                        # a zstd stream's end is unknown: whether the record
-                        # fits is found by decoding ahead without keeping
-                        # the output (reading it whole could decode a bomb
-                        # into memory); the end found is the data's end for
-                        # the scanner's judgement of every header
+                        # a zstd stream's end is unknown: decode ahead without
+                        # keeping the output (it could be a bomb) to find it
                         known_end = self._source.end_before(st.pos, st.pos + length + 16)
                         if known_end is None and length > lib.SLG_MAX_PAYLOAD:
-                            # the stream holds it, but no writer makes such a
-                            # record: the scanner is told the data ends short
-                            # of it (damage), rather than holding it in memory
+                            # no writer makes such a record: tell the scanner
+                            # the data ends short of it (damage), not hold it
                             known_end = min(st.pos + 15 + length, _UNKNOWN_END - 1)
                         elif known_end is None:
                             want = length + 16
@@ -282,12 +231,10 @@ class RecordReader:
                 base = st.pos
                 if known_end is not None and data_end == _UNKNOWN_END:
                     data_end = known_end
-                known_end = None
                 continue
             if rc == lib.SLG_SCAN_TORN or rc == lib.SLG_SCAN_ZERO_TAIL:
-                end = base + len(buf)
                 kind = "torn" if rc == lib.SLG_SCAN_TORN else "zero_tail"
-                self.tail = Tail(int(st.pos), kind, end - int(st.pos))
+                self.tail = Tail(int(st.pos), kind, base + len(buf) - int(st.pos))
             elif self.compressed and self._source.zero_tail:
                 # zeros where the next frame should start (preallocated, or a crash)
                 self.tail = Tail(int(st.pos), "zero_tail", self._source.zero_tail)
@@ -306,17 +253,11 @@ class RecordReader:
         """The ``slg_span[]`` that :meth:`scan_batches` fills."""
         return self._spans
 
-    def follow(
-        self,
-        poll_secs: float = 0.5,
-        idle_timeout: float | None = None,
-        stop: Callable[[], bool] | None = None,
-    ) -> Iterator[bytes]:
-        """Yield records as a writer appends them.
-
-        Polls every ``poll_secs`` (s); ends after ``idle_timeout`` seconds with
-        no new record (None: never) or when ``stop()`` returns True.
-        """
+    def follow(self, poll_secs: float = 0.5, idle_timeout: float | None = None,
+               stop: Callable[[], bool] | None = None) -> Iterator[bytes]:
+        """Yield records as a writer appends them, polling every ``poll_secs``
+        (s); ends after ``idle_timeout`` seconds with no new record (None:
+        never) or when ``stop()`` returns True."""
         last = time.monotonic()
         while True:
             got = False
@@ -326,9 +267,8 @@ class RecordReader:
             now = time.monotonic()
             if got:
                 last = now
-            if stop is not None and stop():
-                return
-            if idle_timeout is not None and now - last >= idle_timeout:
+            if (stop is not None and stop()) or (
+                    idle_timeout is not None and now - last >= idle_timeout):
                 return
             time.sleep(poll_secs)
 

@@ -36,10 +36,10 @@ def starts_zstd(head: bytes) -> bool:
     return head[:4] == ZSTD_MAGIC or _is_skippable(head[:4])
 
 
-def _next_frame(chunk: bytes, start: int = 0) -> int:
+def _next_frame(chunk: bytes) -> int:
     """Index of the first zstd or skippable frame magic in chunk, or -1."""
-    i = chunk.find(ZSTD_MAGIC, start)
-    j = chunk.find(b"\x2a\x4d\x18", max(start, 1))
+    i = chunk.find(ZSTD_MAGIC)
+    j = chunk.find(b"\x2a\x4d\x18", 1)
     while j >= 0 and chunk[j - 1] >> 4 != 0x5:
         j = chunk.find(b"\x2a\x4d\x18", j + 1)
     if j >= 0 and (i < 0 or j - 1 < i):
@@ -95,16 +95,14 @@ class _FrameWalker:
         return 5 + (0 if single else 1) + _DID_SIZE[d & 3] + (_FCS_SIZE[d >> 6] or single), 0
 
     def limit(self, cpos: int, size: int) -> int:
-        """A compressed offset past cpos (at most the file size) up to which
-        the decoder may be fed with at most OUT_BUDGET bytes of output (plus
-        one block it was fed part of before)."""
+        """A compressed offset past cpos (< size) up to which the decoder may be
+        fed with at most OUT_BUDGET bytes of output (plus one block it was fed
+        part of before)."""
         end = min(cpos + _STEP, size)
-        if end <= cpos:
-            return cpos
         if self.lost:
             return min(cpos + _BLIND, end)
         base = self.pos
-        window = os.pread(self.fd, max(0, end - base) + 8, base) if base < end else b""
+        window = os.pread(self.fd, end - base + 8, base) if base < end else b""
         out = 0
         while self.pos < end and out < OUT_BUDGET:
             at = self.pos - base
@@ -156,29 +154,36 @@ class ZstdSource:
             self._frames.append((d, cpos))
 
     def _new_frame(self, cpos: int, walked: bool = False) -> None:
+        """Decode a new frame from compressed offset cpos (``walked``: fed up to
+        there already, and the walker is past it unless lost)."""
         self._dobj = self._dctx.decompressobj()
         self._frame_start = cpos
-        if not walked or self._walker.lost:  # else the walker is past it already
+        if not walked:
+            self._cpos = cpos
+        if not walked or self._walker.lost:
             self._walker.reset(cpos)
 
+    def _drop_to(self, pos: int) -> None:
+        """Forget the output before ``pos`` (decompressed offset)."""
+        drop = min(len(self._out), pos - self._out_base)
+        del self._out[:drop]
+        self._out_base += drop
+
     def _rewind(self, pos: int) -> None:
+        """Decode again from the last frame start before ``pos`` (quietly: its
+        damage was reported already)."""
         i = bisect.bisect_right(self._frames, (pos, float("inf"))) - 1
         dpos, cpos = self._frames[i]
         self._new_frame(cpos)
-        self._cpos = cpos
         self._out = bytearray()
         self._out_base = dpos
         self._quiet = True
         try:
             while self._out_base + len(self._out) < pos and self._pump():
-                drop = min(len(self._out), pos - self._out_base)
-                del self._out[:drop]
-                self._out_base += drop
+                self._drop_to(pos)
         finally:
             self._quiet = False
-        drop = min(len(self._out), pos - self._out_base)
-        del self._out[:drop]
-        self._out_base += drop
+        self._drop_to(pos)
 
     def _resync(self) -> bool:
         """Skip a frame that does not decode, to the next frame magic (damage
@@ -188,35 +193,28 @@ class ZstdSource:
         start = self._frame_start + 1
         while True:
             chunk = os.pread(self.fd, 1 << 20, start)
+            i = _next_frame(chunk)
             if not chunk:
                 nxt = os.fstat(self.fd).st_size
                 break
-            i = _next_frame(chunk)
             if i >= 0:
                 nxt = start + i
                 break
             start += max(1, len(chunk) - 3)
-        if nxt > self._frame_start and self._all_zero(self._frame_start, nxt):
+        if i < 0 and nxt > self._frame_start and self._zeros_to_end(self._frame_start):
             self.zero_tail = nxt - self._frame_start
             self._new_frame(self._frame_start)
-            self._cpos = self._frame_start
             return False
         if not self._quiet:
             self._damage(self._frame_start, nxt - self._frame_start)
         self._new_frame(nxt)
-        self._cpos = nxt
         self._frame_at(nxt)
         return True
 
-    def _all_zero(self, start: int, end: int) -> bool:
-        """Whether the file holds only zero bytes from ``start`` to its end
-        (``end``: where the search for a frame magic stopped)."""
-        size = os.fstat(self.fd).st_size
-        if end < size:  # a frame magic follows: damage in the middle
-            return False
-        while start < size:
-            chunk = os.pread(self.fd, min(1 << 20, size - start), start)
-            if not chunk or chunk.count(0) != len(chunk):
+    def _zeros_to_end(self, start: int) -> bool:
+        """Whether the file holds only zero bytes from ``start`` to its end."""
+        while chunk := os.pread(self.fd, 1 << 20, start):
+            if chunk.count(0) != len(chunk):
                 return False
             start += len(chunk)
         return True
@@ -286,15 +284,9 @@ class ZstdSource:
     def read(self, pos: int, want: int) -> tuple[bytes, int]:
         if pos < self._out_base:  # back to a tail's start, already dropped
             self._rewind(pos)
-        # drop what the scanner is done with
-        if pos > self._out_base:
-            del self._out[: pos - self._out_base]
-            self._out_base = pos
+        self._drop_to(pos)  # what the scanner is done with
         exhausted = False
-        while len(self._out) < want:
-            if not self._pump():
-                exhausted = True
-                break
-        data = bytes(self._out[:want])
+        while len(self._out) < want and not exhausted:
+            exhausted = not self._pump()
         end = self._out_base + len(self._out) if exhausted else UNKNOWN_END
-        return data, end
+        return bytes(self._out[:want]), end

@@ -939,6 +939,28 @@ class TestMemory:
         assert r.damage(".")[dst].ok
         assert ratio <= 3.0
 
+    def test_zstd_values_past_the_size_estimate_come_whole_and_in_order(self, tmp_path) -> None:
+        """A zstd file holds far more values than its compressed size suggests:
+        the columns go on in new chunks, joined and grouped by tag at the end."""
+        zstandard = require_module("zstandard")
+        n = 300_000
+        with summarylog.Writer(tmp_path / "plain") as w:
+            for i in range(n):
+                w.add_scalar("a" if i % 3 else "b", i * 0.5, i, walltime=1e9 + i)
+        (src,) = Reader(tmp_path / "plain").files(".")
+        os.makedirs(tmp_path / "z")
+        dst = os.path.join(tmp_path, "z", "events.out.zevents.1700000000.h.1.0.zst")
+        with open(src, "rb") as f, open(dst, "wb") as out:
+            out.write(zstandard.ZstdCompressor(level=3).compress(f.read()))
+        plain, z = Reader(tmp_path / "plain"), Reader(tmp_path / "z")
+        for tag, steps in (("a", [i for i in range(n) if i % 3]), ("b", range(0, n, 3))):
+            assert_series(z.scalars(".", tag), steps, 1e9 + np.asarray(steps),
+                          f32(np.asarray(steps) * 0.5))
+            assert all((x == y).all() for x, y in zip(z.scalars(".", tag), plain.scalars(".", tag)))
+        print(f"{n} scalars in a {os.path.getsize(dst)}-byte zstd file "
+              f"({os.path.getsize(src)} bytes plain): read whole, by tag, in order")
+        assert z.damage(".")[dst].ok
+
 
 # ---- follow() --------------------------------------------------------------------------------
 
@@ -993,6 +1015,39 @@ class TestFollow:
         assert {run for run, _ in out} == {"b"}
         assert [e.step for _, e in out if e.kind == "scalar"] == [0, 1, 2, 3]
         assert out[0][1].kind == "file_version"
+
+    def test_from_end_yields_only_what_comes_later(self, tmp_path) -> None:
+        write_summarylog_run(tmp_path / "a", n=3)
+        r = Reader(tmp_path)
+        rounds = []
+        discover = r._discover
+
+        def counted():  # the first round reads what is there when following starts
+            rounds.append(1)
+            return discover()
+
+        r._discover = counted
+        errors: list[BaseException] = []
+
+        def append_later() -> None:
+            try:
+                while len(rounds) < 2:
+                    time.sleep(0.005)
+                with summarylog.Writer(tmp_path / "a", filename_suffix=".late") as w:
+                    for i in range(10, 13):
+                        w.add_scalar("a", i, i, walltime=2000.0 + i)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        t = threading.Thread(target=append_later, name="test-late-writer", daemon=True)
+        t.start()
+        out = list(r.follow(poll_secs=0.01, idle_timeout=1.0, from_end=True))
+        t.join(60)
+        assert not errors, errors
+        steps = [e.step for _, e in out if e.kind == "scalar"]
+        print(f"follow(from_end=True): {len(out)} events after {len(rounds)} rounds, "
+              f"scalar steps {steps}")
+        assert steps == [10, 11, 12]
 
 
 # ---- to_pandas() -------------------------------------------------------------------------------
