@@ -1,21 +1,12 @@
 """MindSpore's SummaryCollector policy, framework-neutral (no framework imports).
 
-:class:`CollectionPolicy` holds MindSpore's arguments, their validation and
-its rules (which steps collect what); :class:`CollectorCore` runs the
-timeline over a :class:`~summarylog.SummaryRecord` with values the framework
-adapters (``summarylog.adapters.*``) extract: loss, inputs, parameters,
-graph, lineage.  The semantics, as MindSpore documents them:
-
-- collection at the first step, then when ``step % collect_freq == 0``
-  (the unit is an epoch in MindSpore's dataset-sink mode);
-- tensors (summary-op TensorSummary data) at most 20 times, spread over the
-  run, unless ``collect_tensor_freq`` says otherwise;
-- ``loss/auto`` (the first output, averaged), ``input_data/auto`` (the first
-  image-like input, NCHW or NHWC, 1 or 3 channels), ``<param>/auto``
-  histograms of the parameters ``histogram_regular`` matches (``re.match``;
-  None: the first five), the graph ``train_network/auto``, the dataset graph,
-  train/eval lineage and custom lineage data.  In the TensorBoard dialect
-  lineage becomes the run's hparams.
+:class:`CollectionPolicy` holds MindSpore's arguments, their checks and its
+rules of which steps collect what (README, "One line per framework:
+SummaryCollector");
+:class:`CollectorCore` runs that timeline over a
+:class:`~summarylog.SummaryRecord` with the values the framework adapters
+(``summarylog.adapters.*``) hand it.  In the TensorBoard dialect lineage
+becomes the run's hparams.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""summarylog.SummaryRecord: MindSpore's SummaryRecord API, without MindSpore.
-
-Same signature and behaviour as ``mindspore.SummaryRecord`` (docs/format.md §7),
-writing MindSpore summary and lineage files that MindInsight reads
-(``format="mindinsight"``, the default) or TensorBoard event files
-(``format="tensorboard"``).  Differences, all on the side of not losing data:
-
-- values are packed (histograms binned, images gridded and PNG-encoded) on a
-  background thread, not in a process pool; ``record()`` only copies them;
-- ``max_file_size`` rotates to a new file by default (``on_limit="rotate"``);
-  ``on_limit="stop"`` stops recording there, as MindSpore does;
-- any number of SummaryRecords may be open at once;
-- a duplicate tag within one step keeps only the newest value (MindSpore
-  writes both and lets MindInsight drop the older);
-- tensors keep exact 64-bit values beside MindSpore's float32 copy.
+"""summarylog.SummaryRecord: MindSpore's SummaryRecord API, without MindSpore
+(docs/format.md §7), writing MindSpore summary and lineage files, or
+TensorBoard event files (``format="tensorboard"``).  Where it differs from
+MindSpore (README, "SummaryRecord: MindSpore's API without MindSpore"),
+it is to lose no data.
 
 Files (created exclusively; a taken name moves to the next second):
 ``<log_dir>/<file_prefix>.out.events.summary.<sec>[.<rank>].<host><file_suffix>``
