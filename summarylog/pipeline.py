@@ -14,6 +14,7 @@ an I/O error is raised from the next call (strict) or counted and logged once.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 import time
@@ -22,7 +23,6 @@ from typing import Any, Callable
 import numpy as np
 
 from . import shutdown
-from .checks import check_tag
 from .files import FileSeries
 from .histogram_stage import HistogramStage
 from .records import MAX_PAYLOAD, RecordWriter
@@ -146,10 +146,6 @@ class Pipeline:
         if rw is None or rw.compression is not None or self.max_file_size is not None \
                 or self.closed:
             return None
-        for tag, _ in entries:
-            check_tag(tag)
-        if scalar_tag is not None:
-            check_tag(scalar_tag)
         return self.histograms.open_lane(rw, scalar_tag, entries)
 
     @property
@@ -248,7 +244,7 @@ class Pipeline:
                 run.append(item)
                 continue
             if run:
-                self._guard(self._write_scalars, run, values=len(run))
+                self._guard(self.write_scalar_records, run, values=len(run))
                 run = []
             if type(item) is threading.Event:  # a flush() waiting for us
                 self._after_drain()
@@ -256,14 +252,15 @@ class Pipeline:
             else:
                 self._guard(self._write_job, item, values=1)
         if run:
-            self._guard(self._write_scalars, run, values=len(run))
+            self._guard(self.write_scalar_records, run, values=len(run))
         self._after_drain()
 
     def _after_drain(self) -> None:
         for hook in self.after_drain:
             self._guard(hook)
 
-    def _write_scalars(self, run: list[bytes]) -> None:
+    def write_scalar_records(self, run: list[bytes]) -> None:
+        """Scalar events, written at once in one native call (inside the drain)."""
         rw = self.writer()
         events, rc = self.encoder.write_scalar_columns(rw, self.scalars.columns(run),
                                                        self.scalars.tag_table())
@@ -302,11 +299,8 @@ class Pipeline:
     def write_histograms(self, items: list[tuple[float, int, str, np.ndarray, int]]) -> None:
         """Histogram events of ``(wall, step, tag, values, bins)`` (checked),
         written before this returns (from a job, or any thread)."""
-        if self._drainer is threading.current_thread():
-            self.histograms.write(self.writer(), items, self.encoder.histogram,
-                                  self.write_payload)
-            return
-        with self._drain_lock:
+        inside = self._drainer is threading.current_thread()
+        with contextlib.nullcontext() if inside else self._drain_lock:
             self.histograms.write(self.writer(), items, self.encoder.histogram,
                                   self.write_payload)
 
@@ -314,11 +308,6 @@ class Pipeline:
         """The packed record of one scalar event (see scalar_events)."""
         key, pack = self.scalars.key_set(tuple(tags))
         return pack(key, 0, step, wall, *values)
-
-    def write_scalar_records(self, run: list[bytes]) -> None:
-        """Scalar events, written at once in one native call (from a job or a
-        drain hook, inside the drain)."""
-        self._write_scalars(run)
 
     # -- flush and close --------------------------------------------------------------
     def take_error(self) -> None:

@@ -250,8 +250,9 @@ class SummaryRecord:
         if any(arr.ndim == 0 or arr.size == 0 or arr.dtype not in BINNABLE
                for _, arr in entries):
             return None
-        for tag, _ in entries:
-            check_summary_tag(tag)
+        for tag in (scalar_tag, *(t for t, _ in entries)):
+            if tag is not None:
+                check_summary_tag(tag)
         return self._tb.pipeline.open_lane(scalar_tag, entries)
 
     def retire_lane(self, lane: Lane) -> None:
