@@ -14,6 +14,7 @@ from typing import Any
 
 from .cli_common import printable
 
+
 def isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -37,10 +38,8 @@ class Progress:
         self._draw()
 
     def _draw(self, force: bool = True) -> None:
-        if not self.on:
-            return
         now = time.monotonic()
-        if not force and now - self._last < 0.1:
+        if not self.on or (not force and now - self._last < 0.1):
             return
         self._last = now
         filled = self.WIDTH * self.done // max(self.total, 1)
@@ -61,22 +60,16 @@ class Progress:
 
     def print(self, line: str, file: Any = None) -> None:
         """A line on stdout (or ``file``) without tearing the bar."""
-        if self.on:
-            self._clear()
-            print(line, file=file, flush=True)
-            self._draw()
-        else:
-            print(line, file=file)
-
-    def close(self) -> None:
         self._clear()
-        self.on = False
+        print(line, file=file, flush=self.on)
+        self._draw()
 
     def __enter__(self) -> "Progress":
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._clear()
+        self.on = False
 
 
 def text(x: Any) -> str:
@@ -104,9 +97,7 @@ def json_num(x: float) -> str:
 def jsonable(v: Any) -> Any:
     """Plain JSON values: non-finite floats as "NaN"/"Infinity"/"-Infinity",
     bytes as base64, numpy arrays as nested lists, complex as [re, im]."""
-    if v is None or isinstance(v, (bool, str)):
-        return v
-    if isinstance(v, int):
+    if v is None or isinstance(v, (bool, str, int)):
         return v
     if isinstance(v, float):
         return json_float(v)
@@ -129,9 +120,9 @@ def stdout_is_utf8() -> bool:
     return enc == "utf8"
 
 
-def dumps(obj: Any, indent: int | None = None, ascii_only: bool = False) -> str:
+def dumps(obj: Any, ascii_only: bool = False) -> str:
     """Strict JSON (no bare NaN); ``ascii_only`` for a stdout that is not UTF-8."""
-    return json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False, indent=indent)
+    return json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False)
 
 
 def fmt_num(x: float) -> str:

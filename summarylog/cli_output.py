@@ -1,18 +1,14 @@
 """Output files of the ``summarylog`` command, written so that a hostile
 file system cannot turn them into writes somewhere else.
 
-``output(path)`` writes into a temporary file created next to ``path`` with
-an unpredictable name and ``O_CREAT|O_EXCL|O_NOFOLLOW`` (``tempfile.mkstemp``),
-and renames it over ``path`` only once it is complete.  So:
-
-* a symlink planted at a guessable temporary name is never followed;
-* ``path`` itself is never opened for writing: a symlink at ``path`` is
-  replaced, its target untouched;
-* an existing ``path`` that is not a regular file (a device, a FIFO, a
-  socket, or a symlink to one of them) is refused: renaming over it would
-  replace ``/dev/full`` with a regular file when run as root;
-* an existing regular ``path`` keeps its permission bits (not set-user-ID,
-  set-group-ID or sticky) and its owner when the process may set it.
+``output(path)`` writes a ``tempfile.mkstemp`` file (unpredictable name,
+``O_CREAT|O_EXCL|O_NOFOLLOW``) next to ``path`` and renames it over ``path``
+once complete, so a symlink planted at the temporary name or at ``path`` is
+never followed (one at ``path`` is replaced, its target untouched).  A
+``path`` that is not a regular file (a device, FIFO or socket, or a link to
+one) is refused: the rename would replace ``/dev/full`` when run as root.  A
+regular ``path`` keeps its permission bits (never set-id or sticky) and, when
+the process may set it, its owner.
 """
 
 from __future__ import annotations
@@ -46,13 +42,6 @@ _KIND_NAMES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block dev
                (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
-def _kind(mode: int) -> str:
-    for test, name in _KIND_NAMES:
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def check_target(path: str) -> os.stat_result | None:
     """Refuse an output path that must not be replaced; return the stat of
     an existing regular file there (None: nothing there yet, or a symlink
@@ -65,30 +54,20 @@ def check_target(path: str) -> os.stat_result | None:
         return None
     except OSError as e:
         raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise CLIError(f"cannot write {path}: is a directory", 1)
-    if stat.S_ISREG(st.st_mode):
-        return st
-    if stat.S_ISLNK(st.st_mode):
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
         try:
-            target = os.stat(path)
+            mode = os.stat(path).st_mode
         except OSError:  # a dangling link (or a loop): replaced as a link
             return None
-        if stat.S_ISREG(target.st_mode):
+        if stat.S_ISREG(mode):
             return None
-        if stat.S_ISDIR(target.st_mode):
-            raise CLIError(f"cannot write {path}: is a directory", 1)
-        mode = target.st_mode
-    else:
-        mode = st.st_mode
-    raise CLIError(f"cannot write {path}: {_kind(mode)}, not a regular file "
-                   f"(use '-o -' for stdout)", 2)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    elif stat.S_ISREG(mode):
+        return st
+    if stat.S_ISDIR(mode):
+        raise CLIError(f"cannot write {path}: is a directory", 1)
+    kind = next((name for test, name in _KIND_NAMES if test(mode)), "not a regular file")
+    raise CLIError(f"cannot write {path}: {kind}, not a regular file (use '-o -' for stdout)", 2)
 
 
 def _temp_prefix(path: str) -> str:
@@ -122,7 +101,9 @@ def output(path: str, binary: bool = False) -> Iterator[Any]:
                     os.fchown(fd, old.st_uid, old.st_gid)
             os.fchmod(fd, stat.S_IMODE(old.st_mode) & 0o777)  # never set-id bits on output
         else:
-            os.fchmod(fd, 0o666 & ~_umask())
+            mask = os.umask(0o022)
+            os.umask(mask)
+            os.fchmod(fd, 0o666 & ~mask)
         if binary:
             f = os.fdopen(fd, "wb")
         else:
