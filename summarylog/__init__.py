@@ -15,20 +15,14 @@ __all__ = ["__version__", "native_info", "Writer", "Reader", "SummaryRecord", "S
 
 def native_info() -> dict[str, str]:
     """Facts about the native core: its version and CRC32C implementation."""
-    from ._native import lib
+    from ._native import ffi, lib
     from .records import crc32c_impl, crc32c_impls
 
-    return {
-        "version": _lib_version(lib),
-        "crc32c": crc32c_impl(),
-        "crc32c_available": ",".join(crc32c_impls()),
-    }
+    return {"version": ffi.string(lib.slg_version()).decode(), "crc32c": crc32c_impl(),
+            "crc32c_available": ",".join(crc32c_impls())}
 
 
-def _lib_version(lib: object) -> str:
-    from ._native import ffi
-
-    return ffi.string(lib.slg_version()).decode()  # type: ignore[attr-defined]
+_LAZY = {"Writer": ".writer", "SummaryRecord": ".summary_record", "Reader": ".reader"}
 
 
 def __getattr__(name: str) -> object:
@@ -36,10 +30,6 @@ def __getattr__(name: str) -> object:
 
     if name == "records":
         return importlib.import_module(".records", __name__)
-    if name == "Writer":
-        return importlib.import_module(".writer", __name__).Writer
-    if name == "SummaryRecord":
-        return importlib.import_module(".summary_record", __name__).SummaryRecord
-    if name == "Reader":
-        return importlib.import_module(".reader", __name__).Reader
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module 'summarylog' has no attribute {name!r}")

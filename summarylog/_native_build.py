@@ -31,17 +31,13 @@ def _version() -> str:
 
 def _cdef() -> str:
     header = (CSRC / "summarylog_api.h").read_text()
-    body = header.split("/* CDEF-BEGIN */", 1)[1].split("/* CDEF-END */", 1)[0]
-    return body
+    return header.split("/* CDEF-BEGIN */", 1)[1].split("/* CDEF-END */", 1)[0]
 
 
 def compile_flags() -> list[str]:
-    """Flags shared by the extension and the C test build."""
+    """The compiler flags of the extension, from the environment switches."""
     flags = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-pthread"]
-    if os.environ.get("SUMMARYLOG_DEBUG"):
-        flags += ["-O0", "-g"]
-    else:
-        flags += ["-O3"]
+    flags += ["-O0", "-g"] if os.environ.get("SUMMARYLOG_DEBUG") else ["-O3"]
     if os.environ.get("SUMMARYLOG_WERROR"):
         flags.append("-Werror")
     if os.environ.get("SUMMARYLOG_SANITIZE"):

@@ -513,17 +513,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _quiet_stdout() -> None:
-    """After a closed pipe: point stdout at /dev/null so that the interpreter's
-    final flush does not complain."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     for stream in (sys.stdout, sys.stderr):
@@ -544,13 +533,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if e.message is not None:  # None: already reported line by line
                 say(e.message)
             return e.code
-        except BrokenPipeError:
-            _quiet_stdout()
-            return 141  # as a process killed by SIGPIPE
         except KeyboardInterrupt:
             print(file=sys.stderr)
             return 130
         except OSError as e:
+            if isinstance(e, BrokenPipeError):
+                raise
             if e.filename is not None:  # the event files are opened by name
                 say(f"cannot read {os.fsdecode(e.filename)}: {reason(e)}")
             elif e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
@@ -558,9 +546,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 say(f"I/O error: {reason(e)}")
             return 1
-    except BrokenPipeError:  # stdout already gone while reporting
-        _quiet_stdout()
-        return 141
+    except BrokenPipeError:  # stdout gone, maybe while reporting
+        # stdout to /dev/null, so that the interpreter's final flush does not complain
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return 141  # as a process killed by SIGPIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

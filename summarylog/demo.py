@@ -2,14 +2,11 @@
 SummaryCollector, then read back and shown: a table in the terminal and a
 PNG plot of the scalars.
 
-A small convolutional network learns to tell horizontal from vertical
-stripes in noisy 16x16 images (synthetic data, CPU, a few seconds).  The
-collector records loss, input images, weight histograms, the traced graph
-and the run's lineage (as TensorBoard hparams) with MindSpore's
-SummaryCollector rules; a summarylog.Writer beside it logs accuracy and
-learning rate every step.  Run it with ``./dev demo`` or ``summarylog-demo
-[--logdir DIR] [--epochs N]``; ``tensorboard --logdir DIR`` shows the same
-run.
+A small CNN learns to tell horizontal from vertical stripes in noisy 16x16
+images (synthetic, CPU, a few seconds).  The collector records loss, inputs,
+weight histograms, the graph and the lineage with MindSpore's rules; a Writer
+beside it logs accuracy and learning rate.  ``./dev demo`` or
+``summarylog-demo [--logdir DIR] [--epochs N]`` runs it.
 """
 
 from __future__ import annotations

@@ -57,13 +57,9 @@ def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
     for arrays that do not hold exactly one element.
     """
     t = type(value)
-    if t is float or t is int:
+    if t is float or t is int or t is np.bool_ or isinstance(value, numbers.Real):
         return float(value)
-    if isinstance(value, bool) or t is np.bool_:
-        return float(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+    if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.size != 1:
             raise ValueError(f"{name} must hold exactly one element, got shape {arr.shape}")
@@ -99,11 +95,9 @@ def resolve_scalar(d: Deferred) -> float:
 def snapshot_array(value: Any, name: str = "value",
                    copy: bool = True) -> tuple[np.ndarray | Deferred, tuple[int, ...]]:
     """``(snapshot, shape)``: a numpy copy now, or a :class:`Deferred` private
-    copy of a framework tensor (torch: a device-side clone, no sync; jax:
-    the immutable array itself; MindSpore: a copy) read later by
-    :func:`resolve_array`.  ``copy=False``: the value is already the
-    caller's private copy (no second one).  TypeError (naming ``name``) for
-    non-arrays."""
+    copy of a framework tensor (a torch clone made without a sync) read later
+    by :func:`resolve_array`.  ``copy=False``: the value is already the
+    caller's private copy.  TypeError (naming ``name``) for non-arrays."""
     fw = framework_of(value)
     if fw is not None and hasattr(value, "shape"):
         shape = tuple(int(d) for d in value.shape)
