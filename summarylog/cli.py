@@ -166,8 +166,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # because it could not look
     runs = reader.runs()
     lost = unreadable(reader)
-    if not lost:
-        runs = select_runs(reader, None)
+    if not runs and not lost:
+        raise CLIError(f"{reader.path}: no event files found")
     paths = [(p, lineage) for r in runs  # and MindSpore lineage files, run by run
              for lineage, names in ((False, reader.files(r)), (True, reader.lineage_files(r)))
              for p in names]
@@ -213,11 +213,8 @@ def cmd_cat(args: argparse.Namespace) -> int:
     for run in runs:
         reader.damage(run)  # the scalar pass first: events() then adds what it meets
         for ev in reader.events(run):
-            if kinds and ev.kind not in kinds:
-                continue
-            if args.tag and not tag_matches(text(ev.tag), args.tag):
-                continue
-            write(dumps(event_record(run, ev), ascii_only=ascii_only) + "\n")
+            if (not kinds or ev.kind in kinds) and tag_matches(text(ev.tag), args.tag):
+                write(dumps(event_record(run, ev), ascii_only=ascii_only) + "\n")
         check_run(reader, run, status)
     sys.stdout.flush()
     return status.flush()
@@ -228,8 +225,7 @@ def _export_format(args: argparse.Namespace) -> str:
         return args.format
     if args.output == "-":
         raise CLIError("export to stdout (-o -) needs --format")
-    ext = os.path.splitext(args.output)[1].lower()
-    fmt = FORMATS.get(ext)
+    fmt = FORMATS.get(os.path.splitext(args.output)[1].lower())
     if fmt is None:
         raise CLIError(f"cannot tell the format from {args.output!r}: use --format "
                        f"csv|jsonl|parquet or a .csv, .jsonl or .parquet name")

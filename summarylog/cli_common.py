@@ -98,18 +98,17 @@ def unreadable(reader: Any) -> list[tuple[str, str]]:
              reason(e) if isinstance(e, OSError) else str(e)) for e in reader.discovery_errors]
 
 
-def select_runs(reader: Any, wanted: Sequence[str] | None, status: Status | None = None, *,
+def select_runs(reader: Any, wanted: Sequence[str] | None, status: Status, *,
                 need_files: bool = True) -> list[str]:
     """The runs to read.  Directories that could not be listed are reported
     on stderr and make the exit status 1 (a run must never go missing
     silently); with no run found at all that is the only error."""
     runs = reader.runs()
     lost = unreadable(reader)
-    if status is not None:
-        for where, why in lost:
-            status.now(f"cannot read {where}: {why}")
+    for where, why in lost:
+        status.now(f"cannot read {where}: {why}")
     if not runs and need_files:
-        if lost and status is not None:  # reported above: nothing more to say
+        if lost:  # reported above: nothing more to say
             raise CLIError(None, 1)
         raise CLIError(f"{reader.path}: no event files found")
     if not wanted:

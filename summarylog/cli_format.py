@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from .cli_common import printable
+from .cli_common import plural, printable
 
 
 def isatty(stream: Any) -> bool:
@@ -157,8 +157,7 @@ def brief(kind: str, value: Any) -> str:
             return (f"n={fmt_num(value['num'])} min={fmt_num(value['min'])} "
                     f"max={fmt_num(value['max'])} buckets={len(value['counts'])}")
         if kind == "image":
-            n = len(value["pngs"])
-            return f"{value['width']}x{value['height']} ({n} png{'s' if n != 1 else ''})"
+            return f"{value['width']}x{value['height']} ({plural(len(value['pngs']), 'png')})"
         if kind == "text":
             return one_line(value if isinstance(value, str) else str(jsonable(value)))
         if kind == "tensor":

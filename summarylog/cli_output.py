@@ -104,10 +104,8 @@ def output(path: str, binary: bool = False) -> Iterator[Any]:
             mask = os.umask(0o022)
             os.umask(mask)
             os.fchmod(fd, 0o666 & ~mask)
-        if binary:
-            f = os.fdopen(fd, "wb")
-        else:
-            f = os.fdopen(fd, "w", newline="", encoding="utf-8", errors="backslashreplace")
+        f = (os.fdopen(fd, "wb") if binary else
+             os.fdopen(fd, "w", newline="", encoding="utf-8", errors="backslashreplace"))
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):

@@ -97,13 +97,10 @@ def summarize(logdir: str) -> dict[str, object]:
     r = Reader(logdir)
     run = r.runs()[0]
     tags = r.tags(run)
-    counts: dict[str, int] = {}
-    steps: dict[str, tuple[int, int]] = {}
+    steps: dict[str, list[int]] = {}  # of the tags that are not scalars
     for ev in r.events(run):
         if ev.tag and tags.get(ev.tag) not in ("scalar", None):
-            counts[ev.tag] = counts.get(ev.tag, 0) + 1
-            lo, hi = steps.get(ev.tag, (ev.step, ev.step))
-            steps[ev.tag] = (min(lo, ev.step), max(hi, ev.step))
+            steps.setdefault(ev.tag, []).append(ev.step)
     reports = r.damage(run)
     records = sum(rep.records for rep in reports.values())
     print(f"\nread back {records} records from {len(reports)} file(s) in {logdir}:")
@@ -117,9 +114,9 @@ def summarize(logdir: str) -> dict[str, object]:
             spark = "".join(SPARK[int((vals[i] - lo) / (hi - lo + 1e-12) * 7.99)] for i in idx)
             print(f"  {tag:<26} {kind:<10} {len(vals):>5}  {s.step[0]}..{s.step[-1]:<6} "
                   f"{vals[-1]:>8.4f}  {spark}")
-        elif tag in counts:
-            a, b = steps[tag]
-            print(f"  {tag:<26} {kind:<10} {counts[tag]:>5}  {a}..{b}")
+        elif tag in steps:
+            a, b = min(steps[tag]), max(steps[tag])
+            print(f"  {tag:<26} {kind:<10} {len(steps[tag]):>5}  {a}..{b}")
     bad = [p for p, rep in reports.items() if not rep.ok or rep.tail]
     print(f"  damage: {'none' if not bad else bad}")
     return {"tags": tags, "records": records}
