@@ -70,15 +70,6 @@ def check_target(path: str) -> os.stat_result | None:
     raise CLIError(f"cannot write {path}: {kind}, not a regular file (use '-o -' for stdout)", 2)
 
 
-def _temp_prefix(path: str) -> str:
-    """``.<name>.`` with the name cut so that the temporary name stays under
-    NAME_MAX (255 bytes) whatever the name's length or encoding."""
-    name = os.path.basename(path)
-    while len(os.fsencode(name)) > 120:
-        name = name[: len(name) // 2]
-    return f".{name}."
-
-
 @contextlib.contextmanager
 def output(path: str, binary: bool = False) -> Iterator[Any]:
     """A file object written next to ``path`` and renamed over it only when
@@ -88,10 +79,13 @@ def output(path: str, binary: bool = False) -> Iterator[Any]:
         yield sys.stdout.buffer if binary else sys.stdout
         return
     old = check_target(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    name = os.path.basename(path)
+    while len(os.fsencode(name)) > 120:  # the temporary name stays under NAME_MAX
+        name = name[: len(name) // 2]
     try:
         # mkstemp: a random name, O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp",
+                                   dir=os.path.dirname(os.path.abspath(path)))
     except OSError as e:
         raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
     try:

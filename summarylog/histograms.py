@@ -29,11 +29,9 @@ def as_float_array(values: np.ndarray) -> np.ndarray:
     """A contiguous 1-D float32 or float64 view/copy of ``values`` (other
     dtypes become float64; float16 becomes float32)."""
     flat = np.ravel(values)
-    if flat.dtype == np.float32 or flat.dtype == np.float64:
+    if flat.dtype in (np.float32, np.float64):
         return np.ascontiguousarray(flat)
-    if flat.dtype == np.float16:
-        return flat.astype(np.float32)
-    return flat.astype(np.float64)
+    return flat.astype(np.float32 if flat.dtype == np.float16 else np.float64)
 
 
 def _ptr(arr: np.ndarray) -> tuple[object, int]:
@@ -45,9 +43,7 @@ def value_stats(arr: np.ndarray) -> ValueStats:
     out = ffi.new("slg_value_stats_t *")
     p, is_f64 = _ptr(arr)
     lib.slg_value_stats(p, is_f64, arr.size, out)
-    return ValueStats(int(out.finite), int(out.nan_count), int(out.pos_inf_count),
-                      int(out.neg_inf_count), float(out.min), float(out.max), float(out.sum),
-                      float(out.sum_squares))
+    return ValueStats._make(getattr(out, f) for f in ValueStats._fields)  # ints and floats
 
 
 def equal_width_counts(arr: np.ndarray, edges: np.ndarray) -> np.ndarray:

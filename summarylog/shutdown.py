@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import threading
-import time
 import weakref
 from typing import Any
 
@@ -45,9 +44,8 @@ def register(obj: Any) -> None:
 def unregister(obj: Any) -> None:
     """Forget ``obj`` (after its own ``close()``)."""
     with _lock:
-        for key, value in list(_open.items()):
-            if value is obj:
-                del _open[key]
+        for key in [k for k, v in _open.items() if v is obj]:
+            del _open[key]
 
 
 def close_all() -> None:
@@ -137,14 +135,10 @@ def _restore_mask(resend: bool = True) -> None:
     finally:
         _forking.mask = None
         signum, _forking.deferred = getattr(_forking, "deferred", None), None
-        if signum is not None and resend:
-            threading.Thread(target=_resend, args=(signum,), daemon=True,
-                             name="summarylog-signal").start()
-
-
-def _resend(signum: int) -> None:
-    time.sleep(0.05)  # the forking thread is out of the fork hooks by then
-    os.kill(os.getpid(), signum)
+        if signum is not None and resend:  # the forking thread is out of the hooks by then
+            timer = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+            timer.daemon, timer.name = True, "summarylog-signal"
+            timer.start()
 
 
 def _after_fork_in_child() -> None:
