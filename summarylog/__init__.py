@@ -1,8 +1,6 @@
 """summarylog: a framework-agnostic event-log SDK for training loops, with a
 native C core (CRC32C, TFRecord framing, buffered writing, scanning).
-
-``import summarylog`` imports no ML framework.
-"""
+``import summarylog`` imports no ML framework."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""cffi build script for the native core (``summarylog._native_lib``).
-
-The cdef is the part of ``csrc/summarylog_api.h`` between the CDEF markers;
-the sources are every ``csrc/*.c``.  ``setup.py`` reaches this through
-``cffi_modules``; run alone it compiles the module in place.
-
-Environment switches:
-  SUMMARYLOG_SANITIZE=1  build with ASan + UBSan (tests load it with libasan)
-  SUMMARYLOG_DEBUG=1     -O0 -g
-  SUMMARYLOG_WERROR=1    -Werror
-"""
+"""cffi build script of the native core (``summarylog._native_lib``): the cdef
+is ``csrc/summarylog_api.h`` between its CDEF markers, the sources every
+``csrc/*.c`` and ``csrc/python/*.c``.  ``setup.py`` reaches it through
+``cffi_modules``; run alone it compiles in place.  Environment switches:
+SUMMARYLOG_SANITIZE=1 (ASan + UBSan; tests load it with libasan),
+SUMMARYLOG_DEBUG=1 (-O0 -g), SUMMARYLOG_WERROR=1 (-Werror)."""
 
 from __future__ import annotations
 
@@ -50,8 +45,7 @@ ffibuilder.cdef(_cdef())
 ffibuilder.set_source(
     "summarylog._native_lib",
     '#include "summarylog_api.h"\n',
-    # csrc/*.c is plain C (also built alone by the C tests); csrc/python/
-    # holds the code that touches Python objects
+    # csrc/python/ holds the code that touches Python objects (the C tests build the rest alone)
     sources=sorted(str(p.relative_to(ROOT)) for p in [*CSRC.glob("*.c"), *CSRC.glob("python/*.c")]),
     include_dirs=[str(CSRC.relative_to(ROOT))],
     define_macros=[("SLG_VERSION", f'"{_version()}"'), ("_GNU_SOURCE", "1")],

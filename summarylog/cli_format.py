@@ -32,8 +32,7 @@ class Progress:
         self.total = total
         self.label = label
         self.done = 0
-        self.on = total > 0 and isatty(sys.stderr)
-        self._drawn = False
+        self.on = total > 0 and isatty(sys.stderr)  # then drawn till the end (print redraws)
         self._last = 0.0
         self._draw()
 
@@ -46,13 +45,11 @@ class Progress:
         bar = "#" * filled + "." * (self.WIDTH - filled)
         sys.stderr.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
         sys.stderr.flush()
-        self._drawn = True
 
     def _clear(self) -> None:
-        if self.on and self._drawn:
+        if self.on:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
-            self._drawn = False
 
     def advance(self, n: int = 1) -> None:
         self.done += n

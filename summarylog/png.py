@@ -1,8 +1,6 @@
-"""A small PNG encoder (zlib from the standard library; no PIL needed).
-
-Images are uint8 HWC with 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA)
-channels.  Rows use PNG's "Up" filter, which suits photos and plots.
-"""
+"""A small PNG encoder (zlib from the standard library; no PIL needed) of
+uint8 HWC images, gray to RGBA; rows use PNG's "Up" filter, which suits
+photos and plots."""
 
 from __future__ import annotations
 

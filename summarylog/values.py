@@ -1,10 +1,7 @@
-"""Values from any framework, converted lazily: numpy, Python numbers, torch,
-jax, MindSpore and TensorFlow tensors, without importing any framework.
-
-Scalars that live in a framework tensor are not read on the caller's thread:
-:func:`snapshot_scalar` returns a :class:`Deferred` holding a private copy
-(made without a device sync), which the writer resolves on its own thread.
-"""
+"""Values from any framework (numpy, Python numbers, torch, jax, MindSpore,
+TensorFlow) without importing one.  A value in a framework tensor is not read
+on the caller's thread: the snapshots return a :class:`Deferred` private copy
+(made without a device sync) that the writer resolves on its own thread."""
 
 from __future__ import annotations
 
@@ -57,10 +54,8 @@ def _private(x: Any, fw: str, copy: bool = True) -> Any:
 
 def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
     """A float now, or a Deferred for framework tensors (resolved later).
-
-    Raises TypeError (naming ``name``) for non-numeric values and ValueError
-    for arrays that do not hold exactly one element.
-    """
+    TypeError (naming ``name``) for non-numeric values, ValueError for arrays
+    that do not hold exactly one element."""
     t = type(value)
     if t is float or t is int or t is np.bool_ or isinstance(value, numbers.Real):
         return float(value)

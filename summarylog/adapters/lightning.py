@@ -33,21 +33,21 @@ __all__ = ["SummaryCollectorCallback", "SummarylogLogger"]
 
 
 def _first_tensor(batch: Any) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return batch
+    if isinstance(batch, Mapping):
+        batch = list(batch.values())
     if isinstance(batch, (list, tuple)) and batch:
         return _first_tensor(batch[0])
-    if isinstance(batch, Mapping) and batch:
-        return _first_tensor(next(iter(batch.values())))
-    return None
+    return batch if isinstance(batch, torch.Tensor) else None
+
+
+def _loader(x: Any) -> Any:
+    return x if isinstance(x, torch.utils.data.DataLoader) else None
 
 
 class SummaryCollectorCallback(pl.Callback):
     """Lightning callback with MindSpore's SummaryCollector rules; takes the
     keyword arguments of :class:`summarylog.adapters.torch.SummaryCollector`
-    (``collect_freq``, ``collect_specified_data``, ``custom_lineage_data``,
-    ``format``, ...) except those it finds in the trainer (model, optimizer,
-    loss function, data loader, epochs)."""
+    except those it finds in the trainer (model, optimizer, data loader, epochs)."""
 
     def __init__(self, summary_dir: str | os.PathLike[str], **kwargs: Any) -> None:
         super().__init__()
@@ -62,15 +62,14 @@ class SummaryCollectorCallback(pl.Callback):
         if not trainer.is_global_zero and self.kwargs.get("rank0_only", True):
             return
         opts = trainer.optimizers
-        loader = getattr(trainer, "train_dataloader", None)
         loss_fn = self.kwargs.pop("loss_fn", None) or next(
             (m for m in pl_module.modules() if isinstance(m, torch.nn.modules.loss._Loss)), None)
         sched = trainer.lr_scheduler_configs[0].scheduler if trainer.lr_scheduler_configs else None
         epochs = trainer.max_epochs if trainer.max_epochs and trainer.max_epochs > 0 else None
         self.collector = SummaryCollector(
             self.summary_dir, model=pl_module, optimizer=opts[0] if opts else None,
-            loss_fn=loss_fn, train_loader=loader if isinstance(loader, torch.utils.data.DataLoader)
-            else None, epochs=epochs, scheduler=sched, **self.kwargs)
+            loss_fn=loss_fn, train_loader=_loader(getattr(trainer, "train_dataloader", None)),
+            epochs=epochs, scheduler=sched, **self.kwargs)
         total = trainer.estimated_stepping_batches
         if isinstance(total, (int, float)) and total != float("inf") and self.collector.core:
             self.collector.core.begin(int(total))
@@ -95,8 +94,7 @@ class SummaryCollectorCallback(pl.Callback):
                    or (isinstance(v, torch.Tensor) and v.numel() == 1)}
         loaders = trainer.val_dataloaders
         loader = loaders[0] if isinstance(loaders, (list, tuple)) and loaders else loaders
-        self.collector.evaluate_end(metrics, eval_loader=loader if isinstance(
-            loader, torch.utils.data.DataLoader) else None)
+        self.collector.evaluate_end(metrics, eval_loader=_loader(loader))
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.collector is not None:

@@ -1,11 +1,7 @@
-"""Protobuf classes of summarylog's schemas (``proto/``), built at import from
-the generated descriptor set in a private pool.
-
-``summarylog.pb.tb`` holds the TensorBoard dialect (package summarylog.tb,
-wire-compatible with tensorboard.*) and ``summarylog.pb.ms`` the MindSpore
-dialect (package summarylog.ms: summary, lineage and anf_ir, wire-compatible
-with MindSpore's and MindInsight's).  Only the dialect modules use these.
-"""
+"""Protobuf classes of summarylog's schemas (``proto/``), built at import in a
+private pool: ``tb`` the TensorBoard dialect (wire-compatible with
+tensorboard.*), ``ms`` the MindSpore one (summary, lineage and anf_ir,
+wire-compatible with MindSpore's and MindInsight's)."""
 
 from __future__ import annotations
 
