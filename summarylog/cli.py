@@ -21,9 +21,9 @@ import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn, Sequence
 
-from .cli_common import (PROG, Status, check_run, damage_text, open_reader, plural, printable,
-                         reason, report_dict, say, select_runs, tag_matches, tail_text,
-                         unreadable, utf8)
+from .cli_common import (PROG, check_run, damage_text, open_reader, open_runs, plural,
+                         printable, reason, report_dict, say, tag_matches, tail_text, unreadable,
+                         utf8)
 from .cli_format import (Progress, dumps, event_line, event_record, fmt_num, fmt_size, isatty,
                          json_num, jsonable, print_line, stdout_is_utf8, text)
 from .cli_output import CLIError, check_target, output
@@ -83,9 +83,7 @@ def _tag_doc(per_kind: dict[str, dict[str, Any]]) -> dict[str, Any]:
 # -- subcommands ------------------------------------------------------------------------
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     out: dict[str, Any] = {}
     with Progress(sum(len(reader.files(r)) for r in runs), "inspect") as bar:
         for run in runs:
@@ -204,9 +202,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     kinds = set(args.kind or ())
     ascii_only = not stdout_is_utf8()
     write = sys.stdout.write
@@ -250,9 +246,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             import pyarrow.parquet as pq
         except ImportError:
             raise CLIError("export --format parquet needs pyarrow: pip install pyarrow") from None
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     total = sum(len(reader.files(r)) for r in runs)
     rows = 0
     with Progress(total, "export") as bar, output(args.output, binary=fmt == "parquet") as f:
@@ -295,9 +289,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from .convert import DestinationError, iter_convert
 
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     if os.path.exists(args.dst) and not os.path.isdir(args.dst):
         raise CLIError(f"cannot convert into {args.dst}: not a directory", 1)
     total: dict[str, int] = {}
@@ -326,10 +318,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, [args.run] if args.run and not args.follow else None, status,
-                        need_files=not args.follow)
+    status, reader, runs = open_runs(args.path, [args.run] if args.run and not args.follow
+                                     else None, need_files=not args.follow)
     if args.run:
         runs = [r for r in runs if r == args.run]
     seen: dict[str, int] = {}

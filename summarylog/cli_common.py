@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from .cli_output import CLIError
 
 __all__ = ["PROG", "Status", "say", "reason", "printable", "utf8", "plural", "tag_matches",
-           "open_reader", "unreadable", "select_runs", "check_run", "report_dict", "damage_text",
+           "open_reader", "unreadable", "open_runs", "check_run", "report_dict", "damage_text",
            "tail_text"]
 
 PROG = "summarylog"
@@ -98,11 +98,13 @@ def unreadable(reader: Any) -> list[tuple[str, str]]:
              reason(e) if isinstance(e, OSError) else str(e)) for e in reader.discovery_errors]
 
 
-def select_runs(reader: Any, wanted: Sequence[str] | None, status: Status, *,
-                need_files: bool = True) -> list[str]:
-    """The runs to read.  Directories that could not be listed are reported
-    on stderr and make the exit status 1 (a run must never go missing
-    silently); with no run found at all that is the only error."""
+def open_runs(path: str, wanted: Sequence[str] | None, *,
+              need_files: bool = True) -> tuple[Status, Any, list[str]]:
+    """A command's Status, Reader and runs to read.  Directories that could not
+    be listed are reported on stderr and make the exit status 1 (a run must
+    never go missing silently); with no run found at all that is the only error."""
+    status = Status()
+    reader = open_reader(path)
     runs = reader.runs()
     lost = unreadable(reader)
     for where, why in lost:
@@ -112,12 +114,12 @@ def select_runs(reader: Any, wanted: Sequence[str] | None, status: Status, *,
             raise CLIError(None, 1)
         raise CLIError(f"{reader.path}: no event files found")
     if not wanted:
-        return runs
+        return status, reader, runs
     missing = [r for r in wanted if r not in runs]
     if missing:
         raise CLIError(f"no run {missing[0]!r} under {reader.path} "
                        f"(runs: {', '.join(runs) or 'none'})")
-    return [r for r in runs if r in wanted]
+    return status, reader, [r for r in runs if r in wanted]
 
 
 def check_run(reader: Any, run: str, status: Status) -> None:

@@ -12,8 +12,7 @@ import argparse
 import warnings
 from typing import Any
 
-from .cli_common import (Status, check_run, open_reader, plural, printable, select_runs,
-                         tag_matches, utf8)
+from .cli_common import Status, check_run, open_runs, plural, printable, tag_matches, utf8
 from .cli_output import CLIError, check_target, output
 
 __all__ = ["cmd_plot", "figure_pixels", "MAX_SIDE", "MAX_PIXELS", "MIN_PANEL_HEIGHT"]
@@ -82,7 +81,6 @@ def _panel(ax: Any, tag: str, series: list[tuple[str, Any]], runs: list[str],
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    status = Status()
     check_target(args.output)  # before the reading: a target that must not be replaced
     try:
         import matplotlib
@@ -93,8 +91,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     except ImportError:
         raise CLIError("plot needs matplotlib: pip install matplotlib") from None
 
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     series: dict[str, list[tuple[str, Any]]] = {}  # tag -> [(run, Scalars)]
     available: set[str] = set()
     for run in runs:
