@@ -20,14 +20,14 @@ def native_info() -> dict[str, str]:
             "crc32c_available": ",".join(crc32c_impls())}
 
 
-_LAZY = {"Writer": ".writer", "SummaryRecord": ".summary_record", "Reader": ".reader"}
+_LAZY = {"Writer": ".writer", "SummaryRecord": ".summary_record", "Reader": ".reader",
+         "records": ".records"}
 
 
 def __getattr__(name: str) -> object:
     import importlib
 
-    if name == "records":
-        return importlib.import_module(".records", __name__)
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module 'summarylog' has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'summarylog' has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name], __name__)
+    return module if name == "records" else getattr(module, name)

@@ -187,8 +187,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 problems = damage_text(rep)
                 if rep["tail"] is not None:
                     problems.append(tail_text(rep["tail"]))
-                status = ("DAMAGED" if not rep["ok"] else "OK" if rep["tail"] is None
-                          else "TORN")
+                status = "DAMAGED" if not rep["ok"] else "OK" if rep["tail"] is None else "TORN"
                 counts[status] += 1
                 detail = f": {'; '.join(problems)}" if problems else ""
                 bar.print(f"{status:<8} {printable(path)}  ({rep['records']} records){detail}")

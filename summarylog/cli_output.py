@@ -1,15 +1,7 @@
-"""Output files of the ``summarylog`` command, written so that a hostile
-file system cannot turn them into writes somewhere else.
-
-``output(path)`` writes a ``tempfile.mkstemp`` file (unpredictable name,
-``O_CREAT|O_EXCL|O_NOFOLLOW``) next to ``path`` and renames it over ``path``
-once complete, so a symlink planted at the temporary name or at ``path`` is
-never followed (one at ``path`` is replaced, its target untouched).  A
-``path`` that is not a regular file (a device, FIFO or socket, or a link to
-one) is refused: the rename would replace ``/dev/full`` when run as root.  A
-regular ``path`` keeps its permission bits (never set-id or sticky) and, when
-the process may set it, its owner.
-"""
+"""Output files of the ``summarylog`` command, written so that a hostile file
+system cannot turn them into writes somewhere else (the guarantees:
+docs/reliability.md): a ``mkstemp`` file next to the target renamed over it
+once complete, and a target that is not a regular file refused."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """``summarylog plot``: chosen scalars as a PNG (matplotlib, Agg backend).
-
-Tags, run names and the title come from files and users: they are drawn as
-plain text (no mathtext or TeX), escaped when not valid Unicode or holding
-control characters, and cut when long (a huge title would take constrained
-layout minutes).  The figure's size is checked before anything is drawn.
-"""
+Tags, run names and the title come from files and users: drawn as plain,
+escaped, cut text (a huge title would take constrained layout minutes)."""
 
 from __future__ import annotations
 

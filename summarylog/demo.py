@@ -140,8 +140,7 @@ def plot(logdir: str, out_png: str) -> str | None:
     for ax, tag in zip(axes[0], scalar_tags):
         s = r.scalars(run, tag)
         ax.plot(s.step, s.value, marker="." if len(s.step) < 40 else None)
-        ax.set_title(tag)
-        ax.set_xlabel("step")
+        ax.set(title=tag, xlabel="step")
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out_png, dpi=100)
