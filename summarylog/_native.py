@@ -11,11 +11,8 @@ from ._native_lib import ffi, lib  # type: ignore[import-not-found]
 __all__ = ["ffi", "lib", "raise_errno", "as_buffer", "CRC_IMPLS"]
 
 #: Names of the CRC32C implementations, by SLG_CRC_* value.
-CRC_IMPLS = {
-    lib.SLG_CRC_PORTABLE: "portable",
-    lib.SLG_CRC_SSE42: "sse4.2",
-    lib.SLG_CRC_ARM64: "arm64",
-}
+CRC_IMPLS = {lib.SLG_CRC_PORTABLE: "portable", lib.SLG_CRC_SSE42: "sse4.2",
+             lib.SLG_CRC_ARM64: "arm64"}
 
 
 def raise_errno(rc: int, path: str | None = None) -> NoReturn:

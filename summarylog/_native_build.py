@@ -15,6 +15,7 @@ from cffi import FFI
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
+SANITIZE = ["-fsanitize=address,undefined"] if os.environ.get("SUMMARYLOG_SANITIZE") else []
 
 
 def _version() -> str:
@@ -35,8 +36,8 @@ def compile_flags() -> list[str]:
     flags += ["-O0", "-g"] if os.environ.get("SUMMARYLOG_DEBUG") else ["-O3"]
     if os.environ.get("SUMMARYLOG_WERROR"):
         flags.append("-Werror")
-    if os.environ.get("SUMMARYLOG_SANITIZE"):
-        flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+    if SANITIZE:
+        flags += [*SANITIZE, "-fno-omit-frame-pointer", "-g"]
     return flags
 
 
@@ -51,8 +52,7 @@ ffibuilder.set_source(
     define_macros=[("SLG_VERSION", f'"{_version()}"'), ("_GNU_SOURCE", "1")],
     extra_compile_args=compile_flags(),
     libraries=["m"],
-    extra_link_args=["-pthread"]
-    + (["-fsanitize=address,undefined"] if os.environ.get("SUMMARYLOG_SANITIZE") else []),
+    extra_link_args=["-pthread", *SANITIZE],
 )
 
 if __name__ == "__main__":

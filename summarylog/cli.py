@@ -159,9 +159,8 @@ def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any
 
 def cmd_verify(args: argparse.Namespace) -> int:
     reader = open_reader(args.path)
-    # the Reader's one discovery (symlinked directories entered once each);
-    # a directory it could not list fails the check: it must not pass
-    # because it could not look
+    # the Reader's one discovery; a directory it could not list fails the
+    # check: it must not pass because it could not look
     runs = reader.runs()
     lost = unreadable(reader)
     if not runs and not lost:

@@ -41,8 +41,7 @@ def _ptr(arr: np.ndarray) -> tuple[object, int]:
 def value_stats(arr: np.ndarray) -> ValueStats:
     """Statistics of a float32/float64 array from :func:`as_float_array`."""
     out = ffi.new("slg_value_stats_t *")
-    p, is_f64 = _ptr(arr)
-    lib.slg_value_stats(p, is_f64, arr.size, out)
+    lib.slg_value_stats(*_ptr(arr), arr.size, out)
     return ValueStats._make(getattr(out, f) for f in ValueStats._fields)  # ints and floats
 
 
@@ -52,8 +51,7 @@ def equal_width_counts(arr: np.ndarray, edges: np.ndarray) -> np.ndarray:
     e = np.ascontiguousarray(edges, dtype=np.float64)
     bins = len(e) - 1
     counts = np.empty(bins, np.int64)
-    p, is_f64 = _ptr(arr)
-    rc = lib.slg_histogram_counts(p, is_f64, arr.size, ffi.from_buffer("double[]", e), bins,
+    rc = lib.slg_histogram_counts(*_ptr(arr), arr.size, ffi.from_buffer("double[]", e), bins,
                                   ffi.from_buffer("int64_t[]", counts))
     if rc == -errno.ENOMEM:
         raise MemoryError(f"no memory for the counts of {bins} buckets")
