@@ -106,9 +106,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         files = info["files"]
         if i:
             print_line()
-        size = sum(f["size"] or 0 for f in files)
         print_line(f"run {run}: {plural(len(files), 'file')}, {info['records']} records, "
-                   f"{fmt_size(size)}")
+                   f"{fmt_size(sum(f['size'] or 0 for f in files))}")
         tags = info["tags"]
         if tags:
             w = min(48, max(12, *(len(t) for t in tags)))  # a huge tag pads no other row

@@ -5,6 +5,7 @@ and a progress bar on stderr only when it is a terminal."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import json
 import math
@@ -22,7 +23,7 @@ def isatty(stream: Any) -> bool:
         return False
 
 
-class Progress:
+class Progress(contextlib.AbstractContextManager):
     """``label [#####.....] done/total`` on stderr, redrawn in place; only when
     stderr is a terminal, and cleared when done."""
 
@@ -60,9 +61,6 @@ class Progress:
         self._clear()
         print(line, file=file, flush=self.on)
         self._draw()
-
-    def __enter__(self) -> "Progress":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._clear()
