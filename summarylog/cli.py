@@ -337,15 +337,13 @@ def cmd_tail(args: argparse.Namespace) -> int:
         return status.code
     # follow() reads every file from its start: skip, run by run, the events
     # printed (or passed over) above
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how tail -f ends
         for run, ev in reader.follow(run=args.run, poll_secs=args.poll_secs,
                                      idle_timeout=args.idle_timeout):
             if seen.get(run, 0) > 0:
                 seen[run] -= 1
-                continue
-            print(event_line(run, ev), flush=True)
-    except KeyboardInterrupt:  # Ctrl-C is how tail -f ends
-        pass
+            else:
+                print(event_line(run, ev), flush=True)
     return status.code
 
 
