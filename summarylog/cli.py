@@ -1,14 +1,12 @@
 """The ``summarylog`` command: look at event logs from a shell
-(``summarylog COMMAND --help`` describes each command).
+(``summarylog COMMAND --help`` describes each command; docs/reliability.md
+what each guarantees).
 
-Exit status: 0 success; 1 damage or malformed values found (verify, and
-cat, tail, export, plot and convert after writing what they could read), a
-directory that could not be listed or a file that could not be read or
-written; 2 bad arguments, a missing path, an output that must not be replaced
-(a device, a FIFO) or a missing optional dependency.  Errors are one line on
-stderr each, prefixed ``summarylog: ``, naming the path.  Progress bars go to
-stderr, and only when stderr is a terminal.  Output files are written as
-``summarylog.cli_output`` describes.
+Exit status: 0 success; 1 damage or malformed values found (after writing
+what could be read), or a path that could not be listed, read or written; 2
+bad arguments, a missing path, an output that must not be replaced (a device,
+a FIFO) or a missing optional dependency.  Errors are one ``summarylog: ``
+line each on stderr, naming the path; progress bars only on a terminal.
 """
 
 from __future__ import annotations
@@ -133,9 +131,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any]:
-    """The report of one event or lineage file, read by a Reader of its own
-    (OSError when it cannot be read).  ``quick``: the native pass only, else
-    every value decoded once."""
+    """The report of one event or lineage file, read by a Reader of its own (OSError
+    when it cannot be read); ``quick``: the native pass only, else every value decoded."""
     from .reader import Reader
 
     reader = Reader(path)

@@ -1,7 +1,6 @@
 """What the ``summarylog`` commands share: finding the runs to read, and
-reporting the problems met on the way (directories that could not be
-listed, damaged files, malformed values) as one stderr line each, with the
-exit status they call for."""
+reporting the problems met on the way as one stderr line each, with the exit
+status they call for."""
 
 from __future__ import annotations
 
