@@ -17,6 +17,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
@@ -34,7 +35,8 @@ def proto_files() -> list[str]:
     return sorted(str(p.relative_to(PROTO_ROOT)) for p in PROTO_ROOT.rglob("*.proto"))
 
 
-def descriptor_set() -> bytes:
+def protoc_set() -> Any:
+    """The FileDescriptorSet protoc compiles from proto/, as it is."""
     import grpc_tools
     from google.protobuf import descriptor_pb2
 
@@ -45,9 +47,31 @@ def descriptor_set() -> bytes:
                "--include_imports", f"--descriptor_set_out={out}", *proto_files()]
         subprocess.run(cmd, check=True, cwd=PROTO_ROOT)
         raw = pathlib.Path(out).read_bytes()
+    return descriptor_pb2.FileDescriptorSet.FromString(raw)
+
+
+def default_json_name(name: str) -> str:
+    """protobuf's JSON name of a field without a json_name option: snake_case to lowerCamel."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def descriptor_set() -> bytes:
+    fds = protoc_set()
+
+    def strip(messages: Any) -> None:
+        # the json_name protoc writes for every field is the one every
+        # runtime derives when it is absent: left out, the module is smaller
+        for m in messages:
+            for field in m.field:
+                if field.json_name == default_json_name(field.name):
+                    field.ClearField("json_name")
+            strip(m.nested_type)
+
+    for f in fds.file:
+        strip(f.message_type)
     # protoc lists files dependencies first (the order the pool needs);
     # re-serialize deterministically
-    fds = descriptor_pb2.FileDescriptorSet.FromString(raw)
     return fds.SerializeToString(deterministic=True)
 
 

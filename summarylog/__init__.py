@@ -1,8 +1,6 @@
 """summarylog: a framework-agnostic event-log SDK for training loops, with a
 native C core (CRC32C, TFRecord framing, buffered writing, scanning).
-
-``import summarylog`` imports no ML framework.
-"""
+``import summarylog`` imports no ML framework."""
 
 from __future__ import annotations
 
@@ -15,31 +13,21 @@ __all__ = ["__version__", "native_info", "Writer", "Reader", "SummaryRecord", "S
 
 def native_info() -> dict[str, str]:
     """Facts about the native core: its version and CRC32C implementation."""
-    from ._native import lib
+    from ._native import ffi, lib
     from .records import crc32c_impl, crc32c_impls
 
-    return {
-        "version": _lib_version(lib),
-        "crc32c": crc32c_impl(),
-        "crc32c_available": ",".join(crc32c_impls()),
-    }
+    return {"version": ffi.string(lib.slg_version()).decode(), "crc32c": crc32c_impl(),
+            "crc32c_available": ",".join(crc32c_impls())}
 
 
-def _lib_version(lib: object) -> str:
-    from ._native import ffi
-
-    return ffi.string(lib.slg_version()).decode()  # type: ignore[attr-defined]
+_LAZY = {"Writer": ".writer", "SummaryRecord": ".summary_record", "Reader": ".reader",
+         "records": ".records"}
 
 
 def __getattr__(name: str) -> object:
     import importlib
 
-    if name == "records":
-        return importlib.import_module(".records", __name__)
-    if name == "Writer":
-        return importlib.import_module(".writer", __name__).Writer
-    if name == "SummaryRecord":
-        return importlib.import_module(".summary_record", __name__).SummaryRecord
-    if name == "Reader":
-        return importlib.import_module(".reader", __name__).Reader
-    raise AttributeError(f"module 'summarylog' has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'summarylog' has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name], __name__)
+    return module if name == "records" else getattr(module, name)

@@ -1,9 +1,5 @@
-"""The only importer of cffi: owns ``ffi``/``lib`` of the compiled core and
-turns its ``-errno`` results into Python exceptions.
-
-Every public call reaches its C entry point (``lib.slg_*``) in one hop; the C
-API is ``csrc/summarylog_api.h``.
-"""
+"""The only importer of cffi: owns ``ffi``/``lib`` of the compiled core (C API:
+``csrc/summarylog_api.h``) and turns its ``-errno`` results into exceptions."""
 
 from __future__ import annotations
 
@@ -15,26 +11,20 @@ from ._native_lib import ffi, lib  # type: ignore[import-not-found]
 __all__ = ["ffi", "lib", "raise_errno", "as_buffer", "CRC_IMPLS"]
 
 #: Names of the CRC32C implementations, by SLG_CRC_* value.
-CRC_IMPLS = {
-    lib.SLG_CRC_PORTABLE: "portable",
-    lib.SLG_CRC_SSE42: "sse4.2",
-    lib.SLG_CRC_ARM64: "arm64",
-}
+CRC_IMPLS = {lib.SLG_CRC_PORTABLE: "portable", lib.SLG_CRC_SSE42: "sse4.2",
+             lib.SLG_CRC_ARM64: "arm64"}
 
 
 def raise_errno(rc: int, path: str | None = None) -> NoReturn:
     """Raise the OSError subclass for a ``-errno`` result (ENOENT becomes
     FileNotFoundError, EACCES PermissionError; ENOSPC keeps its errno)."""
     err = -rc
-    if path is None:
-        raise OSError(err, os.strerror(err))
-    raise OSError(err, os.strerror(err), path)
+    raise OSError(err, os.strerror(err), *(() if path is None else (path,)))
 
 
 def as_buffer(data: Any, name: str = "data") -> Any:
-    """A zero-copy ``char[]`` view of any C-contiguous buffer-protocol object.
-
-    bytes pass straight through (cffi accepts them for ``const char *``)."""
+    """A zero-copy ``char[]`` view of any C-contiguous buffer-protocol object
+    (bytes pass straight through: cffi accepts them for ``const char *``)."""
     if type(data) is bytes:
         return data
     try:

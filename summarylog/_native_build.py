@@ -1,14 +1,9 @@
-"""cffi build script for the native core (``summarylog._native_lib``).
-
-The cdef is the part of ``csrc/summarylog_api.h`` between the CDEF markers;
-the sources are every ``csrc/*.c``.  ``setup.py`` reaches this through
-``cffi_modules``; run alone it compiles the module in place.
-
-Environment switches:
-  SUMMARYLOG_SANITIZE=1  build with ASan + UBSan (tests load it with libasan)
-  SUMMARYLOG_DEBUG=1     -O0 -g
-  SUMMARYLOG_WERROR=1    -Werror
-"""
+"""cffi build script of the native core (``summarylog._native_lib``): the cdef
+is ``csrc/summarylog_api.h`` between its CDEF markers, the sources every
+``csrc/*.c`` and ``csrc/python/*.c``.  ``setup.py`` reaches it through
+``cffi_modules``; run alone it compiles in place.  Environment switches:
+SUMMARYLOG_SANITIZE=1 (ASan + UBSan; tests load it with libasan),
+SUMMARYLOG_DEBUG=1 (-O0 -g), SUMMARYLOG_WERROR=1 (-Werror)."""
 
 from __future__ import annotations
 
@@ -20,6 +15,7 @@ from cffi import FFI
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
+SANITIZE = ["-fsanitize=address,undefined"] if os.environ.get("SUMMARYLOG_SANITIZE") else []
 
 
 def _version() -> str:
@@ -31,21 +27,17 @@ def _version() -> str:
 
 def _cdef() -> str:
     header = (CSRC / "summarylog_api.h").read_text()
-    body = header.split("/* CDEF-BEGIN */", 1)[1].split("/* CDEF-END */", 1)[0]
-    return body
+    return header.split("/* CDEF-BEGIN */", 1)[1].split("/* CDEF-END */", 1)[0]
 
 
 def compile_flags() -> list[str]:
-    """Flags shared by the extension and the C test build."""
+    """The compiler flags of the extension, from the environment switches."""
     flags = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-pthread"]
-    if os.environ.get("SUMMARYLOG_DEBUG"):
-        flags += ["-O0", "-g"]
-    else:
-        flags += ["-O3"]
+    flags += ["-O0", "-g"] if os.environ.get("SUMMARYLOG_DEBUG") else ["-O3"]
     if os.environ.get("SUMMARYLOG_WERROR"):
         flags.append("-Werror")
-    if os.environ.get("SUMMARYLOG_SANITIZE"):
-        flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+    if SANITIZE:
+        flags += [*SANITIZE, "-fno-omit-frame-pointer", "-g"]
     return flags
 
 
@@ -54,15 +46,13 @@ ffibuilder.cdef(_cdef())
 ffibuilder.set_source(
     "summarylog._native_lib",
     '#include "summarylog_api.h"\n',
-    # csrc/*.c is plain C (also built alone by the C tests); csrc/python/
-    # holds the code that touches Python objects
+    # csrc/python/ holds the code that touches Python objects (the C tests build the rest alone)
     sources=sorted(str(p.relative_to(ROOT)) for p in [*CSRC.glob("*.c"), *CSRC.glob("python/*.c")]),
     include_dirs=[str(CSRC.relative_to(ROOT))],
     define_macros=[("SLG_VERSION", f'"{_version()}"'), ("_GNU_SOURCE", "1")],
     extra_compile_args=compile_flags(),
     libraries=["m"],
-    extra_link_args=["-pthread"]
-    + (["-fsanitize=address,undefined"] if os.environ.get("SUMMARYLOG_SANITIZE") else []),
+    extra_link_args=["-pthread", *SANITIZE],
 )
 
 if __name__ == "__main__":

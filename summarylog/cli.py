@@ -1,22 +1,12 @@
-"""The ``summarylog`` command: look at event logs from a shell.
+"""The ``summarylog`` command: look at event logs from a shell
+(``summarylog COMMAND --help`` describes each command; docs/reliability.md
+what each guarantees).
 
-Subcommands (``summarylog COMMAND --help`` for each):
-
-  inspect  runs, files, tags (kind, count, step range, last scalar), damage
-  verify   check every event file; exit 1 on damage (CI-friendly)
-  cat      every event as a JSON line
-  export   all scalars to CSV, JSON lines or Parquet (long format)
-  tail     the last events of each run; ``-f`` follows new ones
-  plot     a PNG line plot of chosen scalars
-
-Exit status: 0 success; 1 damage or malformed values found (verify, and
-cat, tail, export, plot and convert after writing what they could read), a
-directory that could not be listed or a file that could not be read or
-written; 2 bad arguments, a missing path, an output that must not be replaced
-(a device, a FIFO) or a missing optional dependency.  Errors are one line on
-stderr each, prefixed ``summarylog: ``, naming the path.  Progress bars go to
-stderr, and only when stderr is a terminal.  Output files are written as
-``summarylog.cli_output`` describes.
+Exit status: 0 success; 1 damage or malformed values found (after writing
+what could be read), or a path that could not be listed, read or written; 2
+bad arguments, a missing path, an output that must not be replaced (a device,
+a FIFO) or a missing optional dependency.  Errors are one ``summarylog: ``
+line each on stderr, naming the path; progress bars only on a terminal.
 """
 
 from __future__ import annotations
@@ -29,8 +19,9 @@ import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn, Sequence
 
-from .cli_common import (PROG, Status, check_run, damage_text, open_reader, printable, reason,
-                         report_dict, say, select_runs, tag_matches, tail_text, unreadable)
+from .cli_common import (PROG, check_run, damage_text, open_reader, open_runs, plural,
+                         printable, reason, report_dict, say, tag_matches, tail_text, unreadable,
+                         utf8)
 from .cli_format import (Progress, dumps, event_line, event_record, fmt_num, fmt_size, isatty,
                          json_num, jsonable, print_line, stdout_is_utf8, text)
 from .cli_output import CLIError, check_target, output
@@ -41,53 +32,32 @@ __all__ = ["main"]
 DAMAGE_KINDS = ("bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill", "bad_zstd_frame")
 EVENT_KINDS = ("scalar", "histogram", "image", "text", "tensor", "hparams", "file_version",
                "session_log", "graph", "landscape", "other")
+COLUMNS = ("run", "tag", "step", "wall_time", "value")
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
 
 
-def _empty_stats(kind: str) -> dict[str, Any]:
-    return {"kind": kind, "count": 0, "first_step": None, "last_step": None, "last_value": None}
-
-
 def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """tag -> kind -> {kind, count, first_step, last_step, last_value}; the
-    tag's first kind is the one ``Reader.tags`` gives.  A tag can hold more
-    than one kind (a scalar and a histogram both named ``loss``)."""
-    tag_kinds = getattr(reader, "tag_kinds", None)
-    # without Reader.tag_kinds, only a pass over the events finds a second kind
-    scan_all = tag_kinds is None
-    if scan_all:
-        primary = reader.tags(run)
-        kinds = {t: [k] for t, k in primary.items()}
-    else:  # Reader.tags(run) is each tag's first kind: one look, not two
-        kinds = tag_kinds(run)
-        primary = {t: ks[0] for t, ks in kinds.items() if ks}
+    """tag -> kind -> {kind, count, first_step, last_step, last_value}, the
+    tag's first kind first: a tag can hold more than one (a scalar and a
+    histogram both named ``loss``)."""
     stats: dict[str, dict[str, dict[str, Any]]] = {}
     from_events: set[tuple[str, str]] = set()  # (tag, kind) counted from the events
-    for tag in sorted(set(primary) | set(kinds)):
-        first = primary.get(tag)
-        ordered = ([first] if first else []) + sorted(set(kinds.get(tag, ())) - {first})
-        for kind in ordered:
-            st = stats.setdefault(tag, {})[kind] = _empty_stats(kind)
+    for tag, kinds in sorted(reader.tag_kinds(run).items()):
+        for kind in kinds[:1] + sorted(kinds[1:]):
+            st = stats.setdefault(tag, {})[kind] = {"kind": kind, "count": 0, "first_step": None,
+                                                    "last_step": None, "last_value": None}
             s = None
             if kind == "scalar":
-                try:
+                with contextlib.suppress(KeyError):  # a scalar tag whose values were all purged
                     s = reader.scalars(run, tag)
-                except KeyError:  # a scalar tag whose values were all purged
-                    pass
             if s is not None and len(s.step):
                 st.update(count=len(s.step), first_step=s.step[0].item(),
                           last_step=s.step[-1].item(), last_value=s.value[-1].item())
             else:
                 from_events.add((tag, kind))
-    if from_events or scan_all:
-        for ev in reader.events(run):
-            key = (ev.tag, ev.kind)
-            if key not in from_events:
-                if not (scan_all and ev.tag and ev.kind not in stats.get(ev.tag, {})):
-                    continue
-                stats.setdefault(ev.tag, {})[ev.kind] = _empty_stats(ev.kind)
-                from_events.add(key)
+    for ev in reader.events(run) if from_events else ():
+        if (ev.tag, ev.kind) in from_events:
             st = stats[ev.tag][ev.kind]
             st["count"] += 1
             if st["first_step"] is None:
@@ -111,9 +81,7 @@ def _tag_doc(per_kind: dict[str, dict[str, Any]]) -> dict[str, Any]:
 # -- subcommands ------------------------------------------------------------------------
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     out: dict[str, Any] = {}
     with Progress(sum(len(reader.files(r)) for r in runs), "inspect") as bar:
         for run in runs:
@@ -128,18 +96,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                      for run, info in out.items()},
             "unreadable": [{"path": p, "error": r} for p, r in unreadable(reader)]}
         try:  # usually plain JSON already; else convert NaN, bytes, numpy
-            out_text = dumps(doc, ascii_only=not stdout_is_utf8())
+            print(dumps(doc, ascii_only=not stdout_is_utf8()))
         except (TypeError, ValueError):
-            out_text = dumps(jsonable(doc), ascii_only=not stdout_is_utf8())
-        print(out_text)
+            print(dumps(jsonable(doc), ascii_only=not stdout_is_utf8()))
         return status.code
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]
         if i:
             print_line()
-        size = sum(f["size"] or 0 for f in files)
-        print_line(f"run {run}: {len(files)} file{'s' if len(files) != 1 else ''}, "
-                    f"{info['records']} records, {fmt_size(size)}")
+        print_line(f"run {run}: {plural(len(files), 'file')}, {info['records']} records, "
+                   f"{fmt_size(sum(f['size'] or 0 for f in files))}")
         tags = info["tags"]
         if tags:
             w = min(48, max(12, *(len(t) for t in tags)))  # a huge tag pads no other row
@@ -165,23 +131,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any]:
-    """The report of one event or lineage file, read by a Reader of its own
-    (OSError when it cannot be read).  ``quick``: the native pass only."""
+    """The report of one event or lineage file, read by a Reader of its own (OSError
+    when it cannot be read); ``quick``: the native pass only, else every value decoded."""
     from .reader import Reader
 
     reader = Reader(path)
-    if not lineage and quick:
-        rep = next(iter(reader.damage().values()), None)
-    elif not lineage:
-        try:  # every value decoded once, not only what the native scalar pass reads
-            reports = reader.damage(deep=True)
-        except TypeError:  # a Reader without deep=: its scalar pass and the events pass
-            reader.damage()
-            for run in reader.runs():
-                for _ in reader.events(run):
-                    pass
-            reports = reader.damage()
-        rep = next(iter(reports.values()), None)
+    if not lineage:
+        rep = next(iter(reader.damage(deep=not quick).values()), None)
     else:
         try:
             reader.lineage()
@@ -199,69 +155,56 @@ def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any
 
 def cmd_verify(args: argparse.Namespace) -> int:
     reader = open_reader(args.path)
-    # the Reader's one discovery (symlinked directories entered once each);
-    # a directory it could not list fails the check: it must not pass
-    # because it could not look
+    # the Reader's one discovery; a directory it could not list fails the
+    # check: it must not pass because it could not look
     runs = reader.runs()
     lost = unreadable(reader)
-    if not lost:
-        runs = select_runs(reader, None)
+    if not runs and not lost:
+        raise CLIError(f"{reader.path}: no event files found")
     paths = [(p, lineage) for r in runs  # and MindSpore lineage files, run by run
              for lineage, names in ((False, reader.files(r)), (True, reader.lineage_files(r)))
              for p in names]
     counts: collections.Counter = collections.Counter()
     with Progress(len(paths), "verify") as bar:
-        for where, why in lost:
+        def cannot_read(where: str, why: str) -> None:
             counts["UNREADABLE"] += 1
             bar.print(f"{'UNREADABLE':<8} {printable(where)}: {why}")
             bar.print(f"{PROG}: cannot read {printable(where)}: {why}", sys.stderr)
+
+        for where, why in lost:
+            cannot_read(where, why)
         for path, lineage in paths:
             try:
                 rep = _file_report(path, lineage, args.quick)
             except OSError as e:  # report it and check the other files
-                counts["UNREADABLE"] += 1
-                bar.print(f"{'UNREADABLE':<8} {printable(path)}: {reason(e)}")
-                bar.print(f"{PROG}: cannot read {printable(path)}: {reason(e)}", sys.stderr)
-                bar.advance()
-                continue
-            problems = damage_text(rep)
-            if rep["tail"] is not None:
-                problems.append(tail_text(rep["tail"]))
-            if not rep["ok"]:
-                status = "DAMAGED"
-            elif rep["tail"] is not None:
-                status = "TORN"
+                cannot_read(path, reason(e))
             else:
-                status = "OK"
-            counts[status] += 1
-            detail = f": {'; '.join(problems)}" if problems else ""
-            bar.print(f"{status:<8} {printable(path)}  ({rep['records']} records){detail}")
+                problems = damage_text(rep)
+                if rep["tail"] is not None:
+                    problems.append(tail_text(rep["tail"]))
+                status = "DAMAGED" if not rep["ok"] else "OK" if rep["tail"] is None else "TORN"
+                counts[status] += 1
+                detail = f": {'; '.join(problems)}" if problems else ""
+                bar.print(f"{status:<8} {printable(path)}  ({rep['records']} records){detail}")
             bar.advance()
     if len(paths) + len(lost) > 1:
         n = counts["UNREADABLE"]
-        more = f"; {n} unreadable path{'s' if n != 1 else ''}" if n else ""
-        print(f"{len(paths)} file{'s' if len(paths) != 1 else ''}: {counts['OK']} OK, "
-              f"{counts['DAMAGED']} damaged, {counts['TORN']} with an unfinished tail{more}")
-    if counts["DAMAGED"] or counts["UNREADABLE"] or (args.strict and counts["TORN"]):
-        return 1
-    return 0
+        more = f"; {plural(n, 'unreadable path')}" if n else ""
+        print(f"{plural(len(paths), 'file')}: {counts['OK']} OK, {counts['DAMAGED']} damaged, "
+              f"{counts['TORN']} with an unfinished tail{more}")
+    return 1 if counts["DAMAGED"] or counts["UNREADABLE"] or (args.strict and counts["TORN"]) else 0
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     kinds = set(args.kind or ())
     ascii_only = not stdout_is_utf8()
     write = sys.stdout.write
     for run in runs:
         reader.damage(run)  # the scalar pass first: events() then adds what it meets
         for ev in reader.events(run):
-            if kinds and ev.kind not in kinds:
-                continue
-            if args.tag and not tag_matches(text(ev.tag), args.tag):
-                continue
-            write(dumps(event_record(run, ev), ascii_only=ascii_only) + "\n")
+            if (not kinds or ev.kind in kinds) and tag_matches(text(ev.tag), args.tag):
+                write(dumps(event_record(run, ev), ascii_only=ascii_only) + "\n")
         check_run(reader, run, status)
     sys.stdout.flush()
     return status.flush()
@@ -272,8 +215,7 @@ def _export_format(args: argparse.Namespace) -> str:
         return args.format
     if args.output == "-":
         raise CLIError("export to stdout (-o -) needs --format")
-    ext = os.path.splitext(args.output)[1].lower()
-    fmt = FORMATS.get(ext)
+    fmt = FORMATS.get(os.path.splitext(args.output)[1].lower())
     if fmt is None:
         raise CLIError(f"cannot tell the format from {args.output!r}: use --format "
                        f"csv|jsonl|parquet or a .csv, .jsonl or .parquet name")
@@ -289,17 +231,6 @@ def _series(reader: Any, runs: list[str], tags: Sequence[str] | None,
         bar.advance(len(reader.files(run)))
 
 
-def _utf8(s: str) -> str:
-    """Text that encodes as UTF-8 (a tag read from a file may hold lone
-    surrogates for bytes that are not UTF-8): those as ``\\udcXX``, as the
-    CSV and JSON-lines writers show them."""
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     check_target(args.output)  # before the reading: a target that must not be replaced
     fmt = _export_format(args)
@@ -309,47 +240,39 @@ def cmd_export(args: argparse.Namespace) -> int:
             import pyarrow.parquet as pq
         except ImportError:
             raise CLIError("export --format parquet needs pyarrow: pip install pyarrow") from None
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     total = sum(len(reader.files(r)) for r in runs)
     rows = 0
-    with Progress(total, "export") as bar:
+    with Progress(total, "export") as bar, output(args.output, binary=fmt == "parquet") as f:
+        series = _series(reader, runs, args.tag, bar)
         if fmt == "csv":
             import csv
 
-            with output(args.output) as f:
-                w = csv.writer(f, lineterminator="\n")
-                w.writerow(["run", "tag", "step", "wall_time", "value"])
-                for run, tag, s in _series(reader, runs, args.tag, bar):
-                    w.writerows(zip([run] * len(s.step), [tag] * len(s.step), s.step.tolist(),
-                                    map(repr, s.wall_time.tolist()), map(repr, s.value.tolist())))
-                    rows += len(s.step)
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(COLUMNS)
+            for run, tag, s in series:
+                w.writerows(zip([run] * len(s.step), [tag] * len(s.step), s.step.tolist(),
+                                map(repr, s.wall_time.tolist()), map(repr, s.value.tolist())))
+                rows += len(s.step)
         elif fmt == "jsonl":
             ascii_only = args.output == "-" and not stdout_is_utf8()
-            with output(args.output) as f:
-                for run, tag, s in _series(reader, runs, args.tag, bar):
-                    head = (f'{{"run": {dumps(run, ascii_only=ascii_only)}, '
-                            f'"tag": {dumps(tag, ascii_only=ascii_only)}, "step": ')
-                    f.writelines(
-                        f'{head}{st}, "wall_time": {json_num(wt)}, "value": {json_num(v)}}}\n'
-                        for st, wt, v in zip(s.step.tolist(), s.wall_time.tolist(),
-                                             s.value.tolist()))
-                    rows += len(s.step)
+            for run, tag, s in series:
+                head = (f'{{"run": {dumps(run, ascii_only=ascii_only)}, '
+                        f'"tag": {dumps(tag, ascii_only=ascii_only)}, "step": ')
+                f.writelines(
+                    f'{head}{st}, "wall_time": {json_num(wt)}, "value": {json_num(v)}}}\n'
+                    for st, wt, v in zip(s.step.tolist(), s.wall_time.tolist(), s.value.tolist()))
+                rows += len(s.step)
         else:
-            schema = pa.schema([("run", pa.string()), ("tag", pa.string()), ("step", pa.int64()),
-                                ("wall_time", pa.float64()), ("value", pa.float64())])
-            with output(args.output, binary=True) as f:
-                with pq.ParquetWriter(f, schema) as pw:
-                    for run, tag, s in _series(reader, runs, args.tag, bar):
-                        n = len(s.step)
-                        pw.write_table(pa.table({
-                            "run": pa.array([_utf8(run)] * n, pa.string()),
-                            "tag": pa.array([_utf8(tag)] * n, pa.string()),
-                            "step": pa.array(s.step, pa.int64()),
-                            "wall_time": pa.array(s.wall_time, pa.float64()),
-                            "value": pa.array(s.value, pa.float64())}, schema=schema))
-                        rows += n
+            types = (pa.string(), pa.string(), pa.int64(), pa.float64(), pa.float64())
+            schema = pa.schema(list(zip(COLUMNS, types)))
+            with pq.ParquetWriter(f, schema) as pw:
+                for run, tag, s in series:
+                    n = len(s.step)
+                    cols = ([utf8(run)] * n, [utf8(tag)] * n, s.step, s.wall_time, s.value)
+                    pw.write_table(pa.table([pa.array(c, t) for c, t in zip(cols, types)],
+                                            schema=schema))
+                    rows += n
     for run in runs:
         check_run(reader, run, status)
     if args.output != "-" and isatty(sys.stderr):
@@ -360,12 +283,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from .convert import DestinationError, iter_convert
 
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     if os.path.exists(args.dst) and not os.path.isdir(args.dst):
         raise CLIError(f"cannot convert into {args.dst}: not a directory", 1)
-    dst_abs = os.path.abspath(args.dst)
     total: dict[str, int] = {}
     try:
         with Progress(len(runs), f"convert to {args.to}") as bar:
@@ -373,8 +293,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 for k, n in counts.items():
                     total[k] = total.get(k, 0) + n
                     if k.startswith("malformed "):  # counted and skipped; never silent
-                        status.later(f"run {run}: {n} {k} value{'s' if n != 1 else ''} "
-                                     "skipped")
+                        status.later(f"run {run}: {plural(n, k + ' value')} skipped")
                 check_run(reader, run, status)
                 bar.advance()
     except DestinationError as exc:
@@ -382,22 +301,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CLIError(str(exc), 2) from None
     except OSError as exc:  # a file of DST that could not be created or written
-        name = exc.filename if isinstance(exc.filename, str) else None
-        where = os.path.abspath(name) if name is not None else ""
-        if where != dst_abs and not where.startswith(dst_abs + os.sep):
+        name, dst = exc.filename, os.path.abspath(args.dst)
+        where = os.path.abspath(name) if isinstance(name, str) else ""
+        if where != dst and not where.startswith(dst + os.sep):
             raise  # a source file: "cannot read"
         raise CLIError(f"cannot write {name}: {reason(exc)}", 1) from None
     parts = ", ".join(f"{n} {k}" for k, n in sorted(total.items())) or "nothing"
-    print(f"converted {len(runs)} run{'s' if len(runs) != 1 else ''} to {args.to} in "
-          f"{args.dst}: {parts}")
+    print(f"converted {plural(len(runs), 'run')} to {args.to} in {args.dst}: {parts}")
     return status.flush()
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    status = Status()
-    reader = open_reader(args.path)
-    runs = select_runs(reader, [args.run] if args.run and not args.follow else None, status,
-                        need_files=not args.follow)
+    status, reader, runs = open_runs(args.path, [args.run] if args.run and not args.follow
+                                     else None, need_files=not args.follow)
     if args.run:
         runs = [r for r in runs if r == args.run]
     seen: dict[str, int] = {}
@@ -418,15 +334,13 @@ def cmd_tail(args: argparse.Namespace) -> int:
         return status.code
     # follow() reads every file from its start: skip, run by run, the events
     # printed (or passed over) above
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how tail -f ends
         for run, ev in reader.follow(run=args.run, poll_secs=args.poll_secs,
                                      idle_timeout=args.idle_timeout):
             if seen.get(run, 0) > 0:
                 seen[run] -= 1
-                continue
-            print(event_line(run, ev), flush=True)
-    except KeyboardInterrupt:  # Ctrl-C is how tail -f ends
-        pass
+            else:
+                print(event_line(run, ev), flush=True)
     return status.code
 
 
@@ -458,8 +372,7 @@ def _number(low: float, high: float, *, low_open: bool = False) -> Callable[[str
 
 
 def _nonempty(text: str) -> str:
-    """An argparse type for paths: '' would mean the current directory to
-    some calls and nothing to others."""
+    """An argparse type for paths: '' is the current directory to some calls, nothing to others."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path")
     return text
@@ -485,20 +398,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name: str, help: str, description: str) -> argparse.ArgumentParser:
+    def add(name: str, func: Callable[[argparse.Namespace], int], help: str,
+            description: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=description)
         sp.add_argument("path", metavar="PATH", type=_nonempty,
                         help="event file, run directory or root of runs")
+        sp.set_defaults(func=func)
         return sp
 
-    sp = add("inspect", "runs, files, tags, step ranges, last values, damage",
+    runs: dict[str, Any] = {"action": "append", "metavar": "R", "help": "only run R (repeatable)"}
+    tags: dict[str, Any] = {"action": "append", "metavar": "T",
+                            "help": "only tag T, or tags matching the glob T (repeatable)"}
+
+    sp = add("inspect", cmd_inspect, "runs, files, tags, step ranges, last values, damage",
              "For each run: its files (records, size, damage, unfinished tail) and its tags "
              "(kind, count, first..last step, last value of scalars).")
-    sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
+    sp.add_argument("--run", **runs)
     sp.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    sp.set_defaults(func=cmd_inspect)
 
-    sp = add("verify", "check every event file; exit 1 on damage",
+    sp = add("verify", cmd_verify, "check every event file; exit 1 on damage",
              "Check every event file and MindSpore lineage file under PATH (plain and zstd), "
              "decoding every value. One line per file: OK, DAMAGED (kinds and offsets) or TORN "
              "(an unfinished tail, as a live or crashed writer leaves), UNREADABLE for a file "
@@ -509,33 +427,28 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quick", action="store_true",
                     help="only the native pass (framing, CRCs, scalars): several times faster, "
                          "but a malformed tensor, histogram or image goes unnoticed")
-    sp.set_defaults(func=cmd_verify)
 
-    sp = add("cat", "every event as a JSON line",
+    sp = add("cat", cmd_cat, "every event as a JSON line",
              'One JSON object per line: {"run", "tag", "kind", "step", "wall_time", "value"}. '
              'Non-finite numbers are the strings "NaN", "Infinity", "-Infinity"; histograms '
              'are objects; images are {"width", "height", "pngs": count}; tensors are nested '
              "lists; bytes are base64.")
-    sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
-    sp.add_argument("--tag", action="append", metavar="T",
-                    help="only tag T, or tags matching the glob T (repeatable)")
+    sp.add_argument("--run", **runs)
+    sp.add_argument("--tag", **tags)
     sp.add_argument("--kind", action="append", metavar="K", choices=EVENT_KINDS,
                     help=f"only events of kind K (repeatable): {', '.join(EVENT_KINDS)}")
-    sp.set_defaults(func=cmd_cat)
 
-    sp = add("export", "all scalars to CSV, JSON lines or Parquet",
+    sp = add("export", cmd_export, "all scalars to CSV, JSON lines or Parquet",
              "Write every scalar as a long table: run, tag, step, wall_time, value. The format "
              "comes from OUT's suffix (.csv, .jsonl, .parquet) unless --format is given; "
              "Parquet needs pyarrow. OUT is replaced only once it is complete.")
     sp.add_argument("-o", "--output", required=True, metavar="OUT", type=_nonempty,
                     help="output file ('-': stdout)")
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), help="output format")
-    sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
-    sp.add_argument("--tag", action="append", metavar="T",
-                    help="only tag T, or tags matching the glob T (repeatable)")
-    sp.set_defaults(func=cmd_export)
+    sp.add_argument("--run", **runs)
+    sp.add_argument("--tag", **tags)
 
-    sp = add("convert", "convert runs between TensorBoard and MindSpore files",
+    sp = add("convert", cmd_convert, "convert runs between TensorBoard and MindSpore files",
              "Convert every run under PATH (either dialect) into DST in the --to dialect, "
              "keeping the run layout: scalars, histograms, images, tensors; MindSpore lineage "
              "becomes TensorBoard hparams and TensorBoard hparams become MindSpore custom "
@@ -544,10 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="output root (created; must not be inside PATH)")
     sp.add_argument("--to", required=True, choices=("tensorboard", "mindinsight"),
                     help="output dialect")
-    sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
-    sp.set_defaults(func=cmd_convert)
+    sp.add_argument("--run", **runs)
 
-    sp = add("tail", "the last events of each run; -f follows new ones",
+    sp = add("tail", cmd_tail, "the last events of each run; -f follows new ones",
              "Print the last N events of each run, one line each (run, local time, step, kind, "
              "tag, value). With -f, keep printing events as writers append them (new files and "
              "runs included) until Ctrl-C or --idle-timeout seconds without a new event.")
@@ -558,14 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--poll-secs", type=_number(0.01, 3600), default=0.5, metavar="S",
                     help="with -f: how often to look for new events (0.01 to 3600, default 0.5)")
     sp.add_argument("--run", metavar="R", help="only run R")
-    sp.set_defaults(func=cmd_tail)
 
-    sp = add("plot", "a PNG line plot of chosen scalars",
+    sp = add("plot", cmd_plot, "a PNG line plot of chosen scalars",
              "Plot the chosen scalar tags against step, one panel per tag and one line per "
              "run, into a PNG (matplotlib, Agg backend).")
     sp.add_argument("--tag", action="append", required=True, metavar="T",
                     help="tag T, or tags matching the glob T (repeatable)")
-    sp.add_argument("--run", action="append", metavar="R", help="only run R (repeatable)")
+    sp.add_argument("--run", **runs)
     sp.add_argument("-o", "--output", required=True, metavar="OUT.png", type=_nonempty,
                     help="the PNG to write ('-': stdout)")
     sp.add_argument("--title", help="a title over the figure")
@@ -577,19 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dpi", type=_number(10, 2400), default=100.0,
                     help="dots per inch, 10 to 2400 (default 100); the image may have at most "
                          f"{MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} Mpx in all")
-    sp.set_defaults(func=cmd_plot)
     return p
-
-
-def _quiet_stdout() -> None:
-    """After a closed pipe: point stdout at /dev/null so that the interpreter's
-    final flush does not complain."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -612,25 +511,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             if e.message is not None:  # None: already reported line by line
                 say(e.message)
             return e.code
-        except BrokenPipeError:
-            _quiet_stdout()
-            return 141  # as a process killed by SIGPIPE
         except KeyboardInterrupt:
             print(file=sys.stderr)
             return 130
         except OSError as e:
-            why = reason(e)
+            if isinstance(e, BrokenPipeError):
+                raise
             if e.filename is not None:  # the event files are opened by name
-                msg = f"cannot read {os.fsdecode(e.filename)}: {why}"
+                say(f"cannot read {os.fsdecode(e.filename)}: {reason(e)}")
             elif e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                msg = f"cannot write the output: {why}"
+                say(f"cannot write the output: {reason(e)}")
             else:
-                msg = f"I/O error: {why}"
-            say(msg)
+                say(f"I/O error: {reason(e)}")
             return 1
-    except BrokenPipeError:  # stdout already gone while reporting
-        _quiet_stdout()
-        return 141
+    except BrokenPipeError:  # stdout gone, maybe while reporting
+        # stdout to /dev/null, so that the interpreter's final flush does not complain
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return 141  # as a process killed by SIGPIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,10 +1,10 @@
 """What the ``summarylog`` commands share: finding the runs to read, and
-reporting the problems met on the way (directories that could not be
-listed, damaged files, malformed values) as one stderr line each, with the
-exit status they call for."""
+reporting the problems met on the way as one stderr line each, with the exit
+status they call for."""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -13,8 +13,9 @@ from typing import Any, Sequence
 
 from .cli_output import CLIError
 
-__all__ = ["PROG", "Status", "say", "reason", "printable", "tag_matches", "open_reader",
-           "unreadable", "select_runs", "check_run", "report_dict", "damage_text", "tail_text"]
+__all__ = ["PROG", "Status", "say", "reason", "printable", "utf8", "plural", "tag_matches",
+           "open_reader", "unreadable", "open_runs", "check_run", "report_dict", "damage_text",
+           "tail_text"]
 
 PROG = "summarylog"
 
@@ -25,6 +26,10 @@ def say(message: str) -> None:
 
 def reason(e: OSError) -> str:
     return e.strerror or str(e)
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 class Status:
@@ -38,12 +43,12 @@ class Status:
 
     def now(self, message: str) -> None:
         say(message)
-        self.code = max(self.code, 1)
+        self.code = 1
 
     def later(self, message: str) -> None:
         """Reported by :meth:`flush` (after a progress bar, or a run's output)."""
         self._pending.append(message)
-        self.code = max(self.code, 1)
+        self.code = 1
 
     def flush(self) -> int:
         for message in self._pending:
@@ -61,10 +66,18 @@ def printable(s: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
 
 
+def utf8(s: str) -> str:
+    """Text that encodes as UTF-8: lone surrogates (a name's bytes that were
+    not UTF-8) shown as ``\\udcXX``, as the CSV and JSON-lines writers show them."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def tag_matches(tag: str, patterns: Sequence[str] | None) -> bool:
-    if not patterns:
-        return True
-    return any(tag == p or fnmatch.fnmatchcase(tag, p) for p in patterns)
+    return not patterns or any(tag == p or fnmatch.fnmatchcase(tag, p) for p in patterns)
 
 
 # -- reading -------------------------------------------------------------------------
@@ -80,72 +93,59 @@ def open_reader(path: str) -> Any:
 
 def unreadable(reader: Any) -> list[tuple[str, str]]:
     """(path, reason) of every directory the discovery could not list."""
-    out = []
-    for e in getattr(reader, "discovery_errors", ()):
-        where = getattr(e, "filename", None)
-        where = reader.path if where is None else os.fsdecode(where)
-        out.append((where, reason(e) if isinstance(e, OSError) else str(e)))
-    return out
+    return [(reader.path if getattr(e, "filename", None) is None else os.fsdecode(e.filename),
+             reason(e) if isinstance(e, OSError) else str(e)) for e in reader.discovery_errors]
 
 
-def select_runs(reader: Any, wanted: Sequence[str] | None, status: Status | None = None, *,
-                need_files: bool = True) -> list[str]:
-    """The runs to read.  Directories that could not be listed are reported
-    on stderr and make the exit status 1 (a run must never go missing
-    silently); with no run found at all that is the only error."""
+def open_runs(path: str, wanted: Sequence[str] | None, *,
+              need_files: bool = True) -> tuple[Status, Any, list[str]]:
+    """A command's Status, Reader and runs to read.  Directories that could not
+    be listed are reported on stderr and make the exit status 1 (a run must
+    never go missing silently); with no run found at all that is the only error."""
+    status = Status()
+    reader = open_reader(path)
     runs = reader.runs()
     lost = unreadable(reader)
-    if status is not None:
-        for where, why in lost:
-            status.now(f"cannot read {where}: {why}")
+    for where, why in lost:
+        status.now(f"cannot read {where}: {why}")
     if not runs and need_files:
-        if lost and status is not None:  # reported above: nothing more to say
+        if lost:  # reported above: nothing more to say
             raise CLIError(None, 1)
         raise CLIError(f"{reader.path}: no event files found")
     if not wanted:
-        return runs
+        return status, reader, runs
     missing = [r for r in wanted if r not in runs]
     if missing:
         raise CLIError(f"no run {missing[0]!r} under {reader.path} "
                        f"(runs: {', '.join(runs) or 'none'})")
-    return [r for r in runs if r in wanted]
+    return status, reader, [r for r in runs if r in wanted]
 
 
 def check_run(reader: Any, run: str, status: Status) -> None:
-    """Report (on stderr, later) each damaged file or malformed value the
-    Reader met in ``run``; a torn tail (a live writer) is no problem."""
-    for path, rep in reader.damage(run).items():
+    """Report (on stderr, later) each damaged event or lineage file or
+    malformed value the Reader met in ``run``; a torn tail (a live writer) is
+    no problem."""
+    mine = set(reader.lineage_files(run))
+    lineage = [(path, rep) for path, rep in reader.lineage_damage().items() if path in mine]
+    for path, rep in [*reader.damage(run).items(), *lineage]:
         if not rep.ok:
-            problems = damage_text(report_dict(rep)) or ["damaged"]
-            status.later(f"{path}: {', '.join(problems)}")
-    lineage_damage = getattr(reader, "lineage_damage", None)
-    if lineage_damage is not None:
-        mine = set(reader.lineage_files(run))
-        for path, rep in lineage_damage().items():
-            if path in mine and not rep.ok:
-                problems = damage_text(report_dict(rep)) or ["damaged"]
-                status.later(f"{path}: {', '.join(problems)}")
+            status.later(f"{path}: {', '.join(damage_text(report_dict(rep)) or ['damaged'])}")
 
 
-def file_size(path: str) -> int | None:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return None
+def _span(d: Any) -> dict[str, Any]:
+    return {"offset": d.offset, "kind": d.kind, "length": d.length}
 
 
 def report_dict(rep: Any) -> dict[str, Any]:
-    return {
-        "path": rep.path,
-        "size": rep.size if rep.size is not None else file_size(rep.path),
-        "records": rep.records,
-        "ok": rep.ok,
-        "damage": [{"offset": d.offset, "kind": d.kind, "length": d.length} for d in rep.damage],
-        "tail": (None if rep.tail is None else
-                 {"offset": rep.tail.offset, "kind": rep.tail.kind, "length": rep.tail.length}),
-        "bad_events": rep.bad_events,
-        "bad_values": getattr(rep, "bad_values", 0),  # values that did not decode
-    }
+    size = rep.size
+    if size is None:
+        with contextlib.suppress(OSError):
+            size = os.path.getsize(rep.path)
+    return {"path": rep.path, "size": size, "records": rep.records, "ok": rep.ok,
+            "damage": [_span(d) for d in rep.damage],
+            "tail": None if rep.tail is None else _span(rep.tail),
+            "bad_events": rep.bad_events,
+            "bad_values": rep.bad_values}  # values that did not decode
 
 
 def damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:
@@ -153,14 +153,11 @@ def damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:
     if len(rep["damage"]) > limit:
         parts.append(f"... {len(rep['damage']) - limit} more")
     if rep["bad_events"]:
-        parts.append(f"{rep['bad_events']} malformed event{'s' if rep['bad_events'] != 1 else ''}")
-    bad_values = rep.get("bad_values", 0)
-    if bad_values:
-        parts.append(f"{bad_values} malformed value{'s' if bad_values != 1 else ''}")
+        parts.append(plural(rep["bad_events"], "malformed event"))
+    if rep.get("bad_values", 0):
+        parts.append(plural(rep["bad_values"], "malformed value"))
     return parts
 
 
 def tail_text(tail: dict[str, Any]) -> str:
     return f"{tail['kind']} tail at {tail['offset']} ({tail['length']} bytes)"
-
-

@@ -5,6 +5,7 @@ and a progress bar on stderr only when it is a terminal."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import json
 import math
@@ -12,7 +13,8 @@ import sys
 import time
 from typing import Any
 
-from .cli_common import printable
+from .cli_common import plural, printable
+
 
 def isatty(stream: Any) -> bool:
     try:
@@ -21,7 +23,7 @@ def isatty(stream: Any) -> bool:
         return False
 
 
-class Progress:
+class Progress(contextlib.AbstractContextManager):
     """``label [#####.....] done/total`` on stderr, redrawn in place; only when
     stderr is a terminal, and cleared when done."""
 
@@ -31,29 +33,24 @@ class Progress:
         self.total = total
         self.label = label
         self.done = 0
-        self.on = total > 0 and isatty(sys.stderr)
-        self._drawn = False
+        self.on = total > 0 and isatty(sys.stderr)  # then drawn till the end (print redraws)
         self._last = 0.0
         self._draw()
 
     def _draw(self, force: bool = True) -> None:
-        if not self.on:
-            return
         now = time.monotonic()
-        if not force and now - self._last < 0.1:
+        if not self.on or (not force and now - self._last < 0.1):
             return
         self._last = now
         filled = self.WIDTH * self.done // max(self.total, 1)
         bar = "#" * filled + "." * (self.WIDTH - filled)
         sys.stderr.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
         sys.stderr.flush()
-        self._drawn = True
 
     def _clear(self) -> None:
-        if self.on and self._drawn:
+        if self.on:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
-            self._drawn = False
 
     def advance(self, n: int = 1) -> None:
         self.done += n
@@ -61,22 +58,13 @@ class Progress:
 
     def print(self, line: str, file: Any = None) -> None:
         """A line on stdout (or ``file``) without tearing the bar."""
-        if self.on:
-            self._clear()
-            print(line, file=file, flush=True)
-            self._draw()
-        else:
-            print(line, file=file)
-
-    def close(self) -> None:
         self._clear()
-        self.on = False
-
-    def __enter__(self) -> "Progress":
-        return self
+        print(line, file=file, flush=self.on)
+        self._draw()
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._clear()
+        self.on = False
 
 
 def text(x: Any) -> str:
@@ -104,9 +92,7 @@ def json_num(x: float) -> str:
 def jsonable(v: Any) -> Any:
     """Plain JSON values: non-finite floats as "NaN"/"Infinity"/"-Infinity",
     bytes as base64, numpy arrays as nested lists, complex as [re, im]."""
-    if v is None or isinstance(v, (bool, str)):
-        return v
-    if isinstance(v, int):
+    if v is None or isinstance(v, (bool, str, int)):
         return v
     if isinstance(v, float):
         return json_float(v)
@@ -129,9 +115,9 @@ def stdout_is_utf8() -> bool:
     return enc == "utf8"
 
 
-def dumps(obj: Any, indent: int | None = None, ascii_only: bool = False) -> str:
+def dumps(obj: Any, ascii_only: bool = False) -> str:
     """Strict JSON (no bare NaN); ``ascii_only`` for a stdout that is not UTF-8."""
-    return json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False, indent=indent)
+    return json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False)
 
 
 def fmt_num(x: float) -> str:
@@ -166,8 +152,7 @@ def brief(kind: str, value: Any) -> str:
             return (f"n={fmt_num(value['num'])} min={fmt_num(value['min'])} "
                     f"max={fmt_num(value['max'])} buckets={len(value['counts'])}")
         if kind == "image":
-            n = len(value["pngs"])
-            return f"{value['width']}x{value['height']} ({n} png{'s' if n != 1 else ''})"
+            return f"{value['width']}x{value['height']} ({plural(len(value['pngs']), 'png')})"
         if kind == "text":
             return one_line(value if isinstance(value, str) else str(jsonable(value)))
         if kind == "tensor":

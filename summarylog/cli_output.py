@@ -1,19 +1,7 @@
-"""Output files of the ``summarylog`` command, written so that a hostile
-file system cannot turn them into writes somewhere else.
-
-``output(path)`` writes into a temporary file created next to ``path`` with
-an unpredictable name and ``O_CREAT|O_EXCL|O_NOFOLLOW`` (``tempfile.mkstemp``),
-and renames it over ``path`` only once it is complete.  So:
-
-* a symlink planted at a guessable temporary name is never followed;
-* ``path`` itself is never opened for writing: a symlink at ``path`` is
-  replaced, its target untouched;
-* an existing ``path`` that is not a regular file (a device, a FIFO, a
-  socket, or a symlink to one of them) is refused: renaming over it would
-  replace ``/dev/full`` with a regular file when run as root;
-* an existing regular ``path`` keeps its permission bits (not set-user-ID,
-  set-group-ID or sticky) and its owner when the process may set it.
-"""
+"""Output files of the ``summarylog`` command, written so that a hostile file
+system cannot turn them into writes somewhere else (the guarantees:
+docs/reliability.md): a ``mkstemp`` file next to the target renamed over it
+once complete, and a target that is not a regular file refused."""
 
 from __future__ import annotations
 
@@ -46,13 +34,6 @@ _KIND_NAMES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block dev
                (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
-def _kind(mode: int) -> str:
-    for test, name in _KIND_NAMES:
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def check_target(path: str) -> os.stat_result | None:
     """Refuse an output path that must not be replaced; return the stat of
     an existing regular file there (None: nothing there yet, or a symlink
@@ -65,39 +46,20 @@ def check_target(path: str) -> os.stat_result | None:
         return None
     except OSError as e:
         raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise CLIError(f"cannot write {path}: is a directory", 1)
-    if stat.S_ISREG(st.st_mode):
-        return st
-    if stat.S_ISLNK(st.st_mode):
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
         try:
-            target = os.stat(path)
+            mode = os.stat(path).st_mode
         except OSError:  # a dangling link (or a loop): replaced as a link
             return None
-        if stat.S_ISREG(target.st_mode):
+        if stat.S_ISREG(mode):
             return None
-        if stat.S_ISDIR(target.st_mode):
-            raise CLIError(f"cannot write {path}: is a directory", 1)
-        mode = target.st_mode
-    else:
-        mode = st.st_mode
-    raise CLIError(f"cannot write {path}: {_kind(mode)}, not a regular file "
-                   f"(use '-o -' for stdout)", 2)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _temp_prefix(path: str) -> str:
-    """``.<name>.`` with the name cut so that the temporary name stays under
-    NAME_MAX (255 bytes) whatever the name's length or encoding."""
-    name = os.path.basename(path)
-    while len(os.fsencode(name)) > 120:
-        name = name[: len(name) // 2]
-    return f".{name}."
+    elif stat.S_ISREG(mode):
+        return st
+    if stat.S_ISDIR(mode):
+        raise CLIError(f"cannot write {path}: is a directory", 1)
+    kind = next((name for test, name in _KIND_NAMES if test(mode)), "not a regular file")
+    raise CLIError(f"cannot write {path}: {kind}, not a regular file (use '-o -' for stdout)", 2)
 
 
 @contextlib.contextmanager
@@ -109,10 +71,13 @@ def output(path: str, binary: bool = False) -> Iterator[Any]:
         yield sys.stdout.buffer if binary else sys.stdout
         return
     old = check_target(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    name = os.path.basename(path)
+    while len(os.fsencode(name)) > 120:  # the temporary name stays under NAME_MAX
+        name = name[: len(name) // 2]
     try:
         # mkstemp: a random name, O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp",
+                                   dir=os.path.dirname(os.path.abspath(path)))
     except OSError as e:
         raise CLIError(f"cannot write {path}: {e.strerror or e}", 1) from None
     try:
@@ -122,11 +87,11 @@ def output(path: str, binary: bool = False) -> Iterator[Any]:
                     os.fchown(fd, old.st_uid, old.st_gid)
             os.fchmod(fd, stat.S_IMODE(old.st_mode) & 0o777)  # never set-id bits on output
         else:
-            os.fchmod(fd, 0o666 & ~_umask())
-        if binary:
-            f = os.fdopen(fd, "wb")
-        else:
-            f = os.fdopen(fd, "w", newline="", encoding="utf-8", errors="backslashreplace")
+            mask = os.umask(0o022)
+            os.umask(mask)
+            os.fchmod(fd, 0o666 & ~mask)
+        f = (os.fdopen(fd, "wb") if binary else
+             os.fdopen(fd, "w", newline="", encoding="utf-8", errors="backslashreplace"))
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):

@@ -1,21 +1,14 @@
 """``summarylog plot``: chosen scalars as a PNG (matplotlib, Agg backend).
-
-Tags, run names and the title come from files and users, so they are drawn
-as plain text: mathtext and TeX are off (``$\\frac{$`` is a tag like any
-other), text that is not valid Unicode or holds control characters is shown
-escaped, and long text is cut (a 100 000-character title would take
-constrained layout minutes).  The figure's size is checked before anything
-is drawn: at most ``MAX_SIDE`` pixels a side and ``MAX_PIXELS`` in all.
-"""
+Tags, run names and the title come from files and users: drawn as plain,
+escaped, cut text (a huge title would take constrained layout minutes)."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import warnings
 from typing import Any
 
-from .cli_common import Status, check_run, open_reader, select_runs, tag_matches
+from .cli_common import Status, check_run, open_runs, plural, printable, tag_matches, utf8
 from .cli_output import CLIError, check_target, output
 
 __all__ = ["cmd_plot", "figure_pixels", "MAX_SIDE", "MAX_PIXELS", "MIN_PANEL_HEIGHT"]
@@ -25,16 +18,10 @@ MAX_PIXELS = 1 << 26  # 256 MiB of RGBA
 MIN_PANEL_HEIGHT = 2.5  # inches: a shorter panel leaves no room for its axes
 MAX_LABEL = 120  # characters of a tag, run or title drawn
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
 
 def _label(text: str, legend: bool = False) -> str:
     """``text`` as plain drawable text."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = printable(utf8(text))
     if len(text) > MAX_LABEL:
         text = text[: MAX_LABEL - 1] + "…"
     if legend and text.startswith("_"):  # matplotlib's legend hides "_…" labels
@@ -51,7 +38,7 @@ def _check_size(args: argparse.Namespace, panels: int) -> None:
     w, h = figure_pixels(args.width, args.height_per_tag, args.dpi, panels)
     if w > MAX_SIDE or h > MAX_SIDE or w * h > MAX_PIXELS or min(w, h) < 1:
         raise CLIError(
-            f"plot: {panels} panel{'s' if panels != 1 else ''} at --width {args.width:g} "
+            f"plot: {plural(panels, 'panel')} at --width {args.width:g} "
             f"--height-per-tag {args.height_per_tag:g} --dpi {args.dpi:g} make a {w}x{h}-pixel "
             f"image; the limits are {MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} "
             f"Mpx in all (choose fewer tags, or a smaller size or dpi)")
@@ -90,7 +77,6 @@ def _panel(ax: Any, tag: str, series: list[tuple[str, Any]], runs: list[str],
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    status = Status()
     check_target(args.output)  # before the reading: a target that must not be replaced
     try:
         import matplotlib
@@ -101,8 +87,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     except ImportError:
         raise CLIError("plot needs matplotlib: pip install matplotlib") from None
 
-    reader = open_reader(args.path)
-    runs = select_runs(reader, args.run, status)
+    status, reader, runs = open_runs(args.path, args.run)
     series: dict[str, list[tuple[str, Any]]] = {}  # tag -> [(run, Scalars)]
     available: set[str] = set()
     for run in runs:

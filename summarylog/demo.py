@@ -2,14 +2,11 @@
 SummaryCollector, then read back and shown: a table in the terminal and a
 PNG plot of the scalars.
 
-A small convolutional network learns to tell horizontal from vertical
-stripes in noisy 16x16 images (synthetic data, CPU, a few seconds).  The
-collector records loss, input images, weight histograms, the traced graph
-and the run's lineage (as TensorBoard hparams) with MindSpore's
-SummaryCollector rules; a summarylog.Writer beside it logs accuracy and
-learning rate every step.  Run it with ``./dev demo`` or ``summarylog-demo
-[--logdir DIR] [--epochs N]``; ``tensorboard --logdir DIR`` shows the same
-run.
+A small CNN learns to tell horizontal from vertical stripes in noisy 16x16
+images (synthetic, CPU, a few seconds).  The collector records loss, inputs,
+weight histograms, the graph and the lineage with MindSpore's rules; a Writer
+beside it logs accuracy and learning rate.  ``./dev demo`` or
+``summarylog-demo [--logdir DIR] [--epochs N]`` runs it.
 """
 
 from __future__ import annotations
@@ -100,13 +97,10 @@ def summarize(logdir: str) -> dict[str, object]:
     r = Reader(logdir)
     run = r.runs()[0]
     tags = r.tags(run)
-    counts: dict[str, int] = {}
-    steps: dict[str, tuple[int, int]] = {}
+    steps: dict[str, list[int]] = {}  # of the tags that are not scalars
     for ev in r.events(run):
         if ev.tag and tags.get(ev.tag) not in ("scalar", None):
-            counts[ev.tag] = counts.get(ev.tag, 0) + 1
-            lo, hi = steps.get(ev.tag, (ev.step, ev.step))
-            steps[ev.tag] = (min(lo, ev.step), max(hi, ev.step))
+            steps.setdefault(ev.tag, []).append(ev.step)
     reports = r.damage(run)
     records = sum(rep.records for rep in reports.values())
     print(f"\nread back {records} records from {len(reports)} file(s) in {logdir}:")
@@ -120,9 +114,9 @@ def summarize(logdir: str) -> dict[str, object]:
             spark = "".join(SPARK[int((vals[i] - lo) / (hi - lo + 1e-12) * 7.99)] for i in idx)
             print(f"  {tag:<26} {kind:<10} {len(vals):>5}  {s.step[0]}..{s.step[-1]:<6} "
                   f"{vals[-1]:>8.4f}  {spark}")
-        elif tag in counts:
-            a, b = steps[tag]
-            print(f"  {tag:<26} {kind:<10} {counts[tag]:>5}  {a}..{b}")
+        elif tag in steps:
+            a, b = min(steps[tag]), max(steps[tag])
+            print(f"  {tag:<26} {kind:<10} {len(steps[tag]):>5}  {a}..{b}")
     bad = [p for p, rep in reports.items() if not rep.ok or rep.tail]
     print(f"  damage: {'none' if not bad else bad}")
     return {"tags": tags, "records": records}
@@ -146,8 +140,7 @@ def plot(logdir: str, out_png: str) -> str | None:
     for ax, tag in zip(axes[0], scalar_tags):
         s = r.scalars(run, tag)
         ax.plot(s.step, s.value, marker="." if len(s.step) < 40 else None)
-        ax.set_title(tag)
-        ax.set_xlabel("step")
+        ax.set(title=tag, xlabel="step")
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out_png, dpi=100)

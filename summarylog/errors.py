@@ -9,14 +9,10 @@ class SummarylogError(Exception):
 
 class CorruptRecordError(SummarylogError, ValueError):
     """A record stream is damaged (raised only by readers in strict mode).
-
-    Attributes:
-      path: the file.
-      offset: byte offset of the damage (in the decompressed stream for
-        zstd files, except ``kind == "bad_zstd_frame"``: compressed offset).
-      kind: the damage class, e.g. ``"bad_length_crc"``.
-      length: bytes skipped.
-    """
+    ``path``: the file; ``offset``: where the damage starts (in the
+    decompressed stream of a zstd file, except for ``"bad_zstd_frame"``);
+    ``kind``: the damage class, e.g. ``"bad_length_crc"``; ``length``: bytes
+    skipped."""
 
     def __init__(self, path: str, offset: int, kind: str, length: int) -> None:
         super().__init__(f"{path}: {kind} at byte {offset} ({length} bytes)")

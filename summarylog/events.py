@@ -10,17 +10,14 @@ __all__ = ["Event"]
 
 @dataclasses.dataclass(frozen=True)
 class Event:
-    """One logged value (or a run marker), as plain Python objects.
-
-    ``kind`` and ``value``:
-      ``"scalar"``: float; ``"histogram"``: dict with ``limits`` (right
-      edges), ``counts``, ``min``, ``max``, ``num``, ``sum``, ``sum_squares``;
-      ``"image"``: dict with ``width``, ``height``, ``pngs`` (list of bytes);
-      ``"text"``: str; ``"tensor"``: numpy array; ``"hparams"``: dict (the
-      plugin record, e.g. ``{"session_start_info": {"hparams": {...}}}``);
-      ``"file_version"``: str; ``"session_log"``: dict (``status``, ...);
-      ``"graph"``: bytes; ``"other"``: the raw ``Summary.Value`` bytes.
-    """
+    """One logged value (or a run marker), as plain Python objects; ``value``
+    by ``kind``: ``"scalar"`` float; ``"histogram"`` dict with ``limits``
+    (right edges), ``counts``, ``min``, ``max``, ``num``, ``sum``,
+    ``sum_squares``; ``"image"`` dict with ``width``, ``height``, ``pngs``
+    (list of bytes); ``"text"`` str; ``"tensor"`` numpy array; ``"hparams"``
+    dict (the plugin record, e.g. ``{"session_start_info": {"hparams": ...}}``);
+    ``"file_version"`` str; ``"session_log"`` dict (``status``, ...);
+    ``"graph"`` bytes; ``"other"`` the raw ``Summary.Value`` bytes."""
 
     kind: str
     tag: str

@@ -29,11 +29,9 @@ def as_float_array(values: np.ndarray) -> np.ndarray:
     """A contiguous 1-D float32 or float64 view/copy of ``values`` (other
     dtypes become float64; float16 becomes float32)."""
     flat = np.ravel(values)
-    if flat.dtype == np.float32 or flat.dtype == np.float64:
+    if flat.dtype in (np.float32, np.float64):
         return np.ascontiguousarray(flat)
-    if flat.dtype == np.float16:
-        return flat.astype(np.float32)
-    return flat.astype(np.float64)
+    return flat.astype(np.float32 if flat.dtype == np.float16 else np.float64)
 
 
 def _ptr(arr: np.ndarray) -> tuple[object, int]:
@@ -43,11 +41,8 @@ def _ptr(arr: np.ndarray) -> tuple[object, int]:
 def value_stats(arr: np.ndarray) -> ValueStats:
     """Statistics of a float32/float64 array from :func:`as_float_array`."""
     out = ffi.new("slg_value_stats_t *")
-    p, is_f64 = _ptr(arr)
-    lib.slg_value_stats(p, is_f64, arr.size, out)
-    return ValueStats(int(out.finite), int(out.nan_count), int(out.pos_inf_count),
-                      int(out.neg_inf_count), float(out.min), float(out.max), float(out.sum),
-                      float(out.sum_squares))
+    lib.slg_value_stats(*_ptr(arr), arr.size, out)
+    return ValueStats._make(getattr(out, f) for f in ValueStats._fields)  # ints and floats
 
 
 def equal_width_counts(arr: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -56,8 +51,7 @@ def equal_width_counts(arr: np.ndarray, edges: np.ndarray) -> np.ndarray:
     e = np.ascontiguousarray(edges, dtype=np.float64)
     bins = len(e) - 1
     counts = np.empty(bins, np.int64)
-    p, is_f64 = _ptr(arr)
-    rc = lib.slg_histogram_counts(p, is_f64, arr.size, ffi.from_buffer("double[]", e), bins,
+    rc = lib.slg_histogram_counts(*_ptr(arr), arr.size, ffi.from_buffer("double[]", e), bins,
                                   ffi.from_buffer("int64_t[]", counts))
     if rc == -errno.ENOMEM:
         raise MemoryError(f"no memory for the counts of {bins} buckets")

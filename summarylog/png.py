@@ -1,8 +1,6 @@
-"""A small PNG encoder (zlib from the standard library; no PIL needed).
-
-Images are uint8 HWC with 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA)
-channels.  Rows use PNG's "Up" filter, which suits photos and plots.
-"""
+"""A small PNG encoder (zlib from the standard library; no PIL needed) of
+uint8 HWC images, gray to RGBA; rows use PNG's "Up" filter, which suits
+photos and plots."""
 
 from __future__ import annotations
 
@@ -23,14 +21,13 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 def encode_png(img: np.ndarray, level: int = 6) -> bytes:
     """PNG bytes of a uint8 array of shape (H, W, C), C in 1..4."""
     if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] not in _COLOR_TYPE:
-        raise ValueError(f"encode_png wants uint8 HWC with 1-4 channels, got {img.dtype} {img.shape}")
+        raise ValueError(
+            f"encode_png wants uint8 HWC with 1-4 channels, got {img.dtype} {img.shape}")
     h, w, c = img.shape
-    rows = np.ascontiguousarray(img).reshape(h, w * c)
-    up = rows.copy()
-    up[1:] -= rows[:-1]  # wraps mod 256, as the filter requires
-    raw = np.empty((h, w * c + 1), np.uint8)
-    raw[:, 0] = 2  # filter type "Up"
-    raw[:, 1:] = up
+    rows = img.reshape(h, w * c)
+    raw = np.full((h, w * c + 1), 2, np.uint8)  # each row: filter type "Up", then its bytes
+    raw[:, 1:] = rows
+    raw[1:, 1:] -= rows[:-1]  # wraps mod 256, as the filter requires
     ihdr = struct.pack(">IIBBBBB", w, h, 8, _COLOR_TYPE[c], 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr)
             + _chunk(b"IDAT", zlib.compress(raw.tobytes(), level)) + _chunk(b"IEND", b""))

@@ -1,31 +1,11 @@
-"""Drain and close every open writer when the process ends.
+"""Drain and close every open writer when the process ends (the guarantees
+and why: docs/reliability.md, "Crashes and shutdown").
 
-One registry for all of summarylog's writers (``Writer``, ``SummaryRecord``,
-anything with ``close()``), closed newest first, at:
-
-* normal interpreter exit (``atexit``), including ``sys.exit`` and an
-  uncaught exception;
-* SIGINT: Python's default handler raises KeyboardInterrupt, the stack
-  unwinds and exit runs the above;
-* SIGTERM and SIGHUP whose disposition is still the default (which would
-  kill the process without running ``atexit``): summarylog installs a
-  handler that raises ``SystemExit(128 + signum)`` in the main thread, so the
-  stack unwinds (releasing locks held there), ``finally`` blocks run and
-  exit drains the writers.  A second such signal while exiting kills the
-  process the default way.
-
-A handler the user installed (before or after summarylog) is never replaced
-or wrapped: it decides what the signal does.  Handlers are installed only
-from the main thread, once, when the first writer opens.  ``SIGKILL`` and
-``os._exit`` can not be caught: there the loss window of the chosen
-``durability`` applies (see :mod:`summarylog.records.writer`).
-
-A ``fork()`` child starts with the default SIGTERM/SIGHUP again (held
-blocked across the fork, so one sent at that moment is not lost): worker
-processes (``multiprocessing`` pools, MindSpore's summary writer pool) are
-stopped with SIGTERM, and one that ran the drain instead could hang
-``Pool.terminate()``.  A child that logs itself (opens a writer or writes
-through an inherited one) gets the drain back then.
+Writers are closed newest first at exit (``atexit``, which SIGINT reaches
+too).  SIGTERM and SIGHUP whose disposition is still the default get a
+handler raising ``SystemExit(128 + signum)`` so that exit drains; a user's
+handler is never replaced.  A ``fork()`` child gets the default disposition
+back (pool workers are stopped by SIGTERM) until it logs itself.
 """
 
 from __future__ import annotations
@@ -35,7 +15,6 @@ import logging
 import os
 import signal
 import threading
-import time
 import weakref
 from typing import Any
 
@@ -53,8 +32,7 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(si
 
 
 def register(obj: Any) -> None:
-    """Close ``obj`` (anything with ``close()``) at exit unless closed before;
-    held weakly."""
+    """Close ``obj`` (held weakly) at exit unless closed before."""
     global _order
     with _lock:
         _order += 1
@@ -66,9 +44,8 @@ def register(obj: Any) -> None:
 def unregister(obj: Any) -> None:
     """Forget ``obj`` (after its own ``close()``)."""
     with _lock:
-        for key, value in list(_open.items()):
-            if value is obj:
-                del _open[key]
+        for key in [k for k, v in _open.items() if v is obj]:
+            del _open[key]
 
 
 def close_all() -> None:
@@ -78,8 +55,7 @@ def close_all() -> None:
         with _lock:
             if not _open:
                 return
-            key = max(_open.keys())
-            obj = _open.pop(key, None)
+            obj = _open.pop(max(_open.keys()), None)
         if obj is None:
             continue
         try:
@@ -113,10 +89,15 @@ def install_signal_handlers() -> None:
         return
     _installed = True
     _installed_pid = os.getpid()
+    _swap(signal.SIG_DFL, _on_signal)
+
+
+def _swap(old: Any, new: Any) -> None:
+    """Set ``new`` for SIGTERM/SIGHUP where their handler is ``old``."""
     for sig in _SIGNALS:
         try:
-            if signal.getsignal(sig) is signal.SIG_DFL:
-                signal.signal(sig, _on_signal)
+            if signal.getsignal(sig) is old:
+                signal.signal(sig, new)
         except (ValueError, OSError):  # not the main interpreter, or not allowed here
             pass
 
@@ -129,11 +110,9 @@ _BLOCKING = object()
 
 
 def _before_fork() -> None:
-    # Block SIGTERM/SIGHUP across fork(): one that reaches the child before
-    # its disposition is back to the default would otherwise be tripped for
-    # Python, then dropped by CPython's own after-fork reset (or reported as
-    # "ignored due to race condition"), and a pool worker stopped by
-    # Pool.terminate() at that moment would never stop.
+    # Block SIGTERM/SIGHUP across fork(): one reaching the child before its
+    # default disposition is back would be dropped by CPython's after-fork
+    # reset, and a pool worker terminated at that moment would never stop.
     if not _installed or not hasattr(signal, "pthread_sigmask"):
         return
     _forking.deferred = None
@@ -145,9 +124,8 @@ def _before_fork() -> None:
 
 
 def _restore_mask(resend: bool = True) -> None:
-    """Unblock what _before_fork blocked (a held signal lands now); a signal
-    the hooks deferred is sent again from a thread of its own, 50 ms later,
-    so its handler runs in the program, not in a hook."""
+    """Unblock what _before_fork blocked; a signal the hooks deferred is sent
+    again from a thread of its own, so its handler runs outside the hooks."""
     mask = getattr(_forking, "mask", None)
     if mask is None:
         return
@@ -157,14 +135,10 @@ def _restore_mask(resend: bool = True) -> None:
     finally:
         _forking.mask = None
         signum, _forking.deferred = getattr(_forking, "deferred", None), None
-        if signum is not None and resend:
-            threading.Thread(target=_resend, args=(signum,), daemon=True,
-                             name="summarylog-signal").start()
-
-
-def _resend(signum: int) -> None:
-    time.sleep(0.05)  # the forking thread is out of the fork hooks by then
-    os.kill(os.getpid(), signum)
+        if signum is not None and resend:  # the forking thread is out of the hooks by then
+            timer = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+            timer.daemon, timer.name = True, "summarylog-signal"
+            timer.start()
 
 
 def _after_fork_in_child() -> None:
@@ -173,12 +147,7 @@ def _after_fork_in_child() -> None:
     _exiting = False
     if _installed:
         _installed = False
-        for sig in _SIGNALS:
-            try:
-                if signal.getsignal(sig) is _on_signal:
-                    signal.signal(sig, signal.SIG_DFL)
-            except (ValueError, OSError):
-                pass
+        _swap(_on_signal, signal.SIG_DFL)
     _restore_mask(resend=False)  # a signal deferred in the parent was the parent's
 
 

@@ -1,10 +1,7 @@
-"""Values from any framework, converted lazily: numpy, Python numbers, torch,
-jax, MindSpore and TensorFlow tensors, without importing any framework.
-
-Scalars that live in a framework tensor are not read on the caller's thread:
-:func:`snapshot_scalar` returns a :class:`Deferred` holding a private copy
-(made without a device sync), which the writer resolves on its own thread.
-"""
+"""Values from any framework (numpy, Python numbers, torch, jax, MindSpore,
+TensorFlow) without importing one.  A value in a framework tensor is not read
+on the caller's thread: the snapshots return a :class:`Deferred` private copy
+(made without a device sync) that the writer resolves on its own thread."""
 
 from __future__ import annotations
 
@@ -40,30 +37,29 @@ class Deferred:
         return f"Deferred({type(self.ref).__name__})"
 
 
-def _torch_snapshot(x: Any) -> Any:
-    # detach().clone() is queued on the tensor's stream: no host sync on
-    # CUDA/MPS, and later in-place changes to x don't reach the copy
-    return x.detach().clone()
-
-
 def _torch_detached(x: Any) -> Any:
-    return x.detach() if x.requires_grad else x
+    return x.detach() if x.requires_grad else x  # torch calls release the GIL: only if needed
+
+
+def _private(x: Any, fw: str, copy: bool = True) -> Any:
+    """Framework value ``x`` as the writer may read it later: torch a clone
+    (queued on the tensor's stream: no host sync), MindSpore a copy
+    (Parameters change in place); jax and TF values are immutable."""
+    if fw == "torch":
+        return x.detach().clone() if copy else _torch_detached(x)
+    if fw == "mindspore" and copy and hasattr(x, "copy"):
+        return x.copy()
+    return x
 
 
 def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
     """A float now, or a Deferred for framework tensors (resolved later).
-
-    Raises TypeError (naming ``name``) for non-numeric values and ValueError
-    for arrays that do not hold exactly one element.
-    """
+    TypeError (naming ``name``) for non-numeric values, ValueError for arrays
+    that do not hold exactly one element."""
     t = type(value)
-    if t is float or t is int:
+    if t is float or t is int or t is np.bool_ or isinstance(value, numbers.Real):
         return float(value)
-    if isinstance(value, bool) or t is np.bool_:
-        return float(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+    if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.size != 1:
             raise ValueError(f"{name} must hold exactly one element, got shape {arr.shape}")
@@ -75,13 +71,9 @@ def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
         shape = tuple(value.shape)
         if math.prod(shape) != 1:
             raise ValueError(f"{name} must hold exactly one element, got shape {shape}")
-        if fw == "torch":
-            if value.is_complex():
-                raise TypeError(f"{name} must be real, got a complex tensor")
-            return Deferred(_torch_snapshot(value), name)
-        if fw == "mindspore" and hasattr(value, "copy"):
-            return Deferred(value.copy(), name)  # Parameters change in place: keep a copy
-        return Deferred(value, name)  # jax arrays (and TF tensors) are immutable values
+        if fw == "torch" and value.is_complex():
+            raise TypeError(f"{name} must be real, got a complex tensor")
+        return Deferred(_private(value, fw), name)
     raise TypeError(f"{name} must be a real number or a one-element tensor, got {t.__name__}")
 
 
@@ -99,21 +91,12 @@ def resolve_scalar(d: Deferred) -> float:
 def snapshot_array(value: Any, name: str = "value",
                    copy: bool = True) -> tuple[np.ndarray | Deferred, tuple[int, ...]]:
     """``(snapshot, shape)``: a numpy copy now, or a :class:`Deferred` private
-    copy of a framework tensor (torch: a device-side clone, no sync; jax:
-    the immutable array itself; MindSpore: a copy) read later by
-    :func:`resolve_array`.  ``copy=False``: the value is already the
-    caller's private copy (no second one).  TypeError (naming ``name``) for
-    non-arrays."""
+    copy of a framework tensor (a torch clone made without a sync) read later
+    by :func:`resolve_array`.  ``copy=False``: the value is already the
+    caller's private copy.  TypeError (naming ``name``) for non-arrays."""
     fw = framework_of(value)
     if fw is not None and hasattr(value, "shape"):
-        shape = tuple(int(d) for d in value.shape)
-        if fw == "torch":
-            # torch calls release the GIL: none where they are not needed
-            own = _torch_snapshot(value) if copy else _torch_detached(value)
-            return Deferred(own, name), shape
-        if fw == "mindspore" and copy and hasattr(value, "copy"):
-            return Deferred(value.copy(), name), shape
-        return Deferred(value, name), shape
+        return Deferred(_private(value, fw, copy), name), tuple(int(d) for d in value.shape)
     arr = np.array(to_numpy(value, name), copy=copy or None)
     return arr, arr.shape
 

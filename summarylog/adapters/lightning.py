@@ -5,15 +5,14 @@
                          logger=SummarylogLogger("runs/a-metrics"))
 
 The callback runs :class:`summarylog.adapters.torch.SummaryCollector`'s rules
-with no loop code: the step is ``trainer.global_step``, the loss is the
-``training_step`` output (its ``"loss"``), the inputs are the batch's first
-element, the optimizer, loss function and data loader come from the trainer.
-The logger sends ``self.log(...)`` metrics to a :class:`summarylog.Writer`
-(``log`` per step, hparams into the same run).
+with no loop code: the step is ``trainer.global_step``, the loss the
+``training_step`` output, the inputs the batch's first tensor; the optimizer,
+loss function and data loader come from the trainer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Mapping
 
@@ -34,21 +33,21 @@ __all__ = ["SummaryCollectorCallback", "SummarylogLogger"]
 
 
 def _first_tensor(batch: Any) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return batch
+    if isinstance(batch, Mapping):
+        batch = list(batch.values())
     if isinstance(batch, (list, tuple)) and batch:
         return _first_tensor(batch[0])
-    if isinstance(batch, Mapping) and batch:
-        return _first_tensor(next(iter(batch.values())))
-    return None
+    return batch if isinstance(batch, torch.Tensor) else None
+
+
+def _loader(x: Any) -> Any:
+    return x if isinstance(x, torch.utils.data.DataLoader) else None
 
 
 class SummaryCollectorCallback(pl.Callback):
     """Lightning callback with MindSpore's SummaryCollector rules; takes the
     keyword arguments of :class:`summarylog.adapters.torch.SummaryCollector`
-    (``collect_freq``, ``collect_specified_data``, ``custom_lineage_data``,
-    ``format``, ...) except those it finds in the trainer (model, optimizer,
-    loss function, data loader, epochs)."""
+    except those it finds in the trainer (model, optimizer, data loader, epochs)."""
 
     def __init__(self, summary_dir: str | os.PathLike[str], **kwargs: Any) -> None:
         super().__init__()
@@ -63,15 +62,14 @@ class SummaryCollectorCallback(pl.Callback):
         if not trainer.is_global_zero and self.kwargs.get("rank0_only", True):
             return
         opts = trainer.optimizers
-        loader = getattr(trainer, "train_dataloader", None)
         loss_fn = self.kwargs.pop("loss_fn", None) or next(
             (m for m in pl_module.modules() if isinstance(m, torch.nn.modules.loss._Loss)), None)
         sched = trainer.lr_scheduler_configs[0].scheduler if trainer.lr_scheduler_configs else None
         epochs = trainer.max_epochs if trainer.max_epochs and trainer.max_epochs > 0 else None
         self.collector = SummaryCollector(
             self.summary_dir, model=pl_module, optimizer=opts[0] if opts else None,
-            loss_fn=loss_fn, train_loader=loader if isinstance(loader, torch.utils.data.DataLoader)
-            else None, epochs=epochs, scheduler=sched, **self.kwargs)
+            loss_fn=loss_fn, train_loader=_loader(getattr(trainer, "train_dataloader", None)),
+            epochs=epochs, scheduler=sched, **self.kwargs)
         total = trainer.estimated_stepping_batches
         if isinstance(total, (int, float)) and total != float("inf") and self.collector.core:
             self.collector.core.begin(int(total))
@@ -92,11 +90,11 @@ class SummaryCollectorCallback(pl.Callback):
         if self.collector is None or trainer.sanity_checking:
             return
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()
-                   if isinstance(v, (int, float)) or (isinstance(v, torch.Tensor) and v.numel() == 1)}
+                   if isinstance(v, (int, float))
+                   or (isinstance(v, torch.Tensor) and v.numel() == 1)}
         loaders = trainer.val_dataloaders
         loader = loaders[0] if isinstance(loaders, (list, tuple)) and loaders else loaders
-        self.collector.evaluate_end(metrics, eval_loader=loader if isinstance(
-            loader, torch.utils.data.DataLoader) else None)
+        self.collector.evaluate_end(metrics, eval_loader=_loader(loader))
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.collector is not None:
@@ -131,9 +129,8 @@ class SummarylogLogger(Logger):
     def version(self) -> int | str:
         if self._version is None:
             root = os.path.join(self._save_dir, self._name)
-            existing = [int(d.split("_", 1)[1]) for d in os.listdir(root)
-                        if d.startswith("version_") and d.split("_", 1)[1].isdigit()] \
-                if os.path.isdir(root) else []
+            names = os.listdir(root) if os.path.isdir(root) else []
+            existing = [int(d[8:]) for d in names if d.startswith("version_") and d[8:].isdigit()]
             self._version = max(existing, default=-1) + 1
         return self._version
 
@@ -158,15 +155,10 @@ class SummarylogLogger(Logger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        clean = {}
-        for k, v in metrics.items():
-            if isinstance(v, torch.Tensor):
-                v = v.detach()
-            clean[k] = v
-            try:
-                self._last_metrics[k] = float(v) if not isinstance(v, torch.Tensor) else v
-            except (TypeError, ValueError):
-                pass
+        clean = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in metrics.items()}
+        for k, v in clean.items():
+            with contextlib.suppress(TypeError, ValueError):  # kept as floats for the hparams
+                self._last_metrics[k] = v if isinstance(v, torch.Tensor) else float(v)
         self.experiment.log(clean, step=step if step is not None else 0)
 
     @rank_zero_only
@@ -191,9 +183,7 @@ class SummarylogLogger(Logger):
         if self._hparams:
             metrics = {}
             for k, v in self._last_metrics.items():
-                try:
-                    metrics[k] = float(v)
-                except (TypeError, ValueError):
-                    continue
-            w.add_hparams(self._hparams, {f"hparams/{k}": v for k, v in metrics.items()})
+                with contextlib.suppress(TypeError, ValueError):
+                    metrics[f"hparams/{k}"] = float(v)
+            w.add_hparams(self._hparams, metrics)
         w.close()

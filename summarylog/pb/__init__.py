@@ -1,11 +1,7 @@
-"""Protobuf classes of summarylog's schemas (``proto/``), built at import from
-the generated descriptor set in a private pool.
-
-``summarylog.pb.tb`` holds the TensorBoard dialect (package summarylog.tb,
-wire-compatible with tensorboard.*) and ``summarylog.pb.ms`` the MindSpore
-dialect (package summarylog.ms: summary, lineage and anf_ir, wire-compatible
-with MindSpore's and MindInsight's).  Only the dialect modules use these.
-"""
+"""Protobuf classes of summarylog's schemas (``proto/``), built at import in a
+private pool: ``tb`` the TensorBoard dialect (wire-compatible with
+tensorboard.*), ``ms`` the MindSpore one (summary, lineage and anf_ir,
+wire-compatible with MindSpore's and MindInsight's)."""
 
 from __future__ import annotations
 
@@ -19,7 +15,8 @@ from ._descriptors import FILE_DESCRIPTOR_SET
 __all__ = ["POOL", "message_class", "tb", "ms"]
 
 POOL = descriptor_pool.DescriptorPool()
-for _file in descriptor_pb2.FileDescriptorSet.FromString(FILE_DESCRIPTOR_SET).file:
+_FILES = descriptor_pb2.FileDescriptorSet.FromString(FILE_DESCRIPTOR_SET).file
+for _file in _FILES:
     POOL.Add(_file)
 
 
@@ -35,31 +32,19 @@ def message_class(full_name: str) -> Any:
     return GetMessageClass(desc)
 
 
-def _messages(package: str, names: list[str]) -> SimpleNamespace:
-    return SimpleNamespace(**{n: message_class(f"{package}.{n}") for n in names})
+def _messages(package: str) -> SimpleNamespace:
+    """Every top-level message class of ``package``."""
+    return SimpleNamespace(**{m.name: message_class(f"{package}.{m.name}")
+                              for f in _FILES if f.package == package for m in f.message_type})
 
 
 #: TensorBoard dialect classes.
-tb = _messages("summarylog.tb", [
-    "Event", "SourceMetadata", "LogMessage", "SessionLog", "TaggedRunMetadata",
-    "Summary", "SummaryMetadata", "SummaryDescription", "HistogramProto",
-    "TensorProto", "TensorShapeProto",
-    "ScalarPluginData", "HistogramPluginData", "ImagePluginData", "TextPluginData",
-    "HParamsPluginData", "Experiment", "HParamInfo", "MetricInfo", "MetricName",
-    "Interval", "SessionStartInfo", "SessionEndInfo",
-])
+tb = _messages("summarylog.tb")
 tb.DataType = POOL.FindEnumTypeByName("summarylog.tb.DataType")
 tb.DataClass = POOL.FindEnumTypeByName("summarylog.tb.DataClass")
 
 #: MindSpore dialect classes (summary, lineage, anf_ir).
-ms = _messages("summarylog.ms", [
-    "Event", "Summary", "LossLandscape", "Explain",
-    "TensorProto", "GraphProto", "NodeProto", "ValueProto", "AttributeProto", "NamedValueProto",
-    "TensorShapeProto", "TypeProto", "ParameterProto", "OutputProto", "InputProto",
-    "ModelProto", "OperatorProto", "OperatorSetProto",
-    "LineageEvent", "TrainLineage", "EvaluationLineage", "DatasetGraph", "Operation",
-    "OperationParameter", "StrList", "UserDefinedInfo",
-])
+ms = _messages("summarylog.ms")
 ms.DataType = POOL.FindEnumTypeByName("summarylog.ms.DataType")
 # nested messages by name (the pure-Python protobuf runtime, which MindSpore
 # selects, does not attach nested classes to their parents)
