@@ -52,6 +52,14 @@ def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
         collector.add_op(key, tensor.detach())
 
 
+def _len(x: Any) -> int | None:
+    """``len(x)``, or None for None or an unsized loader or dataset."""
+    try:
+        return len(x) if x is not None else None
+    except TypeError:
+        return None
+
+
 def _world() -> tuple[int | None, int]:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
@@ -275,13 +283,8 @@ class SummaryCollector(CollectorBase):
             core = self._open(rank=self.rank if self.world_size > 1 else None,
                               freeze=_snapshot_all,
                               lane=None if collect_gradients else _LaneSource(self))
-            total = None
-            if epochs is not None and train_loader is not None:
-                try:
-                    total = epochs * len(train_loader)
-                except TypeError:
-                    total = None
-            core.begin(total)
+            n = _len(train_loader) if epochs is not None else None
+            core.begin(epochs * n if n is not None else None)
             self._register()
 
     # -- the loop -----------------------------------------------------------------------
@@ -308,9 +311,7 @@ class SummaryCollector(CollectorBase):
             model.eval()
             try:
                 with warnings.catch_warnings():  # torch 2.13 deprecates jit.trace (it works)
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    warnings.simplefilter("ignore", FutureWarning)
-                    warnings.simplefilter("ignore", UserWarning)
+                    warnings.simplefilter("ignore")
                     if self.policy.format == "tensorboard":
                         return _tb_graph(model, inputs)
                     return _ms_graph(model, inputs)
@@ -361,12 +362,7 @@ class SummaryCollector(CollectorBase):
         if not self.global_step:
             return None
         loader = self.train_loader
-        size = None
-        if loader is not None:
-            try:
-                size = len(loader.dataset)
-            except TypeError:
-                size = None
+        size = _len(getattr(loader, "dataset", None))
         return {
             "hyper_parameters": {
                 "optimizer": type(self.optimizer).__name__ if self.optimizer is not None else None,
@@ -387,11 +383,5 @@ class SummaryCollector(CollectorBase):
         """After evaluation: the eval lineage (metrics, validation dataset)."""
         if self.core is None:
             return
-        path = size = None
-        if eval_loader is not None:
-            path = _dataset_path(eval_loader.dataset)
-            try:
-                size = len(eval_loader.dataset)
-            except TypeError:
-                size = None
-        self.core.eval_end(metrics, path, size)
+        ds = getattr(eval_loader, "dataset", None)
+        self.core.eval_end(metrics, _dataset_path(ds) if ds is not None else None, _len(ds))
