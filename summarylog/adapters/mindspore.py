@@ -61,9 +61,8 @@ def _optimizer(cb: Any) -> Any:
         return opt
     network = cb.train_network if cb.mode == "train" else cb.eval_network
     for _, cell in network.cells_and_names() if network is not None else []:
-        if type(cell).__module__.startswith("mindspore.nn.optim") or hasattr(cell, "learning_rate"):
-            if hasattr(cell, "parameters") and hasattr(cell, "learning_rate"):
-                return cell
+        if hasattr(cell, "parameters") and hasattr(cell, "learning_rate"):
+            return cell
     return None
 
 
@@ -202,7 +201,7 @@ class SummaryCollector(Callback):
             if backbone is None:
                 return None
             source = backbone.trainable_params()
-        return lambda: {p.name: p for p in source}
+        return lambda: {p.name: p.data for p in source}  # a Parameter's copy() is kept for good
 
     def _collect(self, cb: Any, current: int, inputs: Any) -> None:
         core = self._core
@@ -240,7 +239,7 @@ class SummaryCollector(Callback):
             # no-op when step_end collected it)
             current = cb.cur_epoch_num if self._sink else cb.cur_step_num
             self._collect(cb, current, None)
-        self._core.epoch_end()
+        self._core.record.flush_soon()  # as MindSpore's flush: the loop doesn't wait
 
     def end(self, run_context: Any) -> None:
         cb = run_context.original_args()
