@@ -467,7 +467,7 @@ class CollectorCore:
             log.warning("summarylog: %s %r not collected: %s", plugin or "a value", tag, exc)
 
     def epoch_end(self) -> None:
-        self.record.flush()
+        self.record.flush_soon()  # as MindSpore's flush: the loop doesn't wait
 
     def train_end(self, lineage: Mapping[str, Any]) -> None:
         """Train lineage (TrainLineage fields as a dict of its sub-messages)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from copy import copy as shallow_copy
 from typing import Any
 
 import numpy as np
@@ -43,12 +44,13 @@ def _torch_detached(x: Any) -> Any:
 
 def _private(x: Any, fw: str, copy: bool = True) -> Any:
     """Framework value ``x`` as the writer may read it later: torch a clone
-    (queued on the tensor's stream: no host sync), MindSpore a copy
-    (Parameters change in place); jax and TF values are immutable."""
+    (queued on the tensor's stream: no host sync), MindSpore a copy of a
+    Parameter's ``.data`` (MindSpore keeps every ``Parameter.copy()`` for
+    good, and a Tensor's costs three ops); jax and TF values are immutable."""
     if fw == "torch":
         return x.detach().clone() if copy else _torch_detached(x)
-    if fw == "mindspore" and copy and hasattr(x, "copy"):
-        return x.copy()
+    if fw == "mindspore" and copy:
+        return shallow_copy(getattr(x, "data", x))
     return x
 
 

@@ -201,7 +201,7 @@ class SummaryCollector(Callback):
             if backbone is None:
                 return None
             source = backbone.trainable_params()
-        return lambda: {p.name: p.data for p in source}  # a Parameter's copy() is kept for good
+        return lambda: {p.name: p for p in source}
 
     def _collect(self, cb: Any, current: int, inputs: Any) -> None:
         core = self._core
@@ -239,7 +239,7 @@ class SummaryCollector(Callback):
             # no-op when step_end collected it)
             current = cb.cur_epoch_num if self._sink else cb.cur_step_num
             self._collect(cb, current, None)
-        self._core.record.flush_soon()  # as MindSpore's flush: the loop doesn't wait
+        self._core.epoch_end()
 
     def end(self, run_context: Any) -> None:
         cb = run_context.original_args()

@@ -353,7 +353,8 @@ class SummaryCollector(CollectorBase):
         self._ops.clear()
 
     def epoch_end(self) -> None:
-        """At the end of an epoch: flush (what MindSpore does)."""
+        """At the end of an epoch: have what was recorded written and flushed,
+        without waiting (as MindSpore does)."""
         self.epoch += 1
         if self.core is not None:
             self.core.epoch_end()
