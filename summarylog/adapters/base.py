@@ -4,13 +4,12 @@ their checks, the collector core over one SummaryRecord, the values that
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, Mapping
 
 from ..collector import CollectionPolicy, CollectorCore
 
-__all__ = ["CollectorBase", "make_policy", "op_key"]
+__all__ = ["CollectorBase", "op_key"]
 
 _KINDS = {"scalar": "Scalar", "image": "Image", "tensor": "Tensor", "histogram": "Histogram"}
 
@@ -23,19 +22,6 @@ def op_key(tag: Any, kind: Any) -> str:
     if not isinstance(tag, str) or not tag:
         raise TypeError(f"tag must be a non-empty str, got {tag!r}")
     return f"{tag}[:{_KINDS[kind]}]"
-
-
-def make_policy(summary_dir: str | os.PathLike[str], collect_freq: int = 10,
-                collect_specified_data: Mapping[str, Any] | None = None,
-                keep_default_action: bool = True,
-                custom_lineage_data: Mapping[str, Any] | None = None,
-                collect_tensor_freq: int | None = None, max_file_size: int | None = None,
-                export_options: Mapping[str, Any] | None = None,
-                format: str = "tensorboard") -> CollectionPolicy:
-    """MindSpore's SummaryCollector arguments, checked as MindSpore checks them."""
-    return CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
-                            keep_default_action, custom_lineage_data, collect_tensor_freq,
-                            max_file_size, export_options, format)
 
 
 class CollectorBase:

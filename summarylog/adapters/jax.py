@@ -26,7 +26,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from .base import CollectorBase, make_policy, op_key
+from ..collector import CollectionPolicy
+from .base import CollectorBase, op_key
 from ..values import to_numpy
 
 __all__ = ["SummaryCollector", "summary", "MetricWriter", "path_name", "named_leaves"]
@@ -158,9 +159,9 @@ class SummaryCollector(CollectorBase):
                  batch_size: int | None = None, epochs: int | None = None,
                  dataset_size: int | None = None, collect_gradients: bool = False,
                  process0_only: bool = True) -> None:
-        super().__init__(make_policy(summary_dir, collect_freq, collect_specified_data,
-                                     keep_default_action, custom_lineage_data,
-                                     collect_tensor_freq, max_file_size, export_options, format))
+        super().__init__(CollectionPolicy(
+            summary_dir, collect_freq, collect_specified_data, keep_default_action,
+            custom_lineage_data, collect_tensor_freq, max_file_size, export_options, format))
         self.facts = {"optimizer": optimizer_name, "loss_function": loss_name,
                       "network": network_name, "batch_size": batch_size, "epoch": epochs,
                       "dataset_size": dataset_size}

@@ -24,8 +24,7 @@ import numpy as np
 from mindspore import Parameter
 from mindspore.train.callback import Callback
 
-from ..collector import CollectorCore
-from .base import make_policy
+from ..collector import CollectionPolicy, CollectorCore
 
 __all__ = ["SummaryCollector"]
 
@@ -150,9 +149,9 @@ class SummaryCollector(Callback):
                  export_options: Mapping[str, Any] | None = None,
                  format: str = "mindinsight") -> None:
         super().__init__()
-        self.policy = make_policy(summary_dir, collect_freq, collect_specified_data,
-                                  keep_default_action, custom_lineage_data,
-                                  collect_tensor_freq, max_file_size, export_options, format)
+        self.policy = CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
+                                       keep_default_action, custom_lineage_data,
+                                       collect_tensor_freq, max_file_size, export_options, format)
         self._core: CollectorCore | None = None
         self._sink = False
 

@@ -27,7 +27,8 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from .base import CollectorBase, make_policy, op_key
+from ..collector import CollectionPolicy
+from .base import CollectorBase, op_key
 
 __all__ = ["SummaryCollector", "summary"]
 
@@ -268,9 +269,9 @@ class SummaryCollector(CollectorBase):
         if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int)
                                    or epochs <= 0):
             raise ValueError(f"epochs must be a positive int or None, got {epochs!r}")
-        super().__init__(make_policy(summary_dir, collect_freq, collect_specified_data,
-                                     keep_default_action, custom_lineage_data,
-                                     collect_tensor_freq, max_file_size, export_options, format))
+        super().__init__(CollectionPolicy(
+            summary_dir, collect_freq, collect_specified_data, keep_default_action,
+            custom_lineage_data, collect_tensor_freq, max_file_size, export_options, format))
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.train_loader, self.epochs, self.scheduler = train_loader, epochs, scheduler
         self.collect_gradients = bool(collect_gradients)
