@@ -69,11 +69,7 @@ def printable(s: str) -> str:
 def utf8(s: str) -> str:
     """Text that encodes as UTF-8: lone surrogates (a name's bytes that were
     not UTF-8) shown as ``\\udcXX``, as the CSV and JSON-lines writers show them."""
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def tag_matches(tag: str, patterns: Sequence[str] | None) -> bool:

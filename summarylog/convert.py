@@ -15,7 +15,9 @@ with :class:`DestinationError`, and files are created ``O_EXCL``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
 import os
 import stat
 import time
@@ -34,6 +36,7 @@ __all__ = ["convert", "iter_convert", "DestinationError", "FORMATS"]
 
 FORMATS = ("tensorboard", "mindinsight")
 _MARKERS = {"file_version", "session_log"}
+_open = functools.partial(RecordWriter, durability="flush")
 # what encoding a hostile value can raise (bad Unicode, out-of-range numbers,
 # wrong types from a damaged file); such a value is skipped, never fatal
 _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError,
@@ -58,10 +61,8 @@ def _out_dir(dst: str, run: str) -> str:
             raise DestinationError(errno.EINVAL, f"run name {run!r} cannot be a path under DST",
                                    os.path.join(dst, run))
         d = os.path.join(d, part)
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(d)
-        except FileExistsError:
-            pass
         st = os.lstat(d)
         if stat.S_ISLNK(st.st_mode):
             raise DestinationError(errno.ELOOP, "a symlink, not a directory (refused: it could "
@@ -69,10 +70,6 @@ def _out_dir(dst: str, run: str) -> str:
         if not stat.S_ISDIR(st.st_mode):
             raise DestinationError(errno.ENOTDIR, "not a directory", d)
     return d
-
-
-def _open(path: str) -> RecordWriter:
-    return RecordWriter(path, durability="flush")
 
 
 def _created(series: Any) -> RecordWriter:
