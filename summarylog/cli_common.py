@@ -108,13 +108,11 @@ def open_runs(path: str, wanted: Sequence[str] | None, *,
         if lost:  # reported above: nothing more to say
             raise CLIError(None, 1)
         raise CLIError(f"{reader.path}: no event files found")
-    if not wanted:
-        return status, reader, runs
-    missing = [r for r in wanted if r not in runs]
+    missing = [r for r in wanted or () if r not in runs]
     if missing:
         raise CLIError(f"no run {missing[0]!r} under {reader.path} "
                        f"(runs: {', '.join(runs) or 'none'})")
-    return status, reader, [r for r in runs if r in wanted]
+    return status, reader, [r for r in runs if not wanted or r in wanted]
 
 
 def check_run(reader: Any, run: str, status: Status) -> None:

@@ -7,10 +7,7 @@ scalars), TensorBoard hparams become MindSpore custom lineage.  What a
 dialect has no place for is counted as ``"skipped <kind>"``; a value that
 is malformed (bad Unicode, a number past a double, a metric that is not a
 JSON object) as ``"malformed <kind>"``: it never ends the conversion.
-
-Output stays inside ``dst``: run directories are made one component at a
-time, a component that is not a real directory (a planted symlink) is refused
-with :class:`DestinationError`, and files are created ``O_EXCL``.
+Output stays inside ``dst`` (how: docs/reliability.md); else :class:`DestinationError`.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import itertools
 import os
 import stat
 import time
@@ -191,21 +189,7 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                            lambda wall: [enc.file_header(wall)], None, "rotate")
     rw = _created(files.summary)
     with rw:
-        group: list[Any] = []
-        key: tuple[int, float] | None = None
         custom: dict[str, Any] = {}
-
-        def emit() -> None:
-            if not group or key is None:
-                return
-            try:
-                rw.write(summary_of_values(key[1], key[0], group))
-            except _BAD_VALUE:  # one bad value: write the others one by one
-                for v in group:
-                    try:
-                        rw.write(summary_of_values(key[1], key[0], [v]))
-                    except _BAD_VALUE:
-                        counts["malformed summary"] += 1
 
         def value(ev: Event) -> Any:
             """A Summary.Value; hparams go into ``custom`` (True)."""
@@ -222,14 +206,19 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                     custom[k] = str(v) if isinstance(v, bool) else v
             return True
 
-        for ev, v in _converted(reader.events(run), value, counts):
-            if ev.kind == "hparams":
-                continue
-            if (ev.step, ev.wall_time) != key:
-                emit()
-                group, key = [], (ev.step, ev.wall_time)
-            group.append(v)
-        emit()
+        # one Summary per run of events with the same step and wall time
+        pairs = ((ev, v) for ev, v in _converted(reader.events(run), value, counts)
+                 if ev.kind != "hparams")
+        for (step, wall), same in itertools.groupby(pairs, lambda p: (p[0].step, p[0].wall_time)):
+            group = [v for _, v in same]
+            try:
+                rw.write(summary_of_values(wall, step, group))
+            except _BAD_VALUE:  # one bad value: write the others one by one
+                for v in group:
+                    try:
+                        rw.write(summary_of_values(wall, step, [v]))
+                    except _BAD_VALUE:
+                        counts["malformed summary"] += 1
         if custom:
             info = {k: (int(v) if v.is_integer() and abs(v) < 2**31 else float(v))
                     if isinstance(v, float) else v for k, v in custom.items()}
