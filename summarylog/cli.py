@@ -1,13 +1,7 @@
-"""The ``summarylog`` command: look at event logs from a shell
-(``summarylog COMMAND --help`` describes each command; docs/reliability.md
-what each guarantees).
-
-Exit status: 0 success; 1 damage or malformed values found (after writing
-what could be read), or a path that could not be listed, read or written; 2
-bad arguments, a missing path, an output that must not be replaced (a device,
-a FIFO) or a missing optional dependency.  Errors are one ``summarylog: ``
-line each on stderr, naming the path; progress bars only on a terminal.
-"""
+"""The ``summarylog`` command: look at event logs from a shell.  Each command's
+``--help`` describes it; exit statuses and error lines: the README's "The
+``summarylog`` command" (a missing optional dependency also exits 2); the
+guarantees: docs/reliability.md."""
 
 from __future__ import annotations
 
