@@ -1,13 +1,7 @@
-"""The ``summarylog`` command: look at event logs from a shell
-(``summarylog COMMAND --help`` describes each command; docs/reliability.md
-what each guarantees).
-
-Exit status: 0 success; 1 damage or malformed values found (after writing
-what could be read), or a path that could not be listed, read or written; 2
-bad arguments, a missing path, an output that must not be replaced (a device,
-a FIFO) or a missing optional dependency.  Errors are one ``summarylog: ``
-line each on stderr, naming the path; progress bars only on a terminal.
-"""
+"""The ``summarylog`` command: look at event logs from a shell.  Each command's
+``--help`` describes it; exit statuses and error lines: the README's "The
+``summarylog`` command" (a missing optional dependency also exits 2); the
+guarantees: docs/reliability.md."""
 
 from __future__ import annotations
 
@@ -95,10 +89,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "runs": {run: {**info, "tags": {t: _tag_doc(k) for t, k in info["tags"].items()}}
                      for run, info in out.items()},
             "unreadable": [{"path": p, "error": r} for p, r in unreadable(reader)]}
-        try:  # usually plain JSON already; else convert NaN, bytes, numpy
-            print(dumps(doc, ascii_only=not stdout_is_utf8()))
-        except (TypeError, ValueError):
-            print(dumps(jsonable(doc), ascii_only=not stdout_is_utf8()))
+        print(dumps(jsonable(doc), ascii_only=not stdout_is_utf8()))  # NaN, bytes, numpy
         return status.code
     for i, (run, info) in enumerate(out.items()):
         files = info["files"]
@@ -210,30 +201,13 @@ def cmd_cat(args: argparse.Namespace) -> int:
     return status.flush()
 
 
-def _export_format(args: argparse.Namespace) -> str:
-    if args.format:
-        return args.format
-    if args.output == "-":
-        raise CLIError("export to stdout (-o -) needs --format")
-    fmt = FORMATS.get(os.path.splitext(args.output)[1].lower())
-    if fmt is None:
-        raise CLIError(f"cannot tell the format from {args.output!r}: use --format "
-                       f"csv|jsonl|parquet or a .csv, .jsonl or .parquet name")
-    return fmt
-
-
-def _series(reader: Any, runs: list[str], tags: Sequence[str] | None,
-            bar: Progress) -> Iterator[tuple[str, str, Any]]:
-    for run in runs:
-        for tag in reader.scalar_tags(run):
-            if tag_matches(tag, tags):
-                yield run, tag, reader.scalars(run, tag)
-        bar.advance(len(reader.files(run)))
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     check_target(args.output)  # before the reading: a target that must not be replaced
-    fmt = _export_format(args)
+    fmt = args.format or FORMATS.get(os.path.splitext(args.output)[1].lower())
+    if fmt is None:
+        raise CLIError("export to stdout (-o -) needs --format" if args.output == "-" else
+                       f"cannot tell the format from {args.output!r}: use --format "
+                       f"csv|jsonl|parquet or a .csv, .jsonl or .parquet name")
     if fmt == "parquet":
         try:
             import pyarrow as pa
@@ -241,38 +215,45 @@ def cmd_export(args: argparse.Namespace) -> int:
         except ImportError:
             raise CLIError("export --format parquet needs pyarrow: pip install pyarrow") from None
     status, reader, runs = open_runs(args.path, args.run)
-    total = sum(len(reader.files(r)) for r in runs)
     rows = 0
+
+    def series() -> Iterator[tuple[str, str, Any]]:
+        nonlocal rows
+        for run in runs:
+            for tag in reader.scalar_tags(run):
+                if tag_matches(tag, args.tag):
+                    s = reader.scalars(run, tag)
+                    rows += len(s.step)
+                    yield run, tag, s
+            bar.advance(len(reader.files(run)))
+
+    total = sum(len(reader.files(r)) for r in runs)
     with Progress(total, "export") as bar, output(args.output, binary=fmt == "parquet") as f:
-        series = _series(reader, runs, args.tag, bar)
         if fmt == "csv":
             import csv
 
             w = csv.writer(f, lineterminator="\n")
             w.writerow(COLUMNS)
-            for run, tag, s in series:
+            for run, tag, s in series():
                 w.writerows(zip([run] * len(s.step), [tag] * len(s.step), s.step.tolist(),
                                 map(repr, s.wall_time.tolist()), map(repr, s.value.tolist())))
-                rows += len(s.step)
         elif fmt == "jsonl":
             ascii_only = args.output == "-" and not stdout_is_utf8()
-            for run, tag, s in series:
+            for run, tag, s in series():
                 head = (f'{{"run": {dumps(run, ascii_only=ascii_only)}, '
                         f'"tag": {dumps(tag, ascii_only=ascii_only)}, "step": ')
                 f.writelines(
                     f'{head}{st}, "wall_time": {json_num(wt)}, "value": {json_num(v)}}}\n'
                     for st, wt, v in zip(s.step.tolist(), s.wall_time.tolist(), s.value.tolist()))
-                rows += len(s.step)
         else:
             types = (pa.string(), pa.string(), pa.int64(), pa.float64(), pa.float64())
             schema = pa.schema(list(zip(COLUMNS, types)))
             with pq.ParquetWriter(f, schema) as pw:
-                for run, tag, s in series:
+                for run, tag, s in series():
                     n = len(s.step)
                     cols = ([utf8(run)] * n, [utf8(tag)] * n, s.step, s.wall_time, s.value)
                     pw.write_table(pa.table([pa.array(c, t) for c, t in zip(cols, types)],
                                             schema=schema))
-                    rows += n
     for run in runs:
         check_run(reader, run, status)
     if args.output != "-" and isatty(sys.stderr):
@@ -320,11 +301,10 @@ def cmd_tail(args: argparse.Namespace) -> int:
     for run in runs:
         reader.damage(run)  # the scalar pass first: events() then adds what it meets
         last: collections.deque = collections.deque(maxlen=args.n)
-        count = 0
+        seen[run] = 0
         for ev in reader.events(run):
-            count += 1
+            seen[run] += 1
             last.append(ev)
-        seen[run] = count
         for ev in last:
             print(event_line(run, ev))
         check_run(reader, run, status)

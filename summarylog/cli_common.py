@@ -69,11 +69,7 @@ def printable(s: str) -> str:
 def utf8(s: str) -> str:
     """Text that encodes as UTF-8: lone surrogates (a name's bytes that were
     not UTF-8) shown as ``\\udcXX``, as the CSV and JSON-lines writers show them."""
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def tag_matches(tag: str, patterns: Sequence[str] | None) -> bool:
@@ -112,13 +108,11 @@ def open_runs(path: str, wanted: Sequence[str] | None, *,
         if lost:  # reported above: nothing more to say
             raise CLIError(None, 1)
         raise CLIError(f"{reader.path}: no event files found")
-    if not wanted:
-        return status, reader, runs
-    missing = [r for r in wanted if r not in runs]
+    missing = [r for r in wanted or () if r not in runs]
     if missing:
         raise CLIError(f"no run {missing[0]!r} under {reader.path} "
                        f"(runs: {', '.join(runs) or 'none'})")
-    return status, reader, [r for r in runs if r in wanted]
+    return status, reader, [r for r in runs if not wanted or r in wanted]
 
 
 def check_run(reader: Any, run: str, status: Status) -> None:

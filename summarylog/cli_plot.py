@@ -34,16 +34,6 @@ def figure_pixels(width: float, height_per_tag: float, dpi: float, panels: int) 
     return (round(width * dpi), round(max(MIN_PANEL_HEIGHT, height_per_tag) * panels * dpi))
 
 
-def _check_size(args: argparse.Namespace, panels: int) -> None:
-    w, h = figure_pixels(args.width, args.height_per_tag, args.dpi, panels)
-    if w > MAX_SIDE or h > MAX_SIDE or w * h > MAX_PIXELS or min(w, h) < 1:
-        raise CLIError(
-            f"plot: {plural(panels, 'panel')} at --width {args.width:g} "
-            f"--height-per-tag {args.height_per_tag:g} --dpi {args.dpi:g} make a {w}x{h}-pixel "
-            f"image; the limits are {MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} "
-            f"Mpx in all (choose fewer tags, or a smaller size or dpi)")
-
-
 def _panel(ax: Any, tag: str, series: list[tuple[str, Any]], runs: list[str],
            status: Status) -> None:
     """One tag's panel.  A tag matplotlib cannot draw (values spanning more
@@ -103,7 +93,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
                        f"{'run ' + ', '.join(map(_label, runs)) if args.run else args.path} "
                        f"(scalar tags: {listed or 'none'})")
     tags = sorted(series)
-    _check_size(args, len(tags))
+    w, h = figure_pixels(args.width, args.height_per_tag, args.dpi, len(tags))
+    if w > MAX_SIDE or h > MAX_SIDE or w * h > MAX_PIXELS or min(w, h) < 1:
+        raise CLIError(
+            f"plot: {plural(len(tags), 'panel')} at --width {args.width:g} "
+            f"--height-per-tag {args.height_per_tag:g} --dpi {args.dpi:g} make a {w}x{h}-pixel "
+            f"image; the limits are {MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} "
+            f"Mpx in all (choose fewer tags, or a smaller size or dpi)")
     # plain text everywhere, whatever the user's matplotlibrc says
     rc = {"text.parse_math": False, "text.usetex": False}
     with matplotlib.rc_context(rc), warnings.catch_warnings():

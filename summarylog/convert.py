@@ -7,15 +7,15 @@ scalars), TensorBoard hparams become MindSpore custom lineage.  What a
 dialect has no place for is counted as ``"skipped <kind>"``; a value that
 is malformed (bad Unicode, a number past a double, a metric that is not a
 JSON object) as ``"malformed <kind>"``: it never ends the conversion.
-
-Output stays inside ``dst``: run directories are made one component at a
-time, a component that is not a real directory (a planted symlink) is refused
-with :class:`DestinationError`, and files are created ``O_EXCL``.
+Output stays inside ``dst`` (how: docs/reliability.md); else :class:`DestinationError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
+import itertools
 import os
 import stat
 import time
@@ -34,6 +34,7 @@ __all__ = ["convert", "iter_convert", "DestinationError", "FORMATS"]
 
 FORMATS = ("tensorboard", "mindinsight")
 _MARKERS = {"file_version", "session_log"}
+_open = functools.partial(RecordWriter, durability="flush")
 # what encoding a hostile value can raise (bad Unicode, out-of-range numbers,
 # wrong types from a damaged file); such a value is skipped, never fatal
 _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError,
@@ -58,10 +59,8 @@ def _out_dir(dst: str, run: str) -> str:
             raise DestinationError(errno.EINVAL, f"run name {run!r} cannot be a path under DST",
                                    os.path.join(dst, run))
         d = os.path.join(d, part)
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(d)
-        except FileExistsError:
-            pass
         st = os.lstat(d)
         if stat.S_ISLNK(st.st_mode):
             raise DestinationError(errno.ELOOP, "a symlink, not a directory (refused: it could "
@@ -69,10 +68,6 @@ def _out_dir(dst: str, run: str) -> str:
         if not stat.S_ISDIR(st.st_mode):
             raise DestinationError(errno.ENOTDIR, "not a directory", d)
     return d
-
-
-def _open(path: str) -> RecordWriter:
-    return RecordWriter(path, durability="flush")
 
 
 def _created(series: Any) -> RecordWriter:
@@ -194,21 +189,7 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                            lambda wall: [enc.file_header(wall)], None, "rotate")
     rw = _created(files.summary)
     with rw:
-        group: list[Any] = []
-        key: tuple[int, float] | None = None
         custom: dict[str, Any] = {}
-
-        def emit() -> None:
-            if not group or key is None:
-                return
-            try:
-                rw.write(summary_of_values(key[1], key[0], group))
-            except _BAD_VALUE:  # one bad value: write the others one by one
-                for v in group:
-                    try:
-                        rw.write(summary_of_values(key[1], key[0], [v]))
-                    except _BAD_VALUE:
-                        counts["malformed summary"] += 1
 
         def value(ev: Event) -> Any:
             """A Summary.Value; hparams go into ``custom`` (True)."""
@@ -225,14 +206,19 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
                     custom[k] = str(v) if isinstance(v, bool) else v
             return True
 
-        for ev, v in _converted(reader.events(run), value, counts):
-            if ev.kind == "hparams":
-                continue
-            if (ev.step, ev.wall_time) != key:
-                emit()
-                group, key = [], (ev.step, ev.wall_time)
-            group.append(v)
-        emit()
+        # one Summary per run of events with the same step and wall time
+        pairs = ((ev, v) for ev, v in _converted(reader.events(run), value, counts)
+                 if ev.kind != "hparams")
+        for (step, wall), same in itertools.groupby(pairs, lambda p: (p[0].step, p[0].wall_time)):
+            group = [v for _, v in same]
+            try:
+                rw.write(summary_of_values(wall, step, group))
+            except _BAD_VALUE:  # one bad value: write the others one by one
+                for v in group:
+                    try:
+                        rw.write(summary_of_values(wall, step, [v]))
+                    except _BAD_VALUE:
+                        counts["malformed summary"] += 1
         if custom:
             info = {k: (int(v) if v.is_integer() and abs(v) < 2**31 else float(v))
                     if isinstance(v, float) else v for k, v in custom.items()}

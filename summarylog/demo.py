@@ -3,10 +3,7 @@ SummaryCollector, then read back and shown: a table in the terminal and a
 PNG plot of the scalars.
 
 A small CNN learns to tell horizontal from vertical stripes in noisy 16x16
-images (synthetic, CPU, a few seconds).  The collector records loss, inputs,
-weight histograms, the graph and the lineage with MindSpore's rules; a Writer
-beside it logs accuracy and learning rate.  ``./dev demo`` or
-``summarylog-demo [--logdir DIR] [--epochs N]`` runs it.
+images (synthetic, CPU, a few seconds); ``./dev demo`` or ``summarylog-demo`` runs it.
 """
 
 from __future__ import annotations

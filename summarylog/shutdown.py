@@ -1,12 +1,6 @@
-"""Drain and close every open writer when the process ends (the guarantees
-and why: docs/reliability.md, "Crashes and shutdown").
-
-Writers are closed newest first at exit (``atexit``, which SIGINT reaches
-too).  SIGTERM and SIGHUP whose disposition is still the default get a
-handler raising ``SystemExit(128 + signum)`` so that exit drains; a user's
-handler is never replaced.  A ``fork()`` child gets the default disposition
-back (pool workers are stopped by SIGTERM) until it logs itself.
-"""
+"""Drain and close every open writer when the process ends: at exit, newest
+first, and on SIGTERM/SIGHUP left at their default disposition (raising
+``SystemExit(128 + signum)``); how and why: docs/reliability.md, "Crashes and shutdown"."""
 
 from __future__ import annotations
 
@@ -110,9 +104,8 @@ _BLOCKING = object()
 
 
 def _before_fork() -> None:
-    # Block SIGTERM/SIGHUP across fork(): one reaching the child before its
-    # default disposition is back would be dropped by CPython's after-fork
-    # reset, and a pool worker terminated at that moment would never stop.
+    # SIGTERM/SIGHUP blocked across fork(): CPython's after-fork reset would drop
+    # one reaching the child before its default disposition is back
     if not _installed or not hasattr(signal, "pthread_sigmask"):
         return
     _forking.deferred = None
