@@ -243,9 +243,16 @@ def test_no_lane_where_the_binner_cannot_write(tmp_path) -> None:
     w.add_scalar("x", 1.0, 0)
     w.flush()
     assert w.pipeline.open_lane("s", entries) is not None
-    with pytest.raises(ValueError, match="tag"):
-        w.pipeline.open_lane("", entries)
     w.close()
+    from summarylog import SummaryRecord
+
+    with SummaryRecord(str(tmp_path / "r"), format="tensorboard") as rec:  # checks the tags
+        rec.add_value("scalar", "x", 1.0)
+        rec.record(1)
+        rec.flush()
+        for scalar_tag, tag in (("", "h"), ("s", "")):
+            with pytest.raises(ValueError, match="tag"):
+                rec.open_lane(scalar_tag, [(tag, arr)])
     assert w.pipeline.open_lane("s", entries) is None  # closed
     for kw in ({"compression": "zstd"}, {"max_file_size": 1 << 20}):
         w = Writer(str(tmp_path / str(len(kw))), **kw)
