@@ -292,8 +292,16 @@ def _histogram_dict(h: Any) -> dict[str, Any]:
             "neg_inf_count": h.neg_inf_count}
 
 
-_KIND = {"scalar_value": "scalar", "image": "image", "tensor": "tensor",
-         "histogram": "histogram", "loss_landscape": "landscape"}
+#: Summary.Value field -> (Event kind, its value)
+_DECODE = {
+    "scalar_value": ("scalar", lambda v: float(v.scalar_value)),
+    "image": ("image", lambda v: {"width": v.image.width, "height": v.image.height,
+                                  "pngs": [v.image.encoded_image]}),
+    "tensor": ("tensor", lambda v: tensor_to_numpy(v.tensor)),
+    "histogram": ("histogram", lambda v: _histogram_dict(v.histogram)),
+    "loss_landscape": ("landscape", lambda v: v.loss_landscape.SerializeToString()),
+}
+_OTHER = ("other", lambda v: v.SerializeToString())
 
 
 def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
@@ -306,34 +314,18 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
     if which == "summary":
         out = []
         for v in ev.summary.value:
-            kind = v.WhichOneof("value")
+            kind, value_of = _DECODE.get(v.WhichOneof("value") or "", _OTHER)
             tag = v.tag
             if isinstance(tag, bytes):  # proto2 hands a non-UTF-8 string back as bytes
                 tag = tag.decode("utf-8", "surrogateescape")
-            if not values:
-                value = None
-            elif kind == "scalar_value":
-                value = float(v.scalar_value)
-            elif kind == "image":
-                value = {"width": v.image.width, "height": v.image.height,
-                         "pngs": [v.image.encoded_image]}
-            elif kind == "tensor":
-                value = tensor_to_numpy(v.tensor)
-            elif kind == "histogram":
-                value = _histogram_dict(v.histogram)
-            elif kind == "loss_landscape":
-                value = v.loss_landscape.SerializeToString()
-            else:
-                value = v.SerializeToString()
-            out.append(Event(_KIND.get(kind or "", "other"), tag, ev.step, ev.wall_time, value))
+            out.append(Event(kind, tag, ev.step, ev.wall_time, value_of(v) if values else None))
         return out
-    if which == "version":
-        return [Event("file_version", "", ev.step, ev.wall_time, ev.version)]
-    if which == "graph_def":
-        return [Event("graph", "", ev.step, ev.wall_time, ev.graph_def.SerializeToString())]
     if which is None:
         return []
-    return [Event("other", "", ev.step, ev.wall_time, getattr(ev, which).SerializeToString())]
+    kind = {"version": "file_version", "graph_def": "graph"}.get(which, "other")
+    value = getattr(ev, which)
+    return [Event(kind, "", ev.step, ev.wall_time,
+                  value if which == "version" else value.SerializeToString())]
 
 
 def decode_lineage(payload: bytes) -> tuple[str, float, dict[str, Any]]:

@@ -275,6 +275,8 @@ def payload_of_event(ev: Any) -> bytes | None:
 # ---- decoding -----------------------------------------------------------------
 
 _SESSION_STATUS = {0: "unspecified", 1: "start", 2: "stop", 3: "checkpoint"}
+_EVENT_KIND = {"file_version": "file_version", "session_log": "session_log",
+               "graph_def": "graph", "meta_graph_def": "graph"}
 _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 _DT_BFLOAT16 = tb.DataType.values_by_name["DT_BFLOAT16"].number
 
@@ -398,15 +400,10 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
             kind, value = _decode_value(v, plugins, values)
             out.append(Event(kind, v.tag, ev.step, ev.wall_time, value))
         return out
-    if which == "file_version":
-        return [Event("file_version", "", ev.step, ev.wall_time, ev.file_version)]
-    if which == "session_log":
-        sl = ev.session_log
-        return [Event("session_log", "", ev.step, ev.wall_time,
-                      {"status": _SESSION_STATUS.get(sl.status, str(sl.status)),
-                       "checkpoint_path": sl.checkpoint_path, "msg": sl.msg})]
-    if which in ("graph_def", "meta_graph_def"):
-        return [Event("graph", "", ev.step, ev.wall_time, getattr(ev, which))]
     if which is None:
         return []
-    return [Event("other", "", ev.step, ev.wall_time, getattr(ev, which))]
+    value = getattr(ev, which)
+    if which == "session_log":
+        value = {"status": _SESSION_STATUS.get(value.status, str(value.status)),
+                 "checkpoint_path": value.checkpoint_path, "msg": value.msg}
+    return [Event(_EVENT_KIND.get(which, "other"), "", ev.step, ev.wall_time, value)]
