@@ -102,10 +102,10 @@ class RecordWriter:
         _check_positive("flush_secs", flush_secs, float)
         _check_positive("flush_bytes", flush_bytes)
         _check_positive("max_buffer", max_buffer)
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {sorted(DURABILITY)}, got {durability!r}")
-        if on_full not in ON_FULL:
-            raise ValueError(f"on_full must be one of {sorted(ON_FULL)}, got {on_full!r}")
+        for name, value, known in (("durability", durability, DURABILITY),
+                                   ("on_full", on_full, ON_FULL)):
+            if value not in known:
+                raise ValueError(f"{name} must be one of {sorted(known)}, got {value!r}")
         if compression not in (None, "zstd"):
             raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
         if compression == "zstd" and not path.endswith(".zst"):
@@ -128,11 +128,14 @@ class RecordWriter:
         self._zstd = _ZstdBlocks(self, flush_secs, flush_bytes) if compression else None
 
     # -- writing -----------------------------------------------------------
+    def _refuse_closed(self, what: str = "write to") -> None:
+        if self._closed:
+            raise ValueError(f"{what} closed RecordWriter ({self.path})")
+
     def write(self, payload: Any) -> bool:
         """Frame and buffer one payload (any bytes-like object): True if buffered,
         False if dropped (``on_full="drop"``)."""
-        if self._closed:
-            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        self._refuse_closed()
         if self._zstd is not None:
             return self._zstd.write(payload)
         buf = as_buffer(payload, "payload")
@@ -142,8 +145,7 @@ class RecordWriter:
     def write_many(self, payloads: Iterable[Any]) -> int:
         """Frame and buffer many payloads in one native call; returns how many were
         buffered (fewer only with ``on_full="drop"``)."""
-        if self._closed:
-            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        self._refuse_closed()
         if not isinstance(payloads, (list, tuple)):
             payloads = list(payloads)
         if self._zstd is not None:
@@ -175,8 +177,7 @@ class RecordWriter:
 
     def write_framed(self, data: Any, records: int) -> None:
         """Buffer ``records`` records already framed back to back (compressed like the rest)."""
-        if self._closed:
-            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        self._refuse_closed()
         if self._zstd is not None:
             self._zstd.write_framed(data, records)
             return
@@ -188,8 +189,7 @@ class RecordWriter:
     # -- flushing and closing ----------------------------------------------
     def flush(self) -> None:
         """Return once everything written so far reached the OS (and the disk, with fsync)."""
-        if self._closed:
-            raise ValueError(f"flush of closed RecordWriter ({self.path})")
+        self._refuse_closed("flush of")
         if self._zstd is not None:
             self._zstd.flush()
         rc = lib.slg_writer_flush(self._h)
@@ -228,12 +228,9 @@ class RecordWriter:
         """Counters; see :class:`WriterStats`."""
         st = ffi.new("slg_writer_stats *")
         lib.slg_writer_get_stats(self._h, st)
-        return WriterStats(
-            st.records_accepted, st.records_written, st.bytes_written, st.records_dropped,
-            st.records_lost, st.bytes_lost, st.flushes, st.fsyncs, st.errors,
-            st.blocked_ns / 1e9, st.buffered_bytes, st.file_size, st.last_errno,
-            bool(st.closed),
-        )
+        return WriterStats(*(getattr(st, f) for f in WriterStats._fields[:9]),
+                           st.blocked_ns / 1e9, st.buffered_bytes, st.file_size,
+                           st.last_errno, bool(st.closed))
 
     def __enter__(self) -> "RecordWriter":
         return self
@@ -342,9 +339,8 @@ class _ZstdBlocks:
         while not self._stop:
             self._wake.wait(self._flush_secs)
             self._wake.clear()
-            if self._stop:
-                break
-            self._emit()
+            if not self._stop:
+                self._emit()
 
     def flush(self) -> None:
         self._emit()
