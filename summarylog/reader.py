@@ -1,16 +1,12 @@
-"""summarylog.Reader: runs of TensorBoard event files and MindSpore summary
-files back into Python and numpy, damaged or live.
-
-Runs are found by :mod:`summarylog.discovery`; scalars are decoded in C
-straight into numpy (:mod:`summarylog.read_columns`), every other value one
-by one (:mod:`summarylog.read_events`).  Damage is kept and reported per
-file (:meth:`Reader.damage`), never skipped silently.
+"""summarylog.Reader: runs of TensorBoard event files and MindSpore summary files back
+into Python and numpy, damaged or live.  Scalars are decoded in C straight into numpy
+(:mod:`summarylog.read_columns`), other values one by one (:mod:`summarylog.read_events`);
+damage is reported per file (:meth:`Reader.damage`), never skipped silently.
 
 With ``purge`` (the default), TensorBoard's rule for resumed runs applies: an
-``Event{session_log: START}`` at step N (what ``purge_step`` writes) drops
-every point read before it whose step is >= N, for all tags.  MindSpore runs
-hold, as MindInsight shows them, one value per step and tag (the last one
-written), in step order.
+``Event{session_log: START}`` at step N (what ``purge_step`` writes) drops every point
+read before it whose step is >= N, for all tags.  MindSpore runs hold, as MindInsight
+shows them, one value per step and tag (the last one written), in step order.
 """
 
 from __future__ import annotations
@@ -169,9 +165,8 @@ class Reader:
 
     def _events(self, run: str, values: bool,
                 tags: list[str] | None = None) -> Iterator[Event]:
-        """Every value (kinds only unless ``values``); with ``tags``, only the
-        records whose bytes hold one of those tags as a Summary.Value tag
-        field (a cheap filter with false positives, never false negatives)."""
+        """Every value (kinds only unless ``values``); with ``tags``, only records whose
+        bytes hold one as a Summary.Value tag field (false positives, no false negatives)."""
         plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
         patterns = None
         if tags is not None and len(tags) <= 64:  # each tag as a Summary.Value tag field

@@ -220,14 +220,13 @@ class Writer:
 
     # -- heavy values ------------------------------------------------------------------
     def _submit(self, fn: Any, *args: Any) -> None:
-        job = Job(fn, *args)
-        if not self.async_heavy:  # encoded here, queued encoded
-            payloads = fn(*args)
-            job = Job(lambda: payloads, nbytes=sum(map(len, payloads)))
-        self._pipe.put(job)
+        if self.async_heavy:
+            self._pipe.put(Job(fn, *args))
+        else:  # encoded here, queued encoded
+            self._put_payloads(fn(*args))
 
-    def _put_payload(self, payload: bytes) -> None:
-        self._pipe.put(Job(lambda: [payload], nbytes=len(payload)))
+    def _put_payloads(self, payloads: list[bytes]) -> None:
+        self._pipe.put(Job(lambda: payloads, nbytes=sum(map(len, payloads))))
 
     def add_histogram(self, tag: str, values: Any, step: int | None = None,
                       bins: int = 64, walltime: float | None = None) -> None:
@@ -296,7 +295,7 @@ class Writer:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         if len(text) > MAX_VALUE_BYTES // 4:
             check_size(len(text.encode("utf-8", "surrogatepass")), "text")
-        self._put_payload(self._enc.text(check_walltime(walltime), check_step(step), tag, text))
+        self._put_payloads([self._enc.text(check_walltime(walltime), check_step(step), tag, text)])
 
     def add_tensor(self, tag: str, tensor: Any, step: int | None = None,
                    walltime: float | None = None) -> None:
@@ -307,7 +306,7 @@ class Writer:
         if arr.dtype.kind not in "fiubcUS":
             raise TypeError(f"tensor has unsupported dtype {arr.dtype}")
         check_size(arr.nbytes, "tensor")
-        self._put_payload(self._enc.tensor(check_walltime(walltime), check_step(step), tag, arr))
+        self._put_payloads([self._enc.tensor(check_walltime(walltime), check_step(step), tag, arr)])
 
     def add_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, Any],
                     step: int | None = None, walltime: float | None = None) -> None:
@@ -323,7 +322,7 @@ class Writer:
             check_tag(name, "hparams key")
         walltime = check_walltime(walltime)
         for payload in self._enc.hparams(walltime, hparams, list(metrics)):  # validates values
-            self._put_payload(payload)
+            self._put_payloads([payload])
         if metrics:
             self.log(metrics, step, walltime)
 
@@ -337,7 +336,7 @@ class Writer:
             raise TypeError(f"graph_def must be GraphDef bytes or message, "
                             f"got {type(graph_def).__name__}")
         check_size(memoryview(graph_def).nbytes, "graph_def")
-        self._put_payload(self._enc.graph(check_walltime(walltime), bytes(graph_def)))
+        self._put_payloads([self._enc.graph(check_walltime(walltime), bytes(graph_def))])
 
     # -- what SummaryRecord and collectors use ------------------------------------------
     @property

@@ -32,6 +32,9 @@ DTYPES: dict[np.dtype, int] = {
               "float16", "float32", "float64")
 }
 _NP_OF_DT = {v: k for k, v in DTYPES.items()}
+#: a lineage plugin's member of LineageEvent
+_LINEAGE_FIELD = {"train_lineage": "train_lineage", "eval_lineage": "evaluation_lineage",
+                  "dataset_graph": "dataset_graph", "custom_lineage_data": "user_defined_info"}
 
 
 # ---- packaging ---------------------------------------------------------------------
@@ -134,9 +137,7 @@ def lineage_message(plugin: str, value: Any) -> Any:
     if plugin == "custom_lineage_data" and isinstance(value, Mapping) and not (
             set(value) & {"user_info", "map_dict", "map_int32", "map_str", "map_double"}):
         return user_defined_info(value)
-    cls = {"train_lineage": ms.TrainLineage, "eval_lineage": ms.EvaluationLineage,
-           "dataset_graph": ms.DatasetGraph, "custom_lineage_data": ms.UserDefinedInfo}[plugin]
-    return _message(cls, value, plugin)
+    return _message(type(getattr(ms.LineageEvent(), _LINEAGE_FIELD[plugin])), value, plugin)
 
 
 def user_defined_info(data: Mapping[str, Any]) -> Any:
@@ -193,19 +194,14 @@ class MindSporeEncoder:
         return [ev.SerializeToString()]
 
     def graph(self, wall_time: float, graph: Any, step: int | None = None) -> bytes:
-        ev = ms.Event(wall_time=wall_time)
-        if step is not None:
-            ev.step = step
+        ev = ms.Event(wall_time=wall_time, step=step)  # step None: not set
         ev.graph_def.CopyFrom(_message(ms.GraphProto, graph, "graph"))
         return ev.SerializeToString()
 
     def lineage(self, wall_time: float, plugin: str, message: Any) -> bytes:
         """One LineageEvent (wall_time and the member) for a lineage plugin."""
         ev = ms.LineageEvent(wall_time=wall_time)
-        field = {"train_lineage": "train_lineage", "eval_lineage": "evaluation_lineage",
-                 "dataset_graph": "dataset_graph",
-                 "custom_lineage_data": "user_defined_info"}[plugin]
-        getattr(ev, field).CopyFrom(message)
+        getattr(ev, _LINEAGE_FIELD[plugin]).CopyFrom(message)
         return ev.SerializeToString()
 
 

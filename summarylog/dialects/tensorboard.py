@@ -241,11 +241,10 @@ class TensorBoardEncoder:
             start.hparams[name].CopyFrom(_hparam_value(name, v))
         end = tb.SessionEndInfo(status=1, end_time_secs=wall_time)  # STATUS_SUCCESS
         out = []
-        for tag, info in (("_hparams_/session_start_info", {"session_start_info": start}),
-                          ("_hparams_/session_end_info", {"session_end_info": end})):
-            data = tb.HParamsPluginData(version=0, **info).SerializeToString()
-            ev = _event(wall_time, 0, tag=tag, metadata=_plugin_metadata("hparams", data))
-            out.append(ev.SerializeToString())
+        for key, info in (("session_start_info", start), ("session_end_info", end)):
+            data = tb.HParamsPluginData(version=0, **{key: info}).SerializeToString()
+            out.append(_event(wall_time, 0, tag=f"_hparams_/{key}",
+                              metadata=_plugin_metadata("hparams", data)).SerializeToString())
         return out
 
 
