@@ -3,6 +3,7 @@ plugin's tensors) decoded in C straight into numpy; the Reader's only use of cff
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -132,9 +133,8 @@ class ColumnLoader:
         """Every scalar of a run's files; each file's report into reports."""
         if not files:  # a run of lineage files only
             return RunColumns()
-        cols = self._load_small_file(files[0], reports) if len(files) == 1 else None
-        if cols is None:
-            cols = self._load_files(files, purge, reports)
+        cols = ((self._load_small_file(files[0], reports) if len(files) == 1 else None)
+                or self._load_files(files, purge, reports))
         if purge and any(dialect_of(p) == "mindspore" for p in files):
             last_per_step(cols)
         return cols
@@ -173,15 +173,10 @@ class ColumnLoader:
         tags = _new_tags()
         # columns sized once from the files' bytes (a scalar event takes ~36), not by
         # doubling, and shrunk in place at the end; a lone file's size comes with reading it
-        total = 0
-        if len(files) > 1:
-            for p in files:
-                try:
-                    total += os.path.getsize(p)
-                except OSError:
-                    pass  # reported when the file is opened
-        else:
-            total = _SMALL_FILE
+        total = 0 if len(files) > 1 else _SMALL_FILE
+        for p in files if len(files) > 1 else ():
+            with contextlib.suppress(OSError):  # reported when the file is opened
+                total += os.path.getsize(p)
         arrays, ptrs = _columns(max(1024, total // 36 + 1024))
         n = 0  # values in the current arrays
         offset = 0  # values in the chunks before them

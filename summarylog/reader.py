@@ -134,9 +134,8 @@ class Reader:
 
     # -- every event ---------------------------------------------------------------
     def tag_kinds(self, run: str) -> dict[str, list[str]]:
-        """Every tag of the run with every kind of value it holds (a tag may
-        hold scalars and histograms), scalars first.  Values are not
-        materialised: only their kinds are decoded."""
+        """Every tag of the run with every kind of value it holds (a tag may hold
+        scalars and histograms), scalars first; only kinds are decoded, not values."""
         cols = self._load_columns(run)
         need = cols.needs_events()
         if not need:  # the usual run: scalars only, all told by the columns
@@ -157,10 +156,9 @@ class Reader:
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
     def events(self, run: str) -> Iterator[Event]:
-        """Every value of the run, in file order, as :class:`Event` objects
-        (the resume rule is not applied here: markers come as events).
-        Values that do not decode are counted in :meth:`damage`; the other
-        values of their events are yielded."""
+        """Every value of the run, in file order, as :class:`Event` objects (no resume
+        rule: markers come as events).  Values that do not decode are counted in
+        :meth:`damage`; the other values of their events are yielded."""
         return self._events(run, values=True)
 
     def _events(self, run: str, values: bool,
@@ -190,11 +188,10 @@ class Reader:
 
     # -- damage ----------------------------------------------------------------------
     def damage(self, run: str | None = None, *, deep: bool = False) -> dict[str, FileReport]:
-        """Per-file reports (records, damage, unfinished tail, malformed
-        events and values) for one run, or all runs; reads what was not read
-        yet.  The scalar pass finds malformed events and values the native
-        decoder reads; ``deep=True`` also decodes every value in Python once
-        (what :meth:`events` reports: tensors, histograms, ...)."""
+        """Per-file reports (records, damage, unfinished tail, malformed events and
+        values) for one run, or all runs, reading what was not read yet.  ``deep=True``
+        also decodes every value in Python once (what :meth:`events` reports: tensors,
+        histograms, ...), not only what the native scalar pass reads."""
         out: dict[str, FileReport] = {}
         for r in [run] if run is not None else self.runs():
             self._load_columns(r)
@@ -211,16 +208,15 @@ class Reader:
         return list(self._runs().lineage.get(run, []))
 
     def lineage(self, runs: list[str] | None = None) -> list[dict[str, Any]]:
-        """One row per run with lineage, as MindInsight's lineage page shows
-        it: ``run``, ``summary_dir``; from the train lineage ``optimizer``,
-        ``learning_rate``, ``loss_function``, ``epoch``, ``parallel_mode``, ``device_num``,
-        ``batch_size``, ``train_dataset_path``, ``train_dataset_size``, ``network``, ``loss``,
-        ``model_path``, ``model_size``; from the eval lineage ``metric`` (dict),
-        ``valid_dataset_path``, ``valid_dataset_size``; ``user_defined`` (custom lineage) and
-        ``dataset_graph`` (dicts).  The last train, eval and dataset-graph
-        records win; custom lineage accumulates.  Damaged records are skipped
-        and reported by :meth:`lineage_damage`, as is a metric that is not a
-        JSON object within limits (kept as ``{"_raw": text}``)."""
+        """One row per run with lineage, as MindInsight's lineage page shows it: ``run``,
+        ``summary_dir``; from the train lineage ``optimizer``, ``learning_rate``,
+        ``loss_function``, ``epoch``, ``parallel_mode``, ``device_num``, ``batch_size``,
+        ``train_dataset_path``, ``train_dataset_size``, ``network``, ``loss``, ``model_path``,
+        ``model_size``; from the eval lineage ``metric`` (dict), ``valid_dataset_path``,
+        ``valid_dataset_size``; ``user_defined`` (custom lineage) and ``dataset_graph``
+        (dicts).  The last train, eval and dataset-graph records win; custom lineage
+        accumulates.  Damaged records are skipped and reported by :meth:`lineage_damage`,
+        as is a metric that is not a JSON object within limits (kept as ``{"_raw": text}``)."""
         return [read_lineage(run, files, self.verify, self._lineage_reports)
                 for run in (runs if runs is not None else self.runs())
                 if (files := self.lineage_files(run))]
@@ -233,10 +229,9 @@ class Reader:
     def follow(self, run: str | None = None, poll_secs: float = 0.5,
                idle_timeout: float | None = None,
                from_end: bool = False) -> Iterator[tuple[str, Event]]:
-        """Yield ``(run, event)`` as writers append, including files created
-        later (rotation, new runs).  ``from_end``: skip what the files already
-        hold when following starts.  Ends after ``idle_timeout`` seconds with
-        nothing new (None: never)."""
+        """Yield ``(run, event)`` as writers append, files created later included
+        (rotation, new runs).  ``from_end``: skip what the files hold when following
+        starts.  Ends after ``idle_timeout`` seconds with nothing new (None: never)."""
         readers: dict[str, tuple[str, RecordReader, EventDecoder]] = {}
         plugins: dict[str, dict[str, str]] = {}  # per run
         skip = from_end  # this round's events: the files' content when following starts

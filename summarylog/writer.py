@@ -52,8 +52,7 @@ class Writer:
       compression: None (default) or ``"zstd"`` (viewers skip it; ``zstd -d`` converts).
       max_file_size: rotate to a new file past this many bytes (None: never).
       filename_suffix: appended to file names.
-      async_heavy: bin histograms and encode PNGs on the background thread (default
-        True; the caller pays for a copy only).
+      async_heavy: bin histograms and encode PNGs on the background thread (default True).
       strict: raise I/O errors (OSError) from the next call, ``flush()`` or ``close()``
         (default False: count them in :attr:`stats`, log once, keep training).
       max_buffer: cap on the memory of values not yet on disk (bytes; default 128 MiB):
@@ -61,8 +60,7 @@ class Writer:
       on_full: when that memory is full: ``"block"`` (default) makes logging calls wait
         for the disk, ``"drop"`` drops the new values and counts them in :attr:`stats`.
       rank: distributed rank for file names (default: ``RANK`` and friends, else none).
-      purge_step: resuming at this step: TensorBoard (and summarylog's Reader) drop
-        earlier-logged events of this run with step >= it.
+      purge_step: resuming at this step: readers drop earlier events with step >= it.
 
     Thread-safe.  ``step=None`` means step 0, as in tensorboardX.  Writers left open
     are closed at interpreter exit.
@@ -244,9 +242,8 @@ class Writer:
         if arr.size == 0:
             raise ValueError("values must not be empty")
         step = check_step(step)
-        walltime = check_walltime(walltime)
-        arr = np.array(arr, copy=True)  # later in-place changes don't reach us
-        self._submit(lambda *a: [self._enc.histogram(*a)], walltime, step, tag, arr, bins)
+        self._submit(lambda *a: [self._enc.histogram(*a)], check_walltime(walltime), step, tag,
+                     np.array(arr, copy=True), bins)  # copied: later changes don't reach us
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:

@@ -60,10 +60,9 @@ def histogram_buckets(values: np.ndarray) -> Any:
         lo, hi = lo - dtype.type(0.5), hi + dtype.type(0.5)
     edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
     counts = equal_width_counts(arr, edges)
-    for i in range(bins):
-        # the width in the values' dtype, as MindSpore computes it
-        h.buckets.add(left=float(edges[i]), width=float(edges[i + 1] - edges[i]),
-                      count=int(counts[i]))
+    # widths in the values' dtype, as MindSpore computes them
+    for left, width, count in zip(edges[:-1].tolist(), np.diff(edges).tolist(), counts.tolist()):
+        h.buckets.add(left=left, width=width, count=count)
     return h
 
 
@@ -209,23 +208,21 @@ def value_of_event(ev: Any) -> Any:
     """A Summary.Value for one plain :class:`~summarylog.events.Event` of any dialect
     (for conversion), or None for kinds MindInsight does not show.  Images keep their
     first PNG; histograms are merged pairwise down to the 90 buckets MindInsight takes."""
-    k, tag = ev.kind, ev.tag
+    k, tag, val = ev.kind, ev.tag, ev.value
     v = ms.Value(tag=tag)
     if k == "scalar":
-        v.scalar_value = float(ev.value)
+        v.scalar_value = float(val)
     elif k == "image":
-        val = ev.value
         if not val["pngs"]:
             return None
         v.image.height, v.image.width, v.image.colorspace = int(val["height"]), int(val["width"]), 3
         v.image.encoded_image = val["pngs"][0]
     elif k == "tensor":
-        arr = np.asarray(ev.value)
+        arr = np.asarray(val)
         if arr.dtype.kind not in "biuf":
             return None
         v.tensor.CopyFrom(tensor_proto(arr))
     elif k == "histogram":
-        val = ev.value
         if "buckets" in val:
             buckets = [tuple(b) for b in val["buckets"]]
         else:

@@ -251,23 +251,21 @@ class TensorBoardEncoder:
 def payload_of_event(ev: Any) -> bytes | None:
     """A TensorBoard event record for one plain :class:`~summarylog.events.Event` of
     any dialect (for conversion), or None for kinds TensorBoard has no place for."""
-    k, wall, step, tag = ev.kind, ev.wall_time, ev.step, ev.tag
+    k, wall, step, tag, v = ev.kind, ev.wall_time, ev.step, ev.tag, ev.value
     enc = TensorBoardEncoder()
     if k == "scalar":
-        return _event(wall, step, tag=tag, simple_value=float(ev.value)).SerializeToString()
+        return _event(wall, step, tag=tag, simple_value=float(v)).SerializeToString()
     if k == "histogram":
-        v = ev.value
         h = tb.HistogramProto(min=v["min"], max=v["max"], num=v["num"], sum=v["sum"] or 0.0,
                               sum_squares=v.get("sum_squares") or 0.0,
                               bucket_limit=v["limits"], bucket=v["counts"])
         return _event(wall, step, tag=tag, histo=h).SerializeToString()
     if k == "image":
-        v = ev.value
         return enc.images(wall, step, tag, v["pngs"], v["height"], v["width"], 0)
     if k == "text":
-        return enc.text(wall, step, tag, str(ev.value))
+        return enc.text(wall, step, tag, str(v))
     if k == "tensor":
-        return enc.tensor(wall, step, tag, np.asarray(ev.value))
+        return enc.tensor(wall, step, tag, np.asarray(v))
     return None
 
 
@@ -309,10 +307,8 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
     if t.dtype == _DT_STRING:
         return np.array(list(t.string_val), dtype=object).reshape(shape)
     if t.dtype == _DT_BFLOAT16:  # no numpy dtype: widen the bits to float32
-        if t.tensor_content:
-            bits = np.frombuffer(t.tensor_content, "<u2").astype(np.uint32)
-        else:
-            bits = np.array(list(t.half_val), np.uint32)
+        bits = (np.frombuffer(t.tensor_content, "<u2").astype(np.uint32) if t.tensor_content
+                else np.array(list(t.half_val), np.uint32))
         return _expanded((bits << 16).view(np.float32), shape).reshape(shape)
     dt = _NP_OF_DT.get(t.dtype)
     if dt is None:

@@ -69,11 +69,11 @@ class RecordWriter:
         or appends).  With ``compression="zstd"``, ``.zst`` is appended unless present.
       flush_secs: the flusher writes the buffer at least this often (s; default 1.0).
       durability: ``"none"``, ``"flush"`` (default: ``close()`` fdatasyncs) or ``"fsync"``
-        (every write round ends with one fdatasync, and so does ``flush()``).
+        (every write round and ``flush()`` end with an fdatasync).
       compression: ``None`` (default) or ``"zstd"``.
       flush_bytes: buffered bytes that wake the flusher early (default 1 MiB).
-      max_buffer: cap on buffered bytes (default 64 MiB; a larger single record is still
-        accepted, alone).  Memory: up to twice this (one buffer fills, one is written).
+      max_buffer: cap on buffered bytes (default 64 MiB; a larger record is taken alone);
+        memory is up to twice this (one buffer fills while one is written).
       on_full: when the buffer is full, ``"block"`` (default) waits for the disk,
         ``"drop"`` drops the record and counts it.
       strict: True (default): an I/O error raises OSError (with the path) from the next

@@ -1,11 +1,10 @@
 """The decompressed stream of a file of zstd frames, for RecordReader.
 
-zstd can expand a few bytes into 128 KiB (one block), so feeding it a fixed
-amount of input bounds nothing: a 32 KiB step of a "bomb" decodes to about a
-GiB.  Before each step, :class:`_FrameWalker` reads the frame and block
-headers ahead of the decoder (RFC 8878 §3.1) and stops where the blocks
-walked may produce :data:`OUT_BUDGET` bytes; the decoder is fed up to there.
-Skippable frames (§3.1.2) produce nothing and are valid anywhere.
+zstd can expand a few bytes into 128 KiB (one block), so a fixed amount of input bounds
+nothing: a 32 KiB step of a "bomb" decodes to about a GiB.  Before each step,
+:class:`_FrameWalker` reads the frame and block headers ahead of the decoder (RFC 8878
+§3.1) up to where the blocks may produce :data:`OUT_BUDGET` bytes; the decoder is fed up
+to there.  Skippable frames (§3.1.2) produce nothing and are valid anywhere.
 """
 
 from __future__ import annotations
