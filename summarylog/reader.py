@@ -37,9 +37,8 @@ class Reader:
 
     Args:
       path: an event file, a run directory, or a root of run directories.
-      purge: apply TensorBoard's resume rule to TensorBoard files and
-        MindInsight's one-value-per-step rule to MindSpore files (see the
-        module docstring; default True).
+      purge: apply TensorBoard's resume rule to TensorBoard files and MindInsight's
+        one-value-per-step rule to MindSpore files (module docstring; default True).
       verify: check data CRCs (default True).
 
     Raises FileNotFoundError for a missing path.

@@ -188,8 +188,7 @@ class Writer:
         keys = tuple(scalars)
         key, pack = self._scalars.key_set(keys, "scalars key")
         self._last_log = (keys, key, pack)
-        if type(step) is not int or not _INT64[0] <= step <= _INT64[1]:
-            step = check_step(step)
+        step = check_step(step)
         walltime = _time() if walltime is None else check_walltime(walltime)
         vals = tuple(v if type(v) is float else float(v) if type(v) is int
                      else snapshot_scalar(v, f"scalars[{k!r}]") for k, v in scalars.items())

@@ -15,7 +15,7 @@ import numpy as np
 from .._native import ffi, lib
 from ..events import Event
 from ..histograms import as_float_array, equal_width_counts, value_stats
-from ..pb import tb
+from ..pb import message_class, tb
 from ..png import encode_png
 
 __all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES"]
@@ -112,8 +112,6 @@ def tensor_proto(array: np.ndarray) -> Any:
 
 def _hparam_value(name: str, v: Any) -> Any:
     from google.protobuf import struct_pb2  # noqa: F401  (the pool has Value)
-
-    from ..pb import message_class
 
     Value = message_class("google.protobuf.Value")
     if isinstance(v, bool) or type(v) is np.bool_:
@@ -278,8 +276,7 @@ _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 _DT_BFLOAT16 = tb.DataType.values_by_name["DT_BFLOAT16"].number
 
 
-#: the most elements a tensor is expanded to beyond the values it holds (TF's packing
-#: of a repeated value, or none at all): so a few bytes cannot claim gigabytes
+#: most elements a tensor expands to past the values it holds: a few bytes can't claim GiBs
 MAX_EXPANDED_ELEMENTS = 1 << 20
 
 

@@ -121,8 +121,7 @@ class RecordReader:
         self._source: Any = (
             ZstdSource(fd, lambda at, n: self._pending_zstd.append(Damage(at, "bad_zstd_frame", n)))
             if self.compressed else _PlainSource(fd, head if small else None))
-        self._state = ffi.new("slg_scan_state *")
-        self._state.verify_data = 1 if verify else 0
+        self._state = ffi.new("slg_scan_state *", {"verify_data": 1 if verify else 0})
         # span slots: one per 16 bytes of file at most (a small file needs few)
         self._nspans = max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS
         self._spans = ffi.new("slg_span[]", self._nspans)

@@ -1,8 +1,7 @@
-"""RecordWriter: payloads in, TFRecord records on disk, through the native buffered
-writer (``slg_writer_*``) and its flusher thread.  What each ``durability`` can lose
-in a crash: the README's durability table.  ``compression="zstd"`` writes one zstd
-frame per flush (``zstd -d`` gives a plain TFRecord file); a crash loses at most the
-block not yet flushed.
+"""RecordWriter: payloads in, TFRecord records on disk, through the native buffered writer
+(``slg_writer_*``) and its flusher thread; what a crash can lose: the README's durability
+table.  ``compression="zstd"`` writes one zstd frame per flush (``zstd -d`` gives a plain
+TFRecord file): a crash loses at most the block not yet flushed.
 """
 
 from __future__ import annotations
@@ -77,25 +76,16 @@ class RecordWriter:
       on_full: when the buffer is full, ``"block"`` (default) waits for the disk,
         ``"drop"`` drops the record and counts it.
       strict: True (default): an I/O error raises OSError (with the path) from the next
-        call, ``flush()`` or ``close()``.  False: counted in :attr:`stats`, logged once.
+        call, ``flush()`` or ``close()``; False: counted in :attr:`stats`, logged once.
       mode: permission bits of the new file (default 0o644, before umask).
 
     Thread-safe: a record is never torn or interleaved with another.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        flush_secs: float = 1.0,
-        durability: str = "flush",
-        compression: str | None = None,
-        flush_bytes: int = 1 << 20,
-        max_buffer: int = 64 << 20,
-        on_full: str = "block",
-        strict: bool = True,
-        mode: int = 0o644,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, flush_secs: float = 1.0,
+                 durability: str = "flush", compression: str | None = None,
+                 flush_bytes: int = 1 << 20, max_buffer: int = 64 << 20,
+                 on_full: str = "block", strict: bool = True, mode: int = 0o644) -> None:
         path = os.fspath(path)
         if not isinstance(path, str):
             raise TypeError(f"path must be str or PathLike[str], got {type(path).__name__}")
@@ -117,10 +107,8 @@ class RecordWriter:
         self._warned = False
         self._closed = False
         out = ffi.new("slg_writer **")
-        rc = lib.slg_writer_open(
-            os.fsencode(path), mode, float(flush_secs), flush_bytes,
-            max(max_buffer, 64), DURABILITY[durability], ON_FULL[on_full], out,
-        )
+        rc = lib.slg_writer_open(os.fsencode(path), mode, float(flush_secs), flush_bytes,
+                                 max(max_buffer, 64), DURABILITY[durability], ON_FULL[on_full], out)
         if rc < 0:
             raise_errno(rc, path)
         self._h = ffi.gc(out[0], lib.slg_writer_free)

@@ -157,8 +157,7 @@ class ZstdSource:
     def _rewind(self, pos: int) -> None:
         """Decode again from the last frame start before ``pos`` (its damage is not
         reported again)."""
-        i = bisect.bisect_right(self._frames, (pos, float("inf"))) - 1
-        dpos, cpos = self._frames[i]
+        dpos, cpos = self._frames[bisect.bisect_right(self._frames, (pos, float("inf"))) - 1]
         self._new_frame(cpos)
         self._out = bytearray()
         self._out_base = dpos
