@@ -148,10 +148,9 @@ class Reader:
                 for tag, kinds in sorted(out.items())}
 
     def tags(self, run: str) -> dict[str, str]:
-        """Every tag of the run with its kind (``"scalar"``, ``"histogram"``,
-        ``"image"``, ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``).
-        A tag of several kinds is listed with its first (scalars first);
-        :meth:`tag_kinds` lists them all."""
+        """Every tag of the run with its kind (``"scalar"``, ``"histogram"``, ``"image"``,
+        ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``); a tag of several kinds with
+        its first (scalars first): :meth:`tag_kinds` lists them all."""
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
     def events(self, run: str) -> Iterator[Event]:

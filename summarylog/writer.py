@@ -371,9 +371,7 @@ class Writer:
         """Counters: events written, values dropped (unreadable tensors, failed encodes,
         I/O errors when not strict, a full buffer with ``on_full="drop"``), queued items
         and their memory (bytes, estimated), and the current file's record stats."""
-        out = self._pipe.stats()
-        out["files"] = len(self._files)
-        return out
+        return {**self._pipe.stats(), "files": len(self._files)}
 
     def __enter__(self) -> "Writer":
         return self

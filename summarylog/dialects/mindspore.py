@@ -249,9 +249,7 @@ def value_of_event(ev: Any) -> Any:
 
 def summary_of_values(wall_time: float, step: int, values: Sequence[Any]) -> bytes:
     """One summary Event holding Summary.Value messages (from value_of_event)."""
-    ev = ms.Event(wall_time=wall_time, step=step)
-    ev.summary.value.extend(values)
-    return ev.SerializeToString()
+    return ms.Event(wall_time=wall_time, step=step, summary={"value": values}).SerializeToString()
 
 
 # ---- decoding ------------------------------------------------------------------------

@@ -37,9 +37,7 @@ _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
 class Damage(NamedTuple):
     """One damaged region that was skipped."""
 
-    #: first byte (in zstd files: offset in the decompressed stream, but in the
-    #: compressed file for "bad_zstd_frame")
-    offset: int
+    offset: int  #: first byte (zstd: decompressed offset; "bad_zstd_frame": compressed)
     kind: str  #: "bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill", "bad_zstd_frame"
     length: int  #: bytes skipped
 
