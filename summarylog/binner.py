@@ -25,11 +25,15 @@ BINNABLE = (np.dtype(np.float32), np.dtype(np.float64))
 LOW_PRIORITY = 19
 
 
+def _check(rc: int, call: str) -> None:
+    if rc:
+        raise OSError(-rc, f"{call}: {os.strerror(-rc)}")
+
+
 class HistogramJob:
-    """Histogram events of ``(tag, values, bins)`` entries (C-contiguous float32/64
-    arrays, kept alive by the job; ``bins <= 0``: MindSpore's bucket rule) for one
-    file, in order; step and wall time given at submit, or per entry as
-    ``(tag, values, bins, step, wall_time)``."""
+    """Histogram events of ``(tag, values, bins[, step, wall_time])`` entries for one
+    file, in order (C-contiguous float32/64 arrays the job keeps alive; ``bins <= 0``:
+    MindSpore's bucket rule; step and wall time per entry, or given at submit)."""
 
     __slots__ = ("rw", "tags", "n", "_job", "_items", "_tags", "_views", "__weakref__")
 
@@ -85,9 +89,7 @@ class Binner:
 
     def __init__(self, nice: int = LOW_PRIORITY, poll_secs: float = 0.5) -> None:
         h = ffi.new("slg_binner **")
-        rc = lib.slg_binner_open(nice, poll_secs, h)
-        if rc:
-            raise OSError(-rc, f"slg_binner_open: {os.strerror(-rc)}")
+        _check(lib.slg_binner_open(nice, poll_secs, h), "slg_binner_open")
         self._h = ffi.gc(h[0], lib.slg_binner_free)
         # queued jobs stay alive until finished: the thread reads their memory
         self._queued: dict[int, HistogramJob] = {}
@@ -99,10 +101,9 @@ class Binner:
         stamp = step is not None
         rc = lib.slg_binner_submit(self._h, job._job, stamp, step if stamp else 0,
                                    wall_time if stamp else 0.0)
-        if rc:
-            if rc == -errno.EBADF:
-                raise ValueError("the binner is closed")
-            raise OSError(-rc, f"slg_binner_submit: {os.strerror(-rc)}")
+        if rc == -errno.EBADF:
+            raise ValueError("the binner is closed")
+        _check(rc, "slg_binner_submit")
         ticket = int(job._job.ticket)
         self._queued[ticket] = job
         return ticket
@@ -118,16 +119,12 @@ class Binner:
 
     def wait(self, ticket: int) -> None:
         """Return once ``ticket`` finished (the GIL released meanwhile)."""
-        rc = lib.slg_binner_wait(self._h, ticket)
-        if rc:
-            raise OSError(-rc, f"slg_binner_wait: {os.strerror(-rc)}")
+        _check(lib.slg_binner_wait(self._h, ticket), "slg_binner_wait")
         self._let_go()
 
     def flush(self) -> None:
         """Return once every job queued before the call finished."""
-        rc = lib.slg_binner_flush(self._h)
-        if rc:
-            raise OSError(-rc, f"slg_binner_flush: {os.strerror(-rc)}")
+        _check(lib.slg_binner_flush(self._h), "slg_binner_flush")
         self._let_go()
 
     def close(self) -> None:
@@ -137,11 +134,10 @@ class Binner:
 
 
 class Lane:
-    """A ring of ``slots`` private copies of ``entries`` (``(tag, array)``, views of
-    C-contiguous float32/64 memory the caller keeps in place, e.g. a framework's
-    parameters), each collection copied and queued on a :class:`Binner` in one native
-    call; its histogram events (MindSpore's bucket rule) follow the scalar event of
-    ``scalar_tag`` into ``rw``.  Not thread-safe: its owner collects."""
+    """A ring of ``slots`` private copies of ``entries`` (``(tag, array)`` views of
+    C-contiguous float32/64 memory kept in place, e.g. a model's parameters), each
+    collection copied and queued on a :class:`Binner` in one native call; its histogram
+    events (MindSpore's rule) follow the ``scalar_tag`` event into ``rw``.  Not thread-safe."""
 
     __slots__ = ("rw", "binner", "tags", "scalar_tag", "_arrays", "_h")
 
@@ -165,8 +161,7 @@ class Lane:
                                [a.size for a in self._arrays],
                                bytes(a.dtype.itemsize == 8 for a in self._arrays),
                                b"".join(tags), list(map(len, tags)), stag, len(stag), slots, h)
-        if rc:
-            raise OSError(-rc, f"slg_lane_open: {os.strerror(-rc)}")
+        _check(rc, "slg_lane_open")
         self._h = ffi.gc(h[0], lib.slg_lane_free)
 
     def collect(self, scalar: float | None, step: int, wall_time: float) -> bool:

@@ -96,13 +96,11 @@ class MindSporeNames:
 
     def next_pair(self) -> None:
         """Move to a later second whose two names are both free."""
-        sec = max(int(time.time()), self.sec + 1 if self.sec else 0)
-        for _ in range(_CREATE_TRIES):
-            self.sec = sec
+        first = max(int(time.time()), self.sec + 1 if self.sec else 0)
+        for self.sec in range(first, first + _CREATE_TRIES):
             if not any(os.path.lexists(os.path.join(self.directory, self.name(lin)))
                        for lin in (False, True)):
                 return
-            sec += 1
 
 
 class FileSeries:

@@ -1,9 +1,9 @@
-"""The Reader's columnar scalar loader: records scanned and decoded in C
-straight into numpy (``simple_value`` and the scalars plugin's scalar tensors),
-with the resume rule applied.  The Reader's only use of cffi is here."""
+"""The Reader's columnar scalar loader: scalar values (``simple_value`` and the scalars
+plugin's tensors) decoded in C straight into numpy; the Reader's only use of cffi."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -21,8 +21,7 @@ __all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
 _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
-# the fewest bytes a counted scalar takes in an event (key, length and a
-# float32 of a Summary.Value): bounds the values one record can hold
+# the fewest bytes a scalar takes in an event: bounds the values one record holds
 _MIN_VALUE_BYTES = 7
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
 
@@ -37,8 +36,7 @@ class RunColumns:
         self.series: dict[str, Scalars] = {}
 
     def needs_events(self) -> list[str]:
-        """Tags whose kinds the scalar columns do not tell (they hold other
-        values, perhaps besides scalars)."""
+        """Tags whose kinds the scalar columns do not tell (they hold other values)."""
         if len(self.series) == len(self.tags) and not any(self.flags):
             return []  # the usual run: every tag a scalar series, nothing else seen
         return [t for t, f in zip(self.tags, self.flags)
@@ -67,9 +65,8 @@ _TAG_OUT = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
 
 def _run_columns(tags: Any, ids: np.ndarray, steps: np.ndarray, walls: np.ndarray,
                  vals: np.ndarray) -> RunColumns:
-    """The tags of a slg_tags table, in id order, with their series: the columns
-    grouped in place by tag (stable), each series a slice.  Tag bytes that are
-    not UTF-8 are surrogate-escaped, so distinct tags stay distinct."""
+    """The tags of a slg_tags table, in id order, with their series: slices of the
+    columns grouped in place by tag.  Non-UTF-8 tags are surrogate-escaped (kept distinct)."""
     cols = RunColumns()
     data, length, kind = _TAG_OUT
     for t in range(lib.slg_tags_count(tags)):
@@ -93,9 +90,8 @@ def _run_columns(tags: Any, ids: np.ndarray, steps: np.ndarray, walls: np.ndarra
 
 
 def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
-    """TensorBoard's resume rule as a mask: a marker (index, step) drops every
-    point before index whose step is >= step.  Linear in points and markers:
-    each point is compared with the smallest step of the markers after it."""
+    """TensorBoard's resume rule as a mask: a marker (index, step) drops every point
+    before index whose step is >= step (each point against the markers after it)."""
     idx = np.fromiter((i for i, _ in purges), np.int64, len(purges))
     mstep = np.fromiter((s for _, s in purges), np.int64, len(purges))
     order = np.argsort(idx, kind="stable")
@@ -109,8 +105,7 @@ def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
 
 
 def last_per_step(cols: RunColumns) -> None:
-    """MindInsight's rule for MindSpore runs: one value per step and tag (the
-    last one written), in step order."""
+    """MindInsight's rule for MindSpore runs: a step's last value per tag, in step order."""
     for tag, s in list(cols.series.items()):
         steps = s.step
         if len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()):
@@ -138,17 +133,15 @@ class ColumnLoader:
         """Every scalar of a run's files; each file's report into reports."""
         if not files:  # a run of lineage files only
             return RunColumns()
-        cols = self._load_small_file(files[0], reports) if len(files) == 1 else None
-        if cols is None:
-            cols = self._load_files(files, purge, reports)
+        cols = ((self._load_small_file(files[0], reports) if len(files) == 1 else None)
+                or self._load_files(files, purge, reports))
         if purge and any(dialect_of(p) == "mindspore" for p in files):
             last_per_step(cols)
         return cols
 
     def _load_small_file(self, path: str, reports: dict[str, FileReport]) -> RunColumns | None:
-        """A run of one small plain file without resume markers, through the
-        scratch columns (one native call, one copy out); None when the file
-        needs :meth:`_load_files`."""
+        """A run of one small plain file without resume markers, in one native call
+        through the scratch columns; None when the file needs :meth:`_load_files`."""
         if self._scratch is None:
             self._scratch = (_new_tags(), *_columns(_SCRATCH_VALUES))
         tags, arrays, ptrs = self._scratch
@@ -178,18 +171,12 @@ class ColumnLoader:
                     reports: dict[str, FileReport]) -> RunColumns:
         """Every scalar of a run's files (any size, plain or zstd)."""
         tags = _new_tags()
-        # a scalar event takes at least ~36 bytes on disk: size the columns
-        # once from the files (shrunk in place at the end), not by doubling;
-        # a lone file's size comes with reading it
-        total = 0
-        if len(files) > 1:
-            for p in files:
-                try:
-                    total += os.path.getsize(p)
-                except OSError:
-                    pass  # reported when the file is opened
-        else:
-            total = _SMALL_FILE
+        # columns sized once from the files' bytes (a scalar event takes ~36), not by
+        # doubling, and shrunk in place at the end; a lone file's size comes with reading it
+        total = 0 if len(files) > 1 else _SMALL_FILE
+        for p in files if len(files) > 1 else ():
+            with contextlib.suppress(OSError):  # reported when the file is opened
+                total += os.path.getsize(p)
         arrays, ptrs = _columns(max(1024, total // 36 + 1024))
         n = 0  # values in the current arrays
         offset = 0  # values in the chunks before them
@@ -235,8 +222,7 @@ class ColumnLoader:
                         report.bad_events += res.bad_events
                         report.bad_values += res.bad_values
                         if rc == lib.SLG_DECODE_OUT_FULL:
-                            # past the estimate: keep this chunk, go on in a new one
-                            # (no copy-doubling) that holds the event that did not fit
+                            # past the estimate: a new chunk (no copy) fitting that event
                             ptrs = []
                             for arr in arrays:
                                 arr.resize(n, refcheck=False)

@@ -1,16 +1,12 @@
-"""summarylog.Reader: runs of TensorBoard event files and MindSpore summary
-files back into Python and numpy, damaged or live.
-
-Runs are found by :mod:`summarylog.discovery`; scalars are decoded in C
-straight into numpy (:mod:`summarylog.read_columns`), every other value one
-by one (:mod:`summarylog.read_events`).  Damage is kept and reported per
-file (:meth:`Reader.damage`), never skipped silently.
+"""summarylog.Reader: runs of TensorBoard event files and MindSpore summary files back
+into Python and numpy, damaged or live.  Scalars are decoded in C straight into numpy
+(:mod:`summarylog.read_columns`), other values one by one (:mod:`summarylog.read_events`);
+damage is reported per file (:meth:`Reader.damage`), never skipped silently.
 
 With ``purge`` (the default), TensorBoard's rule for resumed runs applies: an
-``Event{session_log: START}`` at step N (what ``purge_step`` writes) drops
-every point read before it whose step is >= N, for all tags.  MindSpore runs
-hold, as MindInsight shows them, one value per step and tag (the last one
-written), in step order.
+``Event{session_log: START}`` at step N (what ``purge_step`` writes) drops every point
+read before it whose step is >= N, for all tags.  MindSpore runs hold, as MindInsight
+shows them, one value per step and tag (the last one written), in step order.
 """
 
 from __future__ import annotations
@@ -41,9 +37,8 @@ class Reader:
 
     Args:
       path: an event file, a run directory, or a root of run directories.
-      purge: apply TensorBoard's resume rule to TensorBoard files and
-        MindInsight's one-value-per-step rule to MindSpore files (see the
-        module docstring; default True).
+      purge: apply TensorBoard's resume rule to TensorBoard files and MindInsight's
+        one-value-per-step rule to MindSpore files (module docstring; default True).
       verify: check data CRCs (default True).
 
     Raises FileNotFoundError for a missing path.
@@ -138,9 +133,8 @@ class Reader:
 
     # -- every event ---------------------------------------------------------------
     def tag_kinds(self, run: str) -> dict[str, list[str]]:
-        """Every tag of the run with every kind of value it holds (a tag may
-        hold scalars and histograms), scalars first.  Values are not
-        materialised: only their kinds are decoded."""
+        """Every tag of the run with every kind of value it holds (a tag may hold
+        scalars and histograms), scalars first; only kinds are decoded, not values."""
         cols = self._load_columns(run)
         need = cols.needs_events()
         if not need:  # the usual run: scalars only, all told by the columns
@@ -154,24 +148,21 @@ class Reader:
                 for tag, kinds in sorted(out.items())}
 
     def tags(self, run: str) -> dict[str, str]:
-        """Every tag of the run with its kind (``"scalar"``, ``"histogram"``,
-        ``"image"``, ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``).
-        A tag of several kinds is listed with its first (scalars first);
-        :meth:`tag_kinds` lists them all."""
+        """Every tag of the run with its kind (``"scalar"``, ``"histogram"``, ``"image"``,
+        ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``); a tag of several kinds with
+        its first (scalars first): :meth:`tag_kinds` lists them all."""
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
     def events(self, run: str) -> Iterator[Event]:
-        """Every value of the run, in file order, as :class:`Event` objects
-        (the resume rule is not applied here: markers come as events).
-        Values that do not decode are counted in :meth:`damage`; the other
-        values of their events are yielded."""
+        """Every value of the run, in file order, as :class:`Event` objects (no resume
+        rule: markers come as events).  Values that do not decode are counted in
+        :meth:`damage`; the other values of their events are yielded."""
         return self._events(run, values=True)
 
     def _events(self, run: str, values: bool,
                 tags: list[str] | None = None) -> Iterator[Event]:
-        """Every value (kinds only unless ``values``); with ``tags``, only the
-        records whose bytes hold one of those tags as a Summary.Value tag
-        field (a cheap filter with false positives, never false negatives)."""
+        """Every value (kinds only unless ``values``); with ``tags``, only records whose
+        bytes hold one as a Summary.Value tag field (false positives, no false negatives)."""
         plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
         patterns = None
         if tags is not None and len(tags) <= 64:  # each tag as a Summary.Value tag field
@@ -195,11 +186,10 @@ class Reader:
 
     # -- damage ----------------------------------------------------------------------
     def damage(self, run: str | None = None, *, deep: bool = False) -> dict[str, FileReport]:
-        """Per-file reports (records, damage, unfinished tail, malformed
-        events and values) for one run, or all runs; reads what was not read
-        yet.  The scalar pass finds malformed events and values the native
-        decoder reads; ``deep=True`` also decodes every value in Python once
-        (what :meth:`events` reports: tensors, histograms, ...)."""
+        """Per-file reports (records, damage, unfinished tail, malformed events and
+        values) for one run, or all runs, reading what was not read yet.  ``deep=True``
+        also decodes every value in Python once (what :meth:`events` reports: tensors,
+        histograms, ...), not only what the native scalar pass reads."""
         out: dict[str, FileReport] = {}
         for r in [run] if run is not None else self.runs():
             self._load_columns(r)
@@ -216,16 +206,15 @@ class Reader:
         return list(self._runs().lineage.get(run, []))
 
     def lineage(self, runs: list[str] | None = None) -> list[dict[str, Any]]:
-        """One row per run with lineage, as MindInsight's lineage page shows
-        it: ``run``, ``summary_dir``; from the train lineage ``optimizer``,
-        ``learning_rate``, ``loss_function``, ``epoch``, ``parallel_mode``, ``device_num``,
-        ``batch_size``, ``train_dataset_path``, ``train_dataset_size``, ``network``, ``loss``,
-        ``model_path``, ``model_size``; from the eval lineage ``metric`` (dict),
-        ``valid_dataset_path``, ``valid_dataset_size``; ``user_defined`` (custom lineage) and
-        ``dataset_graph`` (dicts).  The last train, eval and dataset-graph
-        records win; custom lineage accumulates.  Damaged records are skipped
-        and reported by :meth:`lineage_damage`, as is a metric that is not a
-        JSON object within limits (kept as ``{"_raw": text}``)."""
+        """One row per run with lineage, as MindInsight's lineage page shows it: ``run``,
+        ``summary_dir``; from the train lineage ``optimizer``, ``learning_rate``,
+        ``loss_function``, ``epoch``, ``parallel_mode``, ``device_num``, ``batch_size``,
+        ``train_dataset_path``, ``train_dataset_size``, ``network``, ``loss``, ``model_path``,
+        ``model_size``; from the eval lineage ``metric`` (dict), ``valid_dataset_path``,
+        ``valid_dataset_size``; ``user_defined`` (custom lineage) and ``dataset_graph``
+        (dicts).  The last train, eval and dataset-graph records win; custom lineage
+        accumulates.  Damaged records are skipped and reported by :meth:`lineage_damage`,
+        as is a metric that is not a JSON object within limits (kept as ``{"_raw": text}``)."""
         return [read_lineage(run, files, self.verify, self._lineage_reports)
                 for run in (runs if runs is not None else self.runs())
                 if (files := self.lineage_files(run))]
@@ -238,10 +227,9 @@ class Reader:
     def follow(self, run: str | None = None, poll_secs: float = 0.5,
                idle_timeout: float | None = None,
                from_end: bool = False) -> Iterator[tuple[str, Event]]:
-        """Yield ``(run, event)`` as writers append, including files created
-        later (rotation, new runs).  ``from_end``: skip what the files already
-        hold when following starts.  Ends after ``idle_timeout`` seconds with
-        nothing new (None: never)."""
+        """Yield ``(run, event)`` as writers append, files created later included
+        (rotation, new runs).  ``from_end``: skip what the files hold when following
+        starts.  Ends after ``idle_timeout`` seconds with nothing new (None: never)."""
         readers: dict[str, tuple[str, RecordReader, EventDecoder]] = {}
         plugins: dict[str, dict[str, str]] = {}  # per run
         skip = from_end  # this round's events: the files' content when following starts

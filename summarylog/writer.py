@@ -52,8 +52,7 @@ class Writer:
       compression: None (default) or ``"zstd"`` (viewers skip it; ``zstd -d`` converts).
       max_file_size: rotate to a new file past this many bytes (None: never).
       filename_suffix: appended to file names.
-      async_heavy: bin histograms and encode PNGs on the background thread (default
-        True; the caller pays for a copy only).
+      async_heavy: bin histograms and encode PNGs on the background thread (default True).
       strict: raise I/O errors (OSError) from the next call, ``flush()`` or ``close()``
         (default False: count them in :attr:`stats`, log once, keep training).
       max_buffer: cap on the memory of values not yet on disk (bytes; default 128 MiB):
@@ -61,8 +60,7 @@ class Writer:
       on_full: when that memory is full: ``"block"`` (default) makes logging calls wait
         for the disk, ``"drop"`` drops the new values and counts them in :attr:`stats`.
       rank: distributed rank for file names (default: ``RANK`` and friends, else none).
-      purge_step: resuming at this step: TensorBoard (and summarylog's Reader) drop
-        earlier-logged events of this run with step >= it.
+      purge_step: resuming at this step: readers drop earlier events with step >= it.
 
     Thread-safe.  ``step=None`` means step 0, as in tensorboardX.  Writers left open
     are closed at interpreter exit.
@@ -190,8 +188,7 @@ class Writer:
         keys = tuple(scalars)
         key, pack = self._scalars.key_set(keys, "scalars key")
         self._last_log = (keys, key, pack)
-        if type(step) is not int or not _INT64[0] <= step <= _INT64[1]:
-            step = check_step(step)
+        step = check_step(step)
         walltime = _time() if walltime is None else check_walltime(walltime)
         vals = tuple(v if type(v) is float else float(v) if type(v) is int
                      else snapshot_scalar(v, f"scalars[{k!r}]") for k, v in scalars.items())
@@ -220,14 +217,13 @@ class Writer:
 
     # -- heavy values ------------------------------------------------------------------
     def _submit(self, fn: Any, *args: Any) -> None:
-        job = Job(fn, *args)
-        if not self.async_heavy:  # encoded here, queued encoded
-            payloads = fn(*args)
-            job = Job(lambda: payloads, nbytes=sum(map(len, payloads)))
-        self._pipe.put(job)
+        if self.async_heavy:
+            self._pipe.put(Job(fn, *args))
+        else:  # encoded here, queued encoded
+            self._put_payloads(fn(*args))
 
-    def _put_payload(self, payload: bytes) -> None:
-        self._pipe.put(Job(lambda: [payload], nbytes=len(payload)))
+    def _put_payloads(self, payloads: list[bytes]) -> None:
+        self._pipe.put(Job(lambda: payloads, nbytes=sum(map(len, payloads))))
 
     def add_histogram(self, tag: str, values: Any, step: int | None = None,
                       bins: int = 64, walltime: float | None = None) -> None:
@@ -245,9 +241,8 @@ class Writer:
         if arr.size == 0:
             raise ValueError("values must not be empty")
         step = check_step(step)
-        walltime = check_walltime(walltime)
-        arr = np.array(arr, copy=True)  # later in-place changes don't reach us
-        self._submit(lambda *a: [self._enc.histogram(*a)], walltime, step, tag, arr, bins)
+        self._submit(lambda *a: [self._enc.histogram(*a)], check_walltime(walltime), step, tag,
+                     np.array(arr, copy=True), bins)  # copied: later changes don't reach us
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:
@@ -296,7 +291,7 @@ class Writer:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         if len(text) > MAX_VALUE_BYTES // 4:
             check_size(len(text.encode("utf-8", "surrogatepass")), "text")
-        self._put_payload(self._enc.text(check_walltime(walltime), check_step(step), tag, text))
+        self._put_payloads([self._enc.text(check_walltime(walltime), check_step(step), tag, text)])
 
     def add_tensor(self, tag: str, tensor: Any, step: int | None = None,
                    walltime: float | None = None) -> None:
@@ -307,7 +302,7 @@ class Writer:
         if arr.dtype.kind not in "fiubcUS":
             raise TypeError(f"tensor has unsupported dtype {arr.dtype}")
         check_size(arr.nbytes, "tensor")
-        self._put_payload(self._enc.tensor(check_walltime(walltime), check_step(step), tag, arr))
+        self._put_payloads([self._enc.tensor(check_walltime(walltime), check_step(step), tag, arr)])
 
     def add_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, Any],
                     step: int | None = None, walltime: float | None = None) -> None:
@@ -323,7 +318,7 @@ class Writer:
             check_tag(name, "hparams key")
         walltime = check_walltime(walltime)
         for payload in self._enc.hparams(walltime, hparams, list(metrics)):  # validates values
-            self._put_payload(payload)
+            self._put_payloads([payload])
         if metrics:
             self.log(metrics, step, walltime)
 
@@ -337,7 +332,7 @@ class Writer:
             raise TypeError(f"graph_def must be GraphDef bytes or message, "
                             f"got {type(graph_def).__name__}")
         check_size(memoryview(graph_def).nbytes, "graph_def")
-        self._put_payload(self._enc.graph(check_walltime(walltime), bytes(graph_def)))
+        self._put_payloads([self._enc.graph(check_walltime(walltime), bytes(graph_def))])
 
     # -- what SummaryRecord and collectors use ------------------------------------------
     @property
@@ -376,9 +371,7 @@ class Writer:
         """Counters: events written, values dropped (unreadable tensors, failed encodes,
         I/O errors when not strict, a full buffer with ``on_full="drop"``), queued items
         and their memory (bytes, estimated), and the current file's record stats."""
-        out = self._pipe.stats()
-        out["files"] = len(self._files)
-        return out
+        return {**self._pipe.stats(), "files": len(self._files)}
 
     def __enter__(self) -> "Writer":
         return self

@@ -32,6 +32,9 @@ DTYPES: dict[np.dtype, int] = {
               "float16", "float32", "float64")
 }
 _NP_OF_DT = {v: k for k, v in DTYPES.items()}
+#: a lineage plugin's member of LineageEvent
+_LINEAGE_FIELD = {"train_lineage": "train_lineage", "eval_lineage": "evaluation_lineage",
+                  "dataset_graph": "dataset_graph", "custom_lineage_data": "user_defined_info"}
 
 
 # ---- packaging ---------------------------------------------------------------------
@@ -57,10 +60,9 @@ def histogram_buckets(values: np.ndarray) -> Any:
         lo, hi = lo - dtype.type(0.5), hi + dtype.type(0.5)
     edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
     counts = equal_width_counts(arr, edges)
-    for i in range(bins):
-        # the width in the values' dtype, as MindSpore computes it
-        h.buckets.add(left=float(edges[i]), width=float(edges[i + 1] - edges[i]),
-                      count=int(counts[i]))
+    # widths in the values' dtype, as MindSpore computes them
+    for left, width, count in zip(edges[:-1].tolist(), np.diff(edges).tolist(), counts.tolist()):
+        h.buckets.add(left=left, width=width, count=count)
     return h
 
 
@@ -134,9 +136,7 @@ def lineage_message(plugin: str, value: Any) -> Any:
     if plugin == "custom_lineage_data" and isinstance(value, Mapping) and not (
             set(value) & {"user_info", "map_dict", "map_int32", "map_str", "map_double"}):
         return user_defined_info(value)
-    cls = {"train_lineage": ms.TrainLineage, "eval_lineage": ms.EvaluationLineage,
-           "dataset_graph": ms.DatasetGraph, "custom_lineage_data": ms.UserDefinedInfo}[plugin]
-    return _message(cls, value, plugin)
+    return _message(type(getattr(ms.LineageEvent(), _LINEAGE_FIELD[plugin])), value, plugin)
 
 
 def user_defined_info(data: Mapping[str, Any]) -> Any:
@@ -193,19 +193,14 @@ class MindSporeEncoder:
         return [ev.SerializeToString()]
 
     def graph(self, wall_time: float, graph: Any, step: int | None = None) -> bytes:
-        ev = ms.Event(wall_time=wall_time)
-        if step is not None:
-            ev.step = step
+        ev = ms.Event(wall_time=wall_time, step=step)  # step None: not set
         ev.graph_def.CopyFrom(_message(ms.GraphProto, graph, "graph"))
         return ev.SerializeToString()
 
     def lineage(self, wall_time: float, plugin: str, message: Any) -> bytes:
         """One LineageEvent (wall_time and the member) for a lineage plugin."""
         ev = ms.LineageEvent(wall_time=wall_time)
-        field = {"train_lineage": "train_lineage", "eval_lineage": "evaluation_lineage",
-                 "dataset_graph": "dataset_graph",
-                 "custom_lineage_data": "user_defined_info"}[plugin]
-        getattr(ev, field).CopyFrom(message)
+        getattr(ev, _LINEAGE_FIELD[plugin]).CopyFrom(message)
         return ev.SerializeToString()
 
 
@@ -213,23 +208,21 @@ def value_of_event(ev: Any) -> Any:
     """A Summary.Value for one plain :class:`~summarylog.events.Event` of any dialect
     (for conversion), or None for kinds MindInsight does not show.  Images keep their
     first PNG; histograms are merged pairwise down to the 90 buckets MindInsight takes."""
-    k, tag = ev.kind, ev.tag
+    k, tag, val = ev.kind, ev.tag, ev.value
     v = ms.Value(tag=tag)
     if k == "scalar":
-        v.scalar_value = float(ev.value)
+        v.scalar_value = float(val)
     elif k == "image":
-        val = ev.value
         if not val["pngs"]:
             return None
         v.image.height, v.image.width, v.image.colorspace = int(val["height"]), int(val["width"]), 3
         v.image.encoded_image = val["pngs"][0]
     elif k == "tensor":
-        arr = np.asarray(ev.value)
+        arr = np.asarray(val)
         if arr.dtype.kind not in "biuf":
             return None
         v.tensor.CopyFrom(tensor_proto(arr))
     elif k == "histogram":
-        val = ev.value
         if "buckets" in val:
             buckets = [tuple(b) for b in val["buckets"]]
         else:
@@ -256,9 +249,7 @@ def value_of_event(ev: Any) -> Any:
 
 def summary_of_values(wall_time: float, step: int, values: Sequence[Any]) -> bytes:
     """One summary Event holding Summary.Value messages (from value_of_event)."""
-    ev = ms.Event(wall_time=wall_time, step=step)
-    ev.summary.value.extend(values)
-    return ev.SerializeToString()
+    return ms.Event(wall_time=wall_time, step=step, summary={"value": values}).SerializeToString()
 
 
 # ---- decoding ------------------------------------------------------------------------
@@ -292,8 +283,16 @@ def _histogram_dict(h: Any) -> dict[str, Any]:
             "neg_inf_count": h.neg_inf_count}
 
 
-_KIND = {"scalar_value": "scalar", "image": "image", "tensor": "tensor",
-         "histogram": "histogram", "loss_landscape": "landscape"}
+#: Summary.Value field -> (Event kind, its value)
+_DECODE = {
+    "scalar_value": ("scalar", lambda v: float(v.scalar_value)),
+    "image": ("image", lambda v: {"width": v.image.width, "height": v.image.height,
+                                  "pngs": [v.image.encoded_image]}),
+    "tensor": ("tensor", lambda v: tensor_to_numpy(v.tensor)),
+    "histogram": ("histogram", lambda v: _histogram_dict(v.histogram)),
+    "loss_landscape": ("landscape", lambda v: v.loss_landscape.SerializeToString()),
+}
+_OTHER = ("other", lambda v: v.SerializeToString())
 
 
 def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
@@ -306,34 +305,18 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
     if which == "summary":
         out = []
         for v in ev.summary.value:
-            kind = v.WhichOneof("value")
+            kind, value_of = _DECODE.get(v.WhichOneof("value") or "", _OTHER)
             tag = v.tag
             if isinstance(tag, bytes):  # proto2 hands a non-UTF-8 string back as bytes
                 tag = tag.decode("utf-8", "surrogateescape")
-            if not values:
-                value = None
-            elif kind == "scalar_value":
-                value = float(v.scalar_value)
-            elif kind == "image":
-                value = {"width": v.image.width, "height": v.image.height,
-                         "pngs": [v.image.encoded_image]}
-            elif kind == "tensor":
-                value = tensor_to_numpy(v.tensor)
-            elif kind == "histogram":
-                value = _histogram_dict(v.histogram)
-            elif kind == "loss_landscape":
-                value = v.loss_landscape.SerializeToString()
-            else:
-                value = v.SerializeToString()
-            out.append(Event(_KIND.get(kind or "", "other"), tag, ev.step, ev.wall_time, value))
+            out.append(Event(kind, tag, ev.step, ev.wall_time, value_of(v) if values else None))
         return out
-    if which == "version":
-        return [Event("file_version", "", ev.step, ev.wall_time, ev.version)]
-    if which == "graph_def":
-        return [Event("graph", "", ev.step, ev.wall_time, ev.graph_def.SerializeToString())]
     if which is None:
         return []
-    return [Event("other", "", ev.step, ev.wall_time, getattr(ev, which).SerializeToString())]
+    kind = {"version": "file_version", "graph_def": "graph"}.get(which, "other")
+    value = getattr(ev, which)
+    return [Event(kind, "", ev.step, ev.wall_time,
+                  value if which == "version" else value.SerializeToString())]
 
 
 def decode_lineage(payload: bytes) -> tuple[str, float, dict[str, Any]]:

@@ -15,7 +15,7 @@ import numpy as np
 from .._native import ffi, lib
 from ..events import Event
 from ..histograms import as_float_array, equal_width_counts, value_stats
-from ..pb import tb
+from ..pb import message_class, tb
 from ..png import encode_png
 
 __all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES"]
@@ -112,8 +112,6 @@ def tensor_proto(array: np.ndarray) -> Any:
 
 def _hparam_value(name: str, v: Any) -> Any:
     from google.protobuf import struct_pb2  # noqa: F401  (the pool has Value)
-
-    from ..pb import message_class
 
     Value = message_class("google.protobuf.Value")
     if isinstance(v, bool) or type(v) is np.bool_:
@@ -241,46 +239,44 @@ class TensorBoardEncoder:
             start.hparams[name].CopyFrom(_hparam_value(name, v))
         end = tb.SessionEndInfo(status=1, end_time_secs=wall_time)  # STATUS_SUCCESS
         out = []
-        for tag, info in (("_hparams_/session_start_info", {"session_start_info": start}),
-                          ("_hparams_/session_end_info", {"session_end_info": end})):
-            data = tb.HParamsPluginData(version=0, **info).SerializeToString()
-            ev = _event(wall_time, 0, tag=tag, metadata=_plugin_metadata("hparams", data))
-            out.append(ev.SerializeToString())
+        for key, info in (("session_start_info", start), ("session_end_info", end)):
+            data = tb.HParamsPluginData(version=0, **{key: info}).SerializeToString()
+            out.append(_event(wall_time, 0, tag=f"_hparams_/{key}",
+                              metadata=_plugin_metadata("hparams", data)).SerializeToString())
         return out
 
 
 def payload_of_event(ev: Any) -> bytes | None:
     """A TensorBoard event record for one plain :class:`~summarylog.events.Event` of
     any dialect (for conversion), or None for kinds TensorBoard has no place for."""
-    k, wall, step, tag = ev.kind, ev.wall_time, ev.step, ev.tag
+    k, wall, step, tag, v = ev.kind, ev.wall_time, ev.step, ev.tag, ev.value
     enc = TensorBoardEncoder()
     if k == "scalar":
-        return _event(wall, step, tag=tag, simple_value=float(ev.value)).SerializeToString()
+        return _event(wall, step, tag=tag, simple_value=float(v)).SerializeToString()
     if k == "histogram":
-        v = ev.value
         h = tb.HistogramProto(min=v["min"], max=v["max"], num=v["num"], sum=v["sum"] or 0.0,
                               sum_squares=v.get("sum_squares") or 0.0,
                               bucket_limit=v["limits"], bucket=v["counts"])
         return _event(wall, step, tag=tag, histo=h).SerializeToString()
     if k == "image":
-        v = ev.value
         return enc.images(wall, step, tag, v["pngs"], v["height"], v["width"], 0)
     if k == "text":
-        return enc.text(wall, step, tag, str(ev.value))
+        return enc.text(wall, step, tag, str(v))
     if k == "tensor":
-        return enc.tensor(wall, step, tag, np.asarray(ev.value))
+        return enc.tensor(wall, step, tag, np.asarray(v))
     return None
 
 
 # ---- decoding -----------------------------------------------------------------
 
 _SESSION_STATUS = {0: "unspecified", 1: "start", 2: "stop", 3: "checkpoint"}
+_EVENT_KIND = {"file_version": "file_version", "session_log": "session_log",
+               "graph_def": "graph", "meta_graph_def": "graph"}
 _NP_OF_DT = {v: k for k, v in DTYPES.items()}
 _DT_BFLOAT16 = tb.DataType.values_by_name["DT_BFLOAT16"].number
 
 
-#: the most elements a tensor is expanded to beyond the values it holds (TF's packing
-#: of a repeated value, or none at all): so a few bytes cannot claim gigabytes
+#: most elements a tensor expands to past the values it holds: a few bytes can't claim GiBs
 MAX_EXPANDED_ELEMENTS = 1 << 20
 
 
@@ -308,10 +304,8 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
     if t.dtype == _DT_STRING:
         return np.array(list(t.string_val), dtype=object).reshape(shape)
     if t.dtype == _DT_BFLOAT16:  # no numpy dtype: widen the bits to float32
-        if t.tensor_content:
-            bits = np.frombuffer(t.tensor_content, "<u2").astype(np.uint32)
-        else:
-            bits = np.array(list(t.half_val), np.uint32)
+        bits = (np.frombuffer(t.tensor_content, "<u2").astype(np.uint32) if t.tensor_content
+                else np.array(list(t.half_val), np.uint32))
         return _expanded((bits << 16).view(np.float32), shape).reshape(shape)
     dt = _NP_OF_DT.get(t.dtype)
     if dt is None:
@@ -398,15 +392,10 @@ def decode_event(payload: bytes, plugins: dict[str, str] | None = None,
             kind, value = _decode_value(v, plugins, values)
             out.append(Event(kind, v.tag, ev.step, ev.wall_time, value))
         return out
-    if which == "file_version":
-        return [Event("file_version", "", ev.step, ev.wall_time, ev.file_version)]
-    if which == "session_log":
-        sl = ev.session_log
-        return [Event("session_log", "", ev.step, ev.wall_time,
-                      {"status": _SESSION_STATUS.get(sl.status, str(sl.status)),
-                       "checkpoint_path": sl.checkpoint_path, "msg": sl.msg})]
-    if which in ("graph_def", "meta_graph_def"):
-        return [Event("graph", "", ev.step, ev.wall_time, getattr(ev, which))]
     if which is None:
         return []
-    return [Event("other", "", ev.step, ev.wall_time, getattr(ev, which))]
+    value = getattr(ev, which)
+    if which == "session_log":
+        value = {"status": _SESSION_STATUS.get(value.status, str(value.status)),
+                 "checkpoint_path": value.checkpoint_path, "msg": value.msg}
+    return [Event(_EVENT_KIND.get(which, "other"), "", ev.step, ev.wall_time, value)]

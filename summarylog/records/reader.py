@@ -1,14 +1,12 @@
-"""RecordReader: TFRecord files (plain or zstd) back into payloads, validated
-by the native scanner (``slg_scan``).  Damage and unfinished tails are
-classified as docs/format.md §2-3 describes and reported, never skipped
-silently; no length read from the file is trusted (nothing is allocated
-beyond the bytes present, zstd output is bounded per step by
-:mod:`.zstd_source`).  Only regular files are read: a FIFO, socket or device
-is refused with an ``OSError`` naming it, without blocking.
+"""RecordReader: TFRecord files (plain or zstd) back into payloads, validated by the
+native scanner (``slg_scan``).  Damage and unfinished tails are reported as
+docs/format.md §2-3 classifies them; no length read from the file is trusted (zstd
+output is bounded per step by :mod:`.zstd_source`); only regular files are read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -39,9 +37,7 @@ _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
 class Damage(NamedTuple):
     """One damaged region that was skipped."""
 
-    #: first byte (in zstd files: offset in the decompressed stream, but in the
-    #: compressed file for "bad_zstd_frame")
-    offset: int
+    offset: int  #: first byte (zstd: decompressed offset; "bad_zstd_frame": compressed)
     kind: str  #: "bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill", "bad_zstd_frame"
     length: int  #: bytes skipped
 
@@ -64,9 +60,7 @@ def damage_list(dmg: Any, n: int) -> list[Damage]:
 class _PlainSource:
     def __init__(self, fd: int, first: bytes | None = None) -> None:
         self.fd = fd
-        # a small file's whole content, read with its header check: the
-        # first read takes it instead of another fstat and pread
-        self._first = first
+        self._first = first  # a small file's content, read with its header: no second read
 
     def read(self, pos: int, want: int) -> tuple[bytes, int]:
         first, self._first = self._first, None
@@ -82,16 +76,14 @@ class RecordReader:
     """Read the payloads of a TFRecord file (plain or zstd-compressed).
 
     Args:
-      path: the file.
-      strict: raise CorruptRecordError at the first damage instead of
-        recording it and reading on (default False).
+      path: the file (a FIFO, socket or device is refused with an OSError, no wait).
+      strict: raise CorruptRecordError at the first damage (default False: record it).
       verify: check data CRCs (default True; length CRCs are always checked).
-      chunk_size: bytes read per step (default 8 MiB; a longer record is
-        read whole once its length is known to fit in the file).
+      chunk_size: bytes read per step (default 8 MiB; a longer record is read whole
+        once its length is known to fit in the file).
 
-    Iterating yields payloads (bytes) from :attr:`offset` to the current end
-    of the file; iterate again, or use :meth:`follow`, to get records
-    appended later.  Not thread-safe.
+    Iterating yields payloads from :attr:`offset` to the current end of the file;
+    iterate again, or :meth:`follow`, for records appended later.  Not thread-safe.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, strict: bool = False,
@@ -104,8 +96,7 @@ class RecordReader:
         self.strict = strict
         self._chunk = chunk_size
         self._fd = -1
-        # O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer;
-        # only regular files are read, decided on the open descriptor
+        # O_NONBLOCK: opening a FIFO must not wait; the open descriptor decides
         fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
                      | getattr(os, "O_NONBLOCK", 0))
         try:
@@ -128,8 +119,7 @@ class RecordReader:
         self._source: Any = (
             ZstdSource(fd, lambda at, n: self._pending_zstd.append(Damage(at, "bad_zstd_frame", n)))
             if self.compressed else _PlainSource(fd, head if small else None))
-        self._state = ffi.new("slg_scan_state *")
-        self._state.verify_data = 1 if verify else 0
+        self._state = ffi.new("slg_scan_state *", {"verify_data": 1 if verify else 0})
         # span slots: one per 16 bytes of file at most (a small file needs few)
         self._nspans = max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS
         self._spans = ffi.new("slg_span[]", self._nspans)
@@ -174,8 +164,7 @@ class RecordReader:
             j = 0
             flat = sview[: 2 * n].tolist()  # offset, length of each record
             for start, length in zip(flat[::2], flat[1::2]):
-                # damage before this record first: strict mode raises
-                # before yielding anything that follows the damage
+                # damage first: strict mode raises before yielding what follows it
                 while j < len(batch) and batch[j].offset < start:
                     self.add_damage(batch[j])
                     j += 1
@@ -185,11 +174,9 @@ class RecordReader:
                 self.add_damage(d)
 
     def scan_batches(self) -> Iterator[tuple[bytes, int, int, list[Damage]]]:
-        """The scanner's raw output, for native decoders: yields
-        ``(buf, base, n, damage)`` after each scan step, where ``buf`` holds the
-        file bytes from offset ``base`` and :attr:`spans` ``[0:n]`` (a
-        ``slg_span[]``) locate the valid payloads in it.  The caller must
-        record ``damage`` (see :meth:`read`); :attr:`tail` is set at the end."""
+        """The scanner's raw output, for native decoders: ``(buf, base, n, damage)``
+        per scan step; :attr:`spans` ``[0:n]`` locate the payloads in ``buf`` (file
+        bytes from ``base``).  The caller records ``damage`` (see :meth:`read`)."""
         if self._fd < 0:
             raise ValueError(f"read from closed RecordReader ({self.path})")
         st, spans, dmg, nsp, ndm = self._state, self._spans, self._dmg, self._nsp, self._ndm
@@ -212,18 +199,15 @@ class RecordReader:
                 rel = st.pos - base
                 if len(buf) - rel >= 12 and lib.slg_masked_crc32c(
                         buf[rel : rel + 8], 8) == int.from_bytes(buf[rel + 8 : rel + 12], "little"):
-                    # a valid header (the scanner checked its record fits the
-                    # data, or the data's end is unknown): read all of it
+                    # a valid header (its record fits the data, or the end is unknown)
                     length = int.from_bytes(buf[rel : rel + 8], "little")
                     if not self.compressed or length + 16 <= want:
                         want = max(want, length + 16)
                     else:
-                        # a zstd stream's end is unknown: decode ahead without
-                        # keeping the output (it could be a bomb) to find it
+                        # the stream's end is unknown: decode ahead, output not kept (a bomb)
                         known_end = self._source.end_before(st.pos, st.pos + length + 16)
                         if known_end is None and length > lib.SLG_MAX_PAYLOAD:
-                            # no writer makes such a record: tell the scanner
-                            # the data ends short of it (damage), not hold it
+                            # no writer makes such a record: damage, not held
                             known_end = min(st.pos + 15 + length, _UNKNOWN_END - 1)
                         elif known_end is None:
                             want = length + 16
@@ -255,9 +239,8 @@ class RecordReader:
 
     def follow(self, poll_secs: float = 0.5, idle_timeout: float | None = None,
                stop: Callable[[], bool] | None = None) -> Iterator[bytes]:
-        """Yield records as a writer appends them, polling every ``poll_secs``
-        (s); ends after ``idle_timeout`` seconds with no new record (None:
-        never) or when ``stop()`` returns True."""
+        """Yield records as a writer appends them, polling every ``poll_secs`` (s); ends
+        after ``idle_timeout`` s with no new record (None: never) or when ``stop()``."""
         last = time.monotonic()
         while True:
             got = False
@@ -285,7 +268,5 @@ class RecordReader:
         self.close()
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass

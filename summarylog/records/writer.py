@@ -1,8 +1,7 @@
-"""RecordWriter: payloads in, TFRecord records on disk, through the native buffered
-writer (``slg_writer_*``) and its flusher thread.  What each ``durability`` can lose
-in a crash: the README's durability table.  ``compression="zstd"`` writes one zstd
-frame per flush (``zstd -d`` gives a plain TFRecord file); a crash loses at most the
-block not yet flushed.
+"""RecordWriter: payloads in, TFRecord records on disk, through the native buffered writer
+(``slg_writer_*``) and its flusher thread; what a crash can lose: the README's durability
+table.  ``compression="zstd"`` writes one zstd frame per flush (``zstd -d`` gives a plain
+TFRecord file): a crash loses at most the block not yet flushed.
 """
 
 from __future__ import annotations
@@ -69,43 +68,34 @@ class RecordWriter:
         or appends).  With ``compression="zstd"``, ``.zst`` is appended unless present.
       flush_secs: the flusher writes the buffer at least this often (s; default 1.0).
       durability: ``"none"``, ``"flush"`` (default: ``close()`` fdatasyncs) or ``"fsync"``
-        (every write round ends with one fdatasync, and so does ``flush()``).
+        (every write round and ``flush()`` end with an fdatasync).
       compression: ``None`` (default) or ``"zstd"``.
       flush_bytes: buffered bytes that wake the flusher early (default 1 MiB).
-      max_buffer: cap on buffered bytes (default 64 MiB; a larger single record is still
-        accepted, alone).  Memory: up to twice this (one buffer fills, one is written).
+      max_buffer: cap on buffered bytes (default 64 MiB; a larger record is taken alone);
+        memory is up to twice this (one buffer fills while one is written).
       on_full: when the buffer is full, ``"block"`` (default) waits for the disk,
         ``"drop"`` drops the record and counts it.
       strict: True (default): an I/O error raises OSError (with the path) from the next
-        call, ``flush()`` or ``close()``.  False: counted in :attr:`stats`, logged once.
+        call, ``flush()`` or ``close()``; False: counted in :attr:`stats`, logged once.
       mode: permission bits of the new file (default 0o644, before umask).
 
     Thread-safe: a record is never torn or interleaved with another.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        flush_secs: float = 1.0,
-        durability: str = "flush",
-        compression: str | None = None,
-        flush_bytes: int = 1 << 20,
-        max_buffer: int = 64 << 20,
-        on_full: str = "block",
-        strict: bool = True,
-        mode: int = 0o644,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, flush_secs: float = 1.0,
+                 durability: str = "flush", compression: str | None = None,
+                 flush_bytes: int = 1 << 20, max_buffer: int = 64 << 20,
+                 on_full: str = "block", strict: bool = True, mode: int = 0o644) -> None:
         path = os.fspath(path)
         if not isinstance(path, str):
             raise TypeError(f"path must be str or PathLike[str], got {type(path).__name__}")
         _check_positive("flush_secs", flush_secs, float)
         _check_positive("flush_bytes", flush_bytes)
         _check_positive("max_buffer", max_buffer)
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {sorted(DURABILITY)}, got {durability!r}")
-        if on_full not in ON_FULL:
-            raise ValueError(f"on_full must be one of {sorted(ON_FULL)}, got {on_full!r}")
+        for name, value, known in (("durability", durability, DURABILITY),
+                                   ("on_full", on_full, ON_FULL)):
+            if value not in known:
+                raise ValueError(f"{name} must be one of {sorted(known)}, got {value!r}")
         if compression not in (None, "zstd"):
             raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
         if compression == "zstd" and not path.endswith(".zst"):
@@ -117,10 +107,8 @@ class RecordWriter:
         self._warned = False
         self._closed = False
         out = ffi.new("slg_writer **")
-        rc = lib.slg_writer_open(
-            os.fsencode(path), mode, float(flush_secs), flush_bytes,
-            max(max_buffer, 64), DURABILITY[durability], ON_FULL[on_full], out,
-        )
+        rc = lib.slg_writer_open(os.fsencode(path), mode, float(flush_secs), flush_bytes,
+                                 max(max_buffer, 64), DURABILITY[durability], ON_FULL[on_full], out)
         if rc < 0:
             raise_errno(rc, path)
         self._h = ffi.gc(out[0], lib.slg_writer_free)
@@ -128,11 +116,14 @@ class RecordWriter:
         self._zstd = _ZstdBlocks(self, flush_secs, flush_bytes) if compression else None
 
     # -- writing -----------------------------------------------------------
+    def _refuse_closed(self, what: str = "write to") -> None:
+        if self._closed:
+            raise ValueError(f"{what} closed RecordWriter ({self.path})")
+
     def write(self, payload: Any) -> bool:
         """Frame and buffer one payload (any bytes-like object): True if buffered,
         False if dropped (``on_full="drop"``)."""
-        if self._closed:
-            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        self._refuse_closed()
         if self._zstd is not None:
             return self._zstd.write(payload)
         buf = as_buffer(payload, "payload")
@@ -142,8 +133,7 @@ class RecordWriter:
     def write_many(self, payloads: Iterable[Any]) -> int:
         """Frame and buffer many payloads in one native call; returns how many were
         buffered (fewer only with ``on_full="drop"``)."""
-        if self._closed:
-            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        self._refuse_closed()
         if not isinstance(payloads, (list, tuple)):
             payloads = list(payloads)
         if self._zstd is not None:
@@ -175,8 +165,7 @@ class RecordWriter:
 
     def write_framed(self, data: Any, records: int) -> None:
         """Buffer ``records`` records already framed back to back (compressed like the rest)."""
-        if self._closed:
-            raise ValueError(f"write to closed RecordWriter ({self.path})")
+        self._refuse_closed()
         if self._zstd is not None:
             self._zstd.write_framed(data, records)
             return
@@ -188,8 +177,7 @@ class RecordWriter:
     # -- flushing and closing ----------------------------------------------
     def flush(self) -> None:
         """Return once everything written so far reached the OS (and the disk, with fsync)."""
-        if self._closed:
-            raise ValueError(f"flush of closed RecordWriter ({self.path})")
+        self._refuse_closed("flush of")
         if self._zstd is not None:
             self._zstd.flush()
         rc = lib.slg_writer_flush(self._h)
@@ -228,12 +216,9 @@ class RecordWriter:
         """Counters; see :class:`WriterStats`."""
         st = ffi.new("slg_writer_stats *")
         lib.slg_writer_get_stats(self._h, st)
-        return WriterStats(
-            st.records_accepted, st.records_written, st.bytes_written, st.records_dropped,
-            st.records_lost, st.bytes_lost, st.flushes, st.fsyncs, st.errors,
-            st.blocked_ns / 1e9, st.buffered_bytes, st.file_size, st.last_errno,
-            bool(st.closed),
-        )
+        return WriterStats(*(getattr(st, f) for f in WriterStats._fields[:9]),
+                           st.blocked_ns / 1e9, st.buffered_bytes, st.file_size,
+                           st.last_errno, bool(st.closed))
 
     def __enter__(self) -> "RecordWriter":
         return self
@@ -342,9 +327,8 @@ class _ZstdBlocks:
         while not self._stop:
             self._wake.wait(self._flush_secs)
             self._wake.clear()
-            if self._stop:
-                break
-            self._emit()
+            if not self._stop:
+                self._emit()
 
     def flush(self) -> None:
         self._emit()

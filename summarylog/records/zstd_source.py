@@ -1,17 +1,17 @@
 """The decompressed stream of a file of zstd frames, for RecordReader.
 
-zstd can expand a few bytes into 128 KiB (one block), so feeding it a fixed
-amount of input bounds nothing: a 32 KiB step of a "bomb" decodes to about a
-GiB.  Before each step, :class:`_FrameWalker` reads the frame and block
-headers ahead of the decoder (RFC 8878 §3.1) and stops where the blocks
-walked may produce :data:`OUT_BUDGET` bytes; the decoder is fed up to there.
-Skippable frames (§3.1.2) produce nothing and are valid anywhere.
+zstd can expand a few bytes into 128 KiB (one block), so a fixed amount of input bounds
+nothing: a 32 KiB step of a "bomb" decodes to about a GiB.  Before each step,
+:class:`_FrameWalker` reads the frame and block headers ahead of the decoder (RFC 8878
+§3.1) up to where the blocks may produce :data:`OUT_BUDGET` bytes; the decoder is fed up
+to there.  Skippable frames (§3.1.2) produce nothing and are valid anywhere.
 """
 
 from __future__ import annotations
 
 import bisect
 import os
+import re
 from typing import Callable
 
 __all__ = ["ZstdSource", "ZSTD_MAGIC", "starts_zstd", "UNKNOWN_END", "OUT_BUDGET"]
@@ -25,6 +25,8 @@ _BLOCK_MAX = 1 << 17  # a block never decodes to more (RFC 8878 Block_Maximum_Si
 _BLIND = 64  # bytes fed at a time where the walker cannot follow the structure
 _FCS_SIZE = (0, 2, 4, 8)
 _DID_SIZE = (0, 1, 2, 4)
+#: a zstd or skippable frame's magic
+_FRAME_MAGIC = re.compile(re.escape(ZSTD_MAGIC) + rb"|[\x50-\x5f]\x2a\x4d\x18")
 
 
 def _is_skippable(magic: bytes) -> bool:
@@ -36,20 +38,9 @@ def starts_zstd(head: bytes) -> bool:
     return head[:4] == ZSTD_MAGIC or _is_skippable(head[:4])
 
 
-def _next_frame(chunk: bytes) -> int:
-    """Index of the first zstd or skippable frame magic in chunk, or -1."""
-    i = chunk.find(ZSTD_MAGIC)
-    j = chunk.find(b"\x2a\x4d\x18", 1)
-    while j >= 0 and chunk[j - 1] >> 4 != 0x5:
-        j = chunk.find(b"\x2a\x4d\x18", j + 1)
-    if j >= 0 and (i < 0 or j - 1 < i):
-        return j - 1
-    return i
-
-
 class _FrameWalker:
-    """Walks frame and block headers in the compressed file ahead of the
-    decoder, to know how much output feeding it up to a position can make."""
+    """Frame and block headers read ahead of the decoder: how much output feeding
+    it up to a position can make."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -63,9 +54,8 @@ class _FrameWalker:
         self.lost = False  # the bytes are no zstd structure it knows
 
     def _element(self, head: bytes) -> tuple[int, int] | None:
-        """(compressed length, most output) of the element whose first bytes
-        are head; None when its header is not all in the file yet, or (with
-        lost set) when the bytes are no zstd structure."""
+        """(compressed length, most output) of the element starting with head; None
+        when its header is not all in the file yet, or (lost set) no zstd structure."""
         if self.state == "checksum":
             self.state = "frame"
             return 4, 0
@@ -95,9 +85,8 @@ class _FrameWalker:
         return 5 + (0 if single else 1) + _DID_SIZE[d & 3] + (_FCS_SIZE[d >> 6] or single), 0
 
     def limit(self, cpos: int, size: int) -> int:
-        """A compressed offset past cpos (< size) up to which the decoder may be
-        fed with at most OUT_BUDGET bytes of output (plus one block it was fed
-        part of before)."""
+        """A compressed offset past cpos (< size) the decoder may be fed up to for at
+        most OUT_BUDGET bytes of output (plus a block it was fed part of before)."""
         end = min(cpos + _STEP, size)
         if self.lost:
             return min(cpos + _BLIND, end)
@@ -118,11 +107,9 @@ class _FrameWalker:
 
 
 class ZstdSource:
-    """The decompressed stream of a file of zstd frames, decoded in bounded
-    steps (see the module docstring).
-
+    """The decompressed stream of a file of zstd frames, decoded in bounded steps;
     ``damage(offset, length)`` is called for a frame that does not decode
-    (compressed offsets); reading goes on at the next frame."""
+    (compressed offsets), and reading goes on at the next frame."""
 
     def __init__(self, fd: int, damage: Callable[[int, int], None]) -> None:
         import zstandard
@@ -137,8 +124,7 @@ class ZstdSource:
         self._out = bytearray()
         self._out_base = 0
         self._damage = damage
-        # (decompressed offset, compressed offset) of every frame start seen,
-        # to decode again from when the scanner goes back to a tail's start
+        # (decompressed, compressed offset) of each frame start: where to decode again from
         self._frames: list[tuple[int, int]] = [(0, 0)]
         self._quiet = False  # while re-decoding: damage was reported already
         #: compressed bytes of zeros where the next frame should start (0: none)
@@ -154,8 +140,7 @@ class ZstdSource:
             self._frames.append((d, cpos))
 
     def _new_frame(self, cpos: int, walked: bool = False) -> None:
-        """Decode a new frame from compressed offset cpos (``walked``: fed up to
-        there already, and the walker is past it unless lost)."""
+        """Decode a new frame from compressed offset cpos (``walked``: fed up to it)."""
         self._dobj = self._dctx.decompressobj()
         self._frame_start = cpos
         if not walked:
@@ -170,10 +155,9 @@ class ZstdSource:
         self._out_base += drop
 
     def _rewind(self, pos: int) -> None:
-        """Decode again from the last frame start before ``pos`` (quietly: its
-        damage was reported already)."""
-        i = bisect.bisect_right(self._frames, (pos, float("inf"))) - 1
-        dpos, cpos = self._frames[i]
+        """Decode again from the last frame start before ``pos`` (its damage is not
+        reported again)."""
+        dpos, cpos = self._frames[bisect.bisect_right(self._frames, (pos, float("inf"))) - 1]
         self._new_frame(cpos)
         self._out = bytearray()
         self._out_base = dpos
@@ -186,22 +170,20 @@ class ZstdSource:
         self._drop_to(pos)
 
     def _resync(self) -> bool:
-        """Skip a frame that does not decode, to the next frame magic (damage
-        reported); False when nothing but zeros follows it to the end of the
-        file: a zero-filled tail, not damage, read again next time (a writer
-        may still fill it)."""
+        """Skip a frame that does not decode, to the next frame magic (damage); False
+        when only zeros follow to the end: a tail a writer may still fill, not damage."""
         start = self._frame_start + 1
         while True:
             chunk = os.pread(self.fd, 1 << 20, start)
-            i = _next_frame(chunk)
+            magic = _FRAME_MAGIC.search(chunk)
             if not chunk:
                 nxt = os.fstat(self.fd).st_size
                 break
-            if i >= 0:
-                nxt = start + i
+            if magic:
+                nxt = start + magic.start()
                 break
             start += max(1, len(chunk) - 3)
-        if i < 0 and nxt > self._frame_start and self._zeros_to_end(self._frame_start):
+        if magic is None and nxt > self._frame_start and self._zeros_to_end(self._frame_start):
             self.zero_tail = nxt - self._frame_start
             self._new_frame(self._frame_start)
             return False
@@ -220,8 +202,7 @@ class ZstdSource:
         return True
 
     def _pump(self) -> bool:
-        """Decode one bounded step; False when no compressed input is left
-        (for now)."""
+        """Decode one bounded step; False when no compressed input is left (for now)."""
         size = os.fstat(self.fd).st_size
         if self._cpos >= size:
             return False
@@ -251,10 +232,8 @@ class ZstdSource:
         return True
 
     def end_before(self, pos: int, end: int) -> int | None:
-        """Where the stream ends if it ends before ``end`` (decompressed
-        offsets), else None.  Decodes ahead without keeping the output, then
-        goes back to ``pos``: a record header claiming more bytes than the
-        stream holds costs time, never memory."""
+        """Where the stream ends if before ``end`` (decompressed offsets), else None.
+        The output decoded ahead is not kept: a lying record header costs time, not memory."""
         top = self._out_base + len(self._out)
         if top >= end:
             return None
