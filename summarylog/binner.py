@@ -35,7 +35,7 @@ class HistogramJob:
     file, in order (C-contiguous float32/64 arrays the job keeps alive; ``bins <= 0``:
     MindSpore's bucket rule; step and wall time per entry, or given at submit)."""
 
-    __slots__ = ("rw", "tags", "n", "_job", "_items", "_tags", "_views", "__weakref__")
+    __slots__ = ("rw", "tags", "n", "native", "_items", "_tags", "_views", "__weakref__")
 
     def __init__(self, rw: "RecordWriter", entries: Sequence[tuple[Any, ...]]) -> None:
         if rw.compression is not None:
@@ -61,7 +61,7 @@ class HistogramJob:
                 fields[-1].update(step=entry[3], wall_time=entry[4])
             off += len(tag)
         self._items = items = ffi.new("slg_hist_item[]", fields or 1)
-        self._job = ffi.new("slg_hist_job *", {"writer": rw.handle, "items": items, "n": n})
+        self.native = ffi.new("slg_hist_job *", {"writer": rw.handle, "items": items, "n": n})
 
     def fallbacks(self) -> list[int]:
         """Entries left to Python, not written (no finite value, or float32 edges collapsed)."""
@@ -75,7 +75,7 @@ class HistogramJob:
     def report(self) -> tuple[int, int]:
         """After the job finished: ``(events written, made but not written)``; the
         write error is reported as the file's own writes report theirs."""
-        job = self._job
+        job = self.native
         rc = job.write_status
         if rc < 0:
             self.rw.report(rc)
@@ -90,7 +90,7 @@ class Binner:
     def __init__(self, nice: int = LOW_PRIORITY, poll_secs: float = 0.5) -> None:
         h = ffi.new("slg_binner **")
         _check(lib.slg_binner_open(nice, poll_secs, h), "slg_binner_open")
-        self._h = ffi.gc(h[0], lib.slg_binner_free)
+        self.handle = ffi.gc(h[0], lib.slg_binner_free)
         # queued jobs stay alive until finished: the thread reads their memory
         self._queued: dict[int, HistogramJob] = {}
 
@@ -99,18 +99,18 @@ class Binner:
         """Queue ``job`` (``step``, ``wall_time``: for every entry); returns its ticket.
         Its file must stay open until it finished."""
         stamp = step is not None
-        rc = lib.slg_binner_submit(self._h, job._job, stamp, step if stamp else 0,
+        rc = lib.slg_binner_submit(self.handle, job.native, stamp, step if stamp else 0,
                                    wall_time if stamp else 0.0)
         if rc == -errno.EBADF:
             raise ValueError("the binner is closed")
         _check(rc, "slg_binner_submit")
-        ticket = int(job._job.ticket)
+        ticket = int(job.native.ticket)
         self._queued[ticket] = job
         return ticket
 
     def done(self) -> int:
         """The latest ticket finished."""
-        return int(lib.slg_binner_done(self._h))
+        return int(lib.slg_binner_done(self.handle))
 
     def _let_go(self) -> None:
         done = self.done()
@@ -119,17 +119,17 @@ class Binner:
 
     def wait(self, ticket: int) -> None:
         """Return once ``ticket`` finished (the GIL released meanwhile)."""
-        _check(lib.slg_binner_wait(self._h, ticket), "slg_binner_wait")
+        _check(lib.slg_binner_wait(self.handle, ticket), "slg_binner_wait")
         self._let_go()
 
     def flush(self) -> None:
         """Return once every job queued before the call finished."""
-        _check(lib.slg_binner_flush(self._h), "slg_binner_flush")
+        _check(lib.slg_binner_flush(self.handle), "slg_binner_flush")
         self._let_go()
 
     def close(self) -> None:
         """Finish the queued jobs and stop the thread.  Idempotent."""
-        lib.slg_binner_close(self._h)
+        lib.slg_binner_close(self.handle)
         self._queued.clear()
 
 
@@ -156,7 +156,7 @@ class Lane:
         tags = [t.encode("utf-8") for t in self.tags]
         stag = scalar_tag.encode("utf-8")
         h = ffi.new("slg_lane **")
-        rc = lib.slg_lane_open(binner._h, rw.handle, len(entries),
+        rc = lib.slg_lane_open(binner.handle, rw.handle, len(entries),
                                [a.ctypes.data for a in self._arrays],
                                [a.size for a in self._arrays],
                                bytes(a.dtype.itemsize == 8 for a in self._arrays),

@@ -13,8 +13,8 @@ from ._native import ffi, lib
 from .discovery import dialect_of
 from .read_types import FileReport, Scalars
 from .records import RecordReader
-from .records.reader import _DAMAGE as _MAX_DAMAGE
-from .records.reader import _SMALL_FILE, Tail, damage_list
+from .records.reader import DAMAGE_SLOTS as _MAX_DAMAGE
+from .records.reader import SMALL_FILE, Tail, damage_list
 
 __all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
 
@@ -148,7 +148,7 @@ class ColumnLoader:
         lib.slg_tags_clear(tags)
         lib.slg_tags_set_dialect(tags, _dialect_code(path))
         loaded = self._loaded
-        rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, tags, *ptrs,
+        rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, SMALL_FILE, tags, *ptrs,
                                   _SCRATCH_VALUES, self._damage_buf, _MAX_DAMAGE, loaded)
         if rc != 0 or loaded.dec.n_purges:
             return None
@@ -173,7 +173,7 @@ class ColumnLoader:
         tags = _new_tags()
         # columns sized once from the files' bytes (a scalar event takes ~36), not by
         # doubling, and shrunk in place at the end; a lone file's size comes with reading it
-        total = 0 if len(files) > 1 else _SMALL_FILE
+        total = 0 if len(files) > 1 else SMALL_FILE
         for p in files if len(files) > 1 else ():
             with contextlib.suppress(OSError):  # reported when the file is opened
                 total += os.path.getsize(p)
@@ -188,7 +188,7 @@ class ColumnLoader:
         for path in files:
             lib.slg_tags_set_dialect(tags, _dialect_code(path))
             # small plain files: open, scan and decode in one native call
-            rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, _SMALL_FILE, tags,
+            rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, SMALL_FILE, tags,
                                       *[p + n for p in ptrs], len(arrays[0]) - n,
                                       self._damage_buf, _MAX_DAMAGE, loaded)
             if rc == 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .pb import len_field
 from .discovery import dialect_of
 from .events import Event
 
@@ -66,17 +67,6 @@ def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
             raise ValueError("field past the end")
         out.append((field, start, body, i))
     return out
-
-
-def len_field(field: int, body: bytes) -> bytes:
-    """A length-delimited protobuf field: key, length, body."""
-    key, size, out = field << 3 | 2, len(body), bytearray()
-    for x in (key, size):
-        while x >= 0x80:
-            out.append(x & 0x7F | 0x80)
-            x >>= 7
-        out.append(x)
-    return bytes(out) + body
 
 
 def is_utf8(x: str | bytes) -> bool:

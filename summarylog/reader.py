@@ -20,7 +20,8 @@ import numpy as np
 from .discovery import Discovery, dialect_of, discover, is_event_file, is_lineage_file, natural_key
 from .events import Event
 from .read_columns import ColumnLoader, RunColumns
-from .read_events import EventDecoder, len_field
+from .pb import len_field
+from .read_events import EventDecoder
 from .read_lineage import read_lineage
 from .read_types import FileReport, Scalars
 from .records import RecordReader

@@ -155,7 +155,7 @@ def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
     """``value`` as SummaryRecord.add_value() keeps it for ``plugin``, checked."""
     if not isinstance(plugin, str) or plugin not in ALL_PLUGINS:
         raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(ALL_PLUGINS)})")
-    from .dialects.mindspore import _message, lineage_message
+    from .dialects.mindspore import message_of, lineage_message
     from .pb import ms
 
     if plugin in LINEAGE_PLUGINS:
@@ -170,7 +170,7 @@ def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
         return value.SerializeToString() if hasattr(value, "SerializeToString") else bytes(value)
     check_summary_tag(name)
     if plugin == LANDSCAPE:
-        return _message(ms.LossLandscape, value, "landscape")
+        return message_of(ms.LossLandscape, value, "landscape")
     return summary_value(plugin, value)
 
 
@@ -193,14 +193,14 @@ def graph_proto(value: Any) -> Any:
     """An anf_ir GraphProto from a graph value: bytes are a serialized
     ModelProto (what MindSpore's graph executor returns, and what MindSpore's
     SummaryRecord takes); messages are a GraphProto or a ModelProto."""
-    from .dialects.mindspore import _message
+    from .dialects.mindspore import message_of
     from .pb import ms
 
     if isinstance(value, (bytes, bytearray)):
         return ms.ModelProto.FromString(bytes(value)).graph
     if getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "ModelProto":
-        return _message(ms.ModelProto, value, "graph").graph
-    return _message(ms.GraphProto, value, "graph")
+        return message_of(ms.ModelProto, value, "graph").graph
+    return message_of(ms.GraphProto, value, "graph")
 
 
 def check_export_options(opts: Any) -> dict[str, Any] | None:

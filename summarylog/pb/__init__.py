@@ -12,7 +12,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 
 from ._descriptors import FILE_DESCRIPTOR_SET
 
-__all__ = ["POOL", "message_class", "tb", "ms"]
+__all__ = ["POOL", "message_class", "tb", "ms", "varint", "len_field"]
 
 POOL = descriptor_pool.DescriptorPool()
 _FILES = descriptor_pb2.FileDescriptorSet.FromString(FILE_DESCRIPTOR_SET).file
@@ -50,3 +50,18 @@ ms.DataType = POOL.FindEnumTypeByName("summarylog.ms.DataType")
 # selects, does not attach nested classes to their parents)
 ms.Value = message_class("summarylog.ms.Summary.Value")
 ms.Histogram = message_class("summarylog.ms.Summary.Histogram")
+
+
+def varint(x: int) -> bytes:
+    """A protobuf varint (x >= 0)."""
+    out = bytearray()
+    while x >= 0x80:
+        out.append(x & 0x7F | 0x80)
+        x >>= 7
+    out.append(x)
+    return bytes(out)
+
+
+def len_field(field: int, body: bytes) -> bytes:
+    """A length-delimited protobuf field: key, length, body."""
+    return varint(field << 3 | 2) + varint(len(body)) + body

@@ -28,8 +28,8 @@ _KINDS = {
     lib.SLG_DAMAGE_ZERO_FILL: "zero_fill",
 }
 _SPANS = 1 << 16
-_DAMAGE = 256
-_SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
+DAMAGE_SLOTS = 256
+SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
 # id() is the object's address only in CPython: the C list builder needs it
 _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
 
@@ -112,7 +112,7 @@ class RecordReader:
         self._fd = fd
         #: the file's size when opened (bytes)
         self.size = st.st_size
-        small = st.st_size <= _SMALL_FILE
+        small = st.st_size <= SMALL_FILE
         head = os.pread(fd, st.st_size if small else 4, 0)
         self.compressed = starts_zstd(head) or (self.path.endswith(".zst") and not head)
         self._pending_zstd: list[Damage] = []
@@ -123,7 +123,7 @@ class RecordReader:
         # span slots: one per 16 bytes of file at most (a small file needs few)
         self._nspans = max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS
         self._spans = ffi.new("slg_span[]", self._nspans)
-        self._dmg = ffi.new("slg_damage[]", _DAMAGE)
+        self._dmg = ffi.new("slg_damage[]", DAMAGE_SLOTS)
         self._nsp = ffi.new("uint64_t *")
         self._ndm = ffi.new("uint64_t *")
         #: every damaged region skipped so far, in file order
@@ -185,7 +185,7 @@ class RecordReader:
         base = st.pos
         while True:
             rc = lib.slg_scan(st, buf, len(buf), base, data_end, 0, spans, self._nspans, nsp,
-                              dmg, _DAMAGE, ndm)
+                              dmg, DAMAGE_SLOTS, ndm)
             if rc < 0:  # pragma: no cover - internal contract
                 raise RuntimeError(f"slg_scan: bad arguments ({rc})")
             while self._pending_zstd:
