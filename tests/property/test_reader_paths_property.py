@@ -68,8 +68,8 @@ def event_file(draw: Any) -> bytes:
 
 
 def _read(path: str, small: int, purge: bool) -> tuple[Any, ...]:
-    saved = columns_mod._SMALL_FILE
-    columns_mod._SMALL_FILE = small
+    saved = columns_mod.SMALL_FILE
+    columns_mod.SMALL_FILE = small
     try:
         r = reader_mod.Reader(path, purge=purge)
         cols = {t: tuple(np.asarray(a).tolist() for a in r.scalars(".", t))
@@ -77,7 +77,7 @@ def _read(path: str, small: int, purge: bool) -> tuple[Any, ...]:
         (rep,) = r.damage(".").values()
         return cols, rep.records, rep.damage, rep.tail, rep.bad_events, rep.size, rep.bad_values
     finally:
-        columns_mod._SMALL_FILE = saved
+        columns_mod.SMALL_FILE = saved
 
 
 @pytest.mark.parametrize("purge", [True, False])
