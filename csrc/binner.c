@@ -166,10 +166,7 @@ int slg_binner_open(int nice, double poll_secs, slg_binner **out) {
     pthread_cond_init(&b->settled, NULL);
     int rc = pthread_create(&b->thread, NULL, binner_main, b);
     if (rc != 0) {
-        pthread_cond_destroy(&b->settled);
-        pthread_cond_destroy(&b->wake);
-        pthread_mutex_destroy(&b->mu);
-        free(b);
+        slg_binner_free(b); /* (no thread to join yet) */
         return -rc;
     }
     b->thread_started = 1;

@@ -537,14 +537,11 @@ int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *
         if (tag_ids[i] >= n_tags) return -EINVAL;
         counts[tag_ids[i]]++;
     }
-    uint64_t *starts = malloc(2 * (n_tags ? n_tags : 1) * sizeof *starts);
-    char *tmp = malloc(n ? 8 * n : 1);
-    if (!starts || !tmp) {
-        free(starts);
-        free(tmp);
-        return -ENOMEM;
-    }
+    /* one block: starts and next (n_tags each), then 8 n bytes of scratch */
+    uint64_t *starts = malloc((2 * n_tags + n + 1) * sizeof *starts);
+    if (!starts) return -ENOMEM;
     uint64_t *next = starts + n_tags, acc = 0;
+    char *tmp = (char *)(next + n_tags);
     for (uint64_t t = 0; t < n_tags; t++) {
         starts[t] = acc;
         acc += counts[t];
@@ -554,6 +551,5 @@ int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *
     permute(values, 8, tag_ids, n, starts, n_tags, next, tmp);
     permute(tag_ids, 4, tag_ids, n, starts, n_tags, next, tmp); /* last: it drives the others */
     free(starts);
-    free(tmp);
     return 0;
 }

@@ -77,13 +77,9 @@ static int resync(slg_scan_state *s, const char *buf, uint64_t base, uint64_t bu
     /* No valid record after the damage: decide what the tail is. */
     if (s->all_zero && !all_zero(buf + (q - base), buf_end - q)) s->all_zero = 0;
     s->resyncing = 0;
-    if (s->damage_kind == SLG_DAMAGE_LENGTH_PAST_EOF) {
+    if (s->damage_kind == SLG_DAMAGE_LENGTH_PAST_EOF || s->all_zero) {
         s->pos = s->damage_start;
-        return SLG_SCAN_TORN;
-    }
-    if (s->all_zero) {
-        s->pos = s->damage_start;
-        return SLG_SCAN_ZERO_TAIL;
+        return s->damage_kind == SLG_DAMAGE_LENGTH_PAST_EOF ? SLG_SCAN_TORN : SLG_SCAN_ZERO_TAIL;
     }
     emit_damage(dmg, n_dmg, s->damage_start, buf_end - s->damage_start, s->damage_kind);
     s->pos = buf_end;

@@ -108,15 +108,11 @@ static int write_batch(int fd, uint64_t off, const char *data, uint64_t len, int
         } else {
             n = pwrite(fd, data + done, want, (off_t)(off + done));
         }
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int err = errno;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int err = n < 0 ? errno : EIO;
             (void)!ftruncate(fd, (off_t)off);
             return err;
-        }
-        if (n == 0) {
-            (void)!ftruncate(fd, (off_t)off);
-            return EIO;
         }
         done += (uint64_t)n;
     }
@@ -256,12 +252,8 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t
     pthread_cond_init(&w->done, NULL);
     int rc = pthread_create(&w->thread, NULL, flusher_main, w);
     if (rc != 0) {
-        close(w->fd);
+        slg_writer_free(w); /* (no thread to join, nothing written: closes the file) */
         unlink(path);
-        pthread_mutex_destroy(&w->mu);
-        pthread_cond_destroy(&w->wake);
-        pthread_cond_destroy(&w->done);
-        free(w);
         return -rc;
     }
     w->thread_started = 1;
