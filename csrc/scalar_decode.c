@@ -195,16 +195,11 @@ static int read_value(cursor *c, int wt, uint64_t *v, cursor *sub) {
     case 0:
         return read_varint(c, v);
     case 1:
-        if (c->end - c->p < 8) return 0;
-        memcpy(v, c->p, 8);
-        c->p += 8;
-        return 1;
-    case 5: {
-        if (c->end - c->p < 4) return 0;
-        uint32_t x;
-        memcpy(&x, c->p, 4);
-        *v = x;
-        c->p += 4;
+    case 5: { /* I64 or I32, little-endian */
+        const long k = wt == 1 ? 8 : 4;
+        if (c->end - c->p < k) return 0;
+        *v = k == 8 ? slg_get_le64((const char *)c->p) : slg_get_le32((const char *)c->p);
+        c->p += k;
         return 1;
     }
     case 2: {

@@ -34,11 +34,7 @@ static int header_ok(const char *h, uint64_t *L) {
 }
 
 static void emit_damage(slg_damage *d, uint64_t *n, uint64_t off, uint64_t len, int kind) {
-    d[*n].offset = off;
-    d[*n].length = len;
-    d[*n].kind = kind;
-    d[*n]._pad = 0;
-    (*n)++;
+    d[(*n)++] = (slg_damage){.offset = off, .length = len, .kind = kind};
 }
 
 static void start_resync(slg_scan_state *s, uint64_t p, int kind, int zero) {
@@ -127,9 +123,7 @@ int slg_scan(slg_scan_state *s, const char *buf, uint64_t len, uint64_t base, ui
             slg_masked_crc32c(payload, (size_t)L) != slg_get_le32(payload + L)) {
             emit_damage(dmg, n_damage, p, L + SLG_FRAME_OVERHEAD, SLG_DAMAGE_BAD_DATA_CRC);
         } else {
-            spans[*n_spans].offset = p + SLG_HEADER_SIZE;
-            spans[*n_spans].length = L;
-            (*n_spans)++;
+            spans[(*n_spans)++] = (slg_span){.offset = p + SLG_HEADER_SIZE, .length = L};
         }
         s->pos = p + SLG_FRAME_OVERHEAD + L;
     }

@@ -201,14 +201,11 @@ static void *flusher_main(void *arg) {
                 w->st.fsyncs += (uint64_t)synced;
             }
             w->inflight = 0;
-            batch.len = 0;
-            batch.records = 0;
             if (batch.cap > w->max_buffer) { /* an oversized record grew it: give it back */
                 free(batch.data);
-                batch.data = NULL;
-                batch.cap = 0;
+                batch = (slg_buf){0};
             }
-            w->spare = batch;
+            w->spare = batch; /* (its len and records are reset when it becomes cur) */
         }
         else if (w->unsynced && w->durability == SLG_DURABILITY_FSYNC) {
             /* direct writes (big records) since the last sync: one fdatasync */
