@@ -129,7 +129,6 @@ static int grow_slots(slg_tags *t) {
     return 0;
 }
 
-/* id of tag p[0:n], added if new; -ENOMEM on failure */
 int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n) {
     uint64_t h = hash_bytes(p, n);
     uint64_t j = h & (t->n_slots - 1);

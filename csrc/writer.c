@@ -206,8 +206,7 @@ static void *flusher_main(void *arg) {
                 batch = (slg_buf){0};
             }
             w->spare = batch; /* (its len and records are reset when it becomes cur) */
-        }
-        else if (w->unsynced && w->durability == SLG_DURABILITY_FSYNC) {
+        } else if (w->unsynced && w->durability == SLG_DURABILITY_FSYNC) {
             /* direct writes (big records) since the last sync: one fdatasync */
             w->unsynced = 0;
             pthread_mutex_unlock(&w->mu);
