@@ -328,15 +328,14 @@ static int tensor_scalar(cursor c, double *out) {
         int one_wt = type == DT_FLOAT ? 5 : type == DT_DOUBLE ? 1 : 0; /* unpacked */
         if (f == 1 && wt == 0) dtype = v;
         else if (f == 2 && wt == 2) { /* shape: product of dims */
-            uint32_t f2; int wt2; uint64_t v2; cursor dim;
+            uint32_t f2; int wt2; uint64_t v2; cursor dim, unused;
             while (sub.p < sub.end) {
                 if (!next_field(&sub, &f2, &wt2, &v2, &dim)) return 0;
                 if (f2 == 2 && wt2 == 2) {
-                    uint32_t f3; int wt3; uint64_t size = 1; cursor s3;
-                    uint64_t v3;
-                    while (dim.p < dim.end) {
-                        if (!next_field(&dim, &f3, &wt3, &v3, &s3)) return 0;
-                        if (f3 == 1 && wt3 == 0) size = v3;
+                    uint64_t size = 1;
+                    while (dim.p < dim.end) { /* (f2, wt2, v2 reused: a Dim's fields) */
+                        if (!next_field(&dim, &f2, &wt2, &v2, &unused)) return 0;
+                        if (f2 == 1 && wt2 == 0) size = v2;
                     }
                     /* a wrapped product could pass for 1 element: overflow is not a scalar */
                     if (size && elements > UINT64_MAX / size) return 0;

@@ -430,12 +430,11 @@ int slg_writer_write_raw(slg_writer *w, const char *data, uint64_t len, uint64_t
 int slg_writer_flush(slg_writer *w) {
     if (FORKED(w)) return -ECHILD;
     pthread_mutex_lock(&w->mu);
-    if (w->closed) {
-        pthread_mutex_unlock(&w->mu);
-        return -EBADF;
+    int rc = w->closed ? -EBADF : 0;
+    if (!rc) {
+        flush_round(w);
+        rc = take_error(w);
     }
-    flush_round(w);
-    int rc = take_error(w);
     pthread_mutex_unlock(&w->mu);
     return rc;
 }
