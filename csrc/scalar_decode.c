@@ -72,11 +72,9 @@ slg_tags *slg_tags_new(void) {
     if (!t) return NULL;
     t->n_slots = 64;
     t->slots = calloc(t->n_slots, sizeof *t->slots);
-    if (!t->slots) {
-        free(t);
-        return NULL;
-    }
-    return t;
+    if (t->slots) return t;
+    free(t);
+    return NULL;
 }
 
 void slg_tags_free(slg_tags *t) {
