@@ -139,6 +139,20 @@ void slg_deadline_after(struct timespec *ts, double secs) {
     }
 }
 
+/* Count `records` records of `bytes` at off as written, or as lost to err. */
+static void account(slg_writer *w, uint64_t off, uint64_t bytes, uint64_t records, int err) {
+    if (err) {
+        record_error(w, err);
+        w->st.records_lost += records;
+        w->st.bytes_lost += bytes;
+        return;
+    }
+    w->file_off = off + bytes;
+    w->st.records_written += records;
+    w->st.bytes_written += bytes;
+    w->st.flushes++;
+}
+
 /* Ask the flusher for a write round and wait (lock held) for it, or for close. */
 static void flush_round(slg_writer *w) {
     uint64_t my = ++w->flush_req;
@@ -188,18 +202,9 @@ static void *flusher_main(void *arg) {
             }
 
             pthread_mutex_lock(&w->mu);
-            if (err) {
-                record_error(w, err);
-                w->st.records_lost += batch.records;
-                w->st.bytes_lost += batch.len;
-            } else {
-                w->file_off = off + batch.len;
-                if (synced) w->unsynced = 0;
-                w->st.records_written += batch.records;
-                w->st.bytes_written += batch.len;
-                w->st.flushes++;
-                w->st.fsyncs += (uint64_t)synced;
-            }
+            account(w, off, batch.len, batch.records, err);
+            if (synced) w->unsynced = 0;
+            w->st.fsyncs += (uint64_t)synced;
             w->inflight = 0;
             if (batch.cap > w->max_buffer) { /* an oversized record grew it: give it back */
                 free(batch.data);
@@ -334,17 +339,10 @@ static int write_direct(slg_writer *w, const char *header, const char *payload, 
         else done += (uint64_t)n;
     }
     w->st.records_accepted++;
-    if (err) {
-        (void)!ftruncate(w->fd, (off_t)off);
-        record_error(w, err);
-        w->st.records_lost++;
-        w->st.bytes_lost += need;
-    } else {
-        w->file_off = off + need;
+    if (err) (void)!ftruncate(w->fd, (off_t)off);
+    account(w, off, need, 1, err);
+    if (!err) {
         w->unsynced = 1;
-        w->st.records_written++;
-        w->st.bytes_written += need;
-        w->st.flushes++;
 #if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
         if (w->durability == SLG_DURABILITY_FSYNC) /* start write-back now: the sync is shorter */
             (void)sync_file_range(w->fd, (off_t)off, (off_t)need, SYNC_FILE_RANGE_WRITE);
