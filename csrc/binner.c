@@ -166,10 +166,7 @@ int slg_binner_open(int nice, double poll_secs, slg_binner **out) {
     pthread_cond_init(&b->settled, NULL);
     int rc = pthread_create(&b->thread, NULL, binner_main, b);
     if (rc != 0) {
-        pthread_cond_destroy(&b->settled);
-        pthread_cond_destroy(&b->wake);
-        pthread_mutex_destroy(&b->mu);
-        free(b);
+        slg_binner_free(b); /* (no thread to join yet) */
         return -rc;
     }
     b->thread_started = 1;
@@ -239,13 +236,10 @@ int slg_binner_wait(slg_binner *b, uint64_t ticket) {
     if (FORKED(b)) return -ECHILD;
     if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) >= ticket) return 0;
     pthread_mutex_lock(&b->mu);
-    if (ticket > b->issued) { /* never given: it would never come */
-        pthread_mutex_unlock(&b->mu);
-        return -EINVAL;
-    }
-    wait_done(b, ticket);
+    int rc = ticket > b->issued ? -EINVAL : 0; /* never given: it would never come */
+    if (!rc) wait_done(b, ticket);
     pthread_mutex_unlock(&b->mu);
-    return 0;
+    return rc;
 }
 
 int slg_binner_flush(slg_binner *b) {
@@ -290,11 +284,8 @@ int slg_binner_forked(const slg_binner *b) { return FORKED(b); }
 
 int slg_binner_enqueue_quiet(slg_binner *b, slg_hist_job *job) {
     pthread_mutex_lock(&b->mu);
-    if (b->closing || b->closed) {
-        pthread_mutex_unlock(&b->mu);
-        return SLG_LANE_CLOSED;
-    }
-    enqueue(b, job, 0);
+    int rc = b->closing || b->closed ? SLG_LANE_CLOSED : 0;
+    if (!rc) enqueue(b, job, 0);
     pthread_mutex_unlock(&b->mu);
-    return 0;
+    return rc;
 }

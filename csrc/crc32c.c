@@ -26,13 +26,6 @@ static int probed_has_impl(int impl) {
            (impl == SLG_CRC_ARM64 && cpu_arm_crc);
 }
 
-static void init_tables(void);
-
-int slg_crc32c_has_impl(int impl) {
-    pthread_once(&init_once, init_tables);
-    return probed_has_impl(impl);
-}
-
 static crc_fn impl_fn(int impl) {
     switch (impl) {
 #ifdef SLG_HAVE_SSE42_IMPL
@@ -67,6 +60,11 @@ static void init_tables(void) {
 #endif
     active_impl = best_impl();
     __atomic_store_n(&active_fn, impl_fn(active_impl), __ATOMIC_RELEASE);
+}
+
+int slg_crc32c_has_impl(int impl) {
+    pthread_once(&init_once, init_tables);
+    return probed_has_impl(impl);
 }
 
 static inline crc_fn current(void) {

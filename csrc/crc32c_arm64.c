@@ -2,10 +2,10 @@
  * Compiled only on aarch64; the target attribute keeps the rest of the
  * library baseline, and crc32c.c probes HWCAP_CRC32 before using it. */
 #include "crc32c_internal.h"
+#include "record.h"
 
 #ifdef SLG_HAVE_ARM64_IMPL
 #include <arm_acle.h>
-#include <string.h>
 #if defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -28,9 +28,7 @@ __attribute__((target("+crc"))) uint32_t slg_crc32c_arm64_raw(uint32_t crc, cons
         n--;
     }
     while (n >= 8) { /* one dependent chain: unrolling would not shorten it */
-        uint64_t a;
-        memcpy(&a, p, 8);
-        crc = __crc32cd(crc, a);
+        crc = __crc32cd(crc, slg_get_le64((const char *)p));
         p += 8;
         n -= 8;
     }

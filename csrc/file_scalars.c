@@ -20,10 +20,8 @@ static int read_all(int fd, char *buf, uint64_t size, uint64_t *got) {
     uint64_t n = 0;
     while (n < size) {
         ssize_t r = pread(fd, buf + n, size - n, (off_t)n);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -errno;
         if (r == 0) break; /* the file shrank since fstat: read what is there */
         n += (uint64_t)r;
     }

@@ -117,9 +117,7 @@ void slg_value_stats(const void *values, int is_f64, uint64_t n, slg_value_stats
 }
 
 /* One value the careful way: [edges[k], edges[k+1]) from an estimate k. */
-#if defined(__GNUC__)
 __attribute__((cold, noinline)) /* the rare path: out of the counting loop */
-#endif
 static void count_one(double y, const double *edges, uint64_t bins, double norm,
                       int64_t *counts) {
     const double lo = edges[0], hi = edges[bins];

@@ -78,17 +78,13 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
         two_counts[0] = (int64_t)(st.finite + st.neg_inf_count + st.pos_inf_count);
     } else {
         k = (uint64_t)bins;
-        limits = malloc((k + 1) * sizeof *limits);
-        counts = malloc(k * sizeof *counts);
-        if (!limits || !counts) {
-            free(limits);
-            free(counts);
-            return -12; /* -ENOMEM */
-        }
+        /* one block: k + 1 edges, then k counts (both 8-byte types) */
+        limits = malloc((2 * k + 1) * sizeof *limits);
+        if (!limits) return -12; /* -ENOMEM */
+        counts = (int64_t *)(limits + k + 1);
         linspace_edges(st.min, st.max, k, is_f64, limits);
         if (slg_histogram_counts(values, is_f64, n, limits, k, counts) != 0) {
             free(limits);
-            free(counts);
             return SLG_HIST_FALLBACK; /* edges collapsed in float32: Python's rules */
         }
         counts[0] += (int64_t)st.neg_inf_count;
@@ -130,10 +126,7 @@ int64_t slg_tb_encode_histogram_event(const void *values, int is_f64, uint64_t n
         for (uint64_t i = 0; i < k; i++, p += 8)
             slg_put_le64(p, slg_double_bits((double)counts[i]));
     }
-    if (counts != two_counts) {
-        free(limits - 1);
-        free(counts);
-    }
+    if (counts != two_counts) free(limits - 1);
     return (int64_t)event == p - out ? (int64_t)event : -5; /* -EIO: a size mismatch (a bug) */
 }
 

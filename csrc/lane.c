@@ -13,7 +13,6 @@
 
 #include "binner.h"
 #include "summarylog_api.h"
-#include "writer.h"
 
 typedef struct {
     slg_hist_job job;
@@ -34,7 +33,6 @@ struct slg_lane {
     uint64_t settled;   /* collections accounted in the stats (in order) */
     slg_lane_stats st;
     int pending_err;
-    unsigned fork_gen;
 };
 
 static uint64_t aligned64(uint64_t n) { return (n + 63) & ~(uint64_t)63; }
@@ -62,7 +60,6 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
     l->b = b;
     l->n = n;
     l->nslots = slots;
-    l->fork_gen = slg_fork_generation();
     pthread_mutex_init(&l->mu, NULL);
     l->slots = calloc((size_t)slots, sizeof *l->slots);
     l->copy_jobs = calloc((size_t)(3 * n + 1), sizeof *l->copy_jobs);
@@ -143,7 +140,7 @@ static void settle(slg_lane *l, uint64_t done) {
 
 int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
                      double wall_time) {
-    if (slg_binner_forked(l->b) || l->fork_gen != slg_fork_generation()) return -ECHILD;
+    if (slg_binner_forked(l->b)) return -ECHILD; /* (open refuses a forked binner: same fork) */
     slg_binner *b = l->b;
     /* one reading of `done` for both: a slot is reused only once its last
      * job is accounted */
@@ -151,12 +148,10 @@ int slg_lane_collect(slg_lane *l, int has_scalar, double scalar, int64_t step,
     pthread_mutex_lock(&l->mu);
     settle(l, done);
     lane_slot *s = &l->slots[l->next % l->nslots];
-    if (s->job.ticket > done) { /* (0: never used) */
-        l->st.busy++;
-        pthread_mutex_unlock(&l->mu);
-        return SLG_LANE_BUSY;
-    }
+    int busy = s->job.ticket > done; /* (0: never used) */
+    l->st.busy += (uint64_t)busy;
     pthread_mutex_unlock(&l->mu);
+    if (busy) return SLG_LANE_BUSY;
     /* the copy before the lock: the worker never reads a free slot */
     uint64_t delta = (uint64_t)(s->mem - l->slots[0].mem);
     uint64_t jobs[3 * 64];
@@ -203,7 +198,7 @@ int slg_lane_take_error(slg_lane *l) {
 }
 
 void slg_lane_free(slg_lane *l) {
-    if (!l || l->fork_gen != slg_fork_generation()) return;
+    if (!l || slg_binner_forked(l->b)) return;
     if (l->slots && l->st.collections) { /* its jobs read the slots: let them finish */
         uint64_t last = l->slots[(l->next - 1) % l->nslots].job.ticket;
         slg_binner_wait(l->b, last); /* (a closed binner finished them all) */

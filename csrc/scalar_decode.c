@@ -72,11 +72,9 @@ slg_tags *slg_tags_new(void) {
     if (!t) return NULL;
     t->n_slots = 64;
     t->slots = calloc(t->n_slots, sizeof *t->slots);
-    if (!t->slots) {
-        free(t);
-        return NULL;
-    }
-    return t;
+    if (t->slots) return t;
+    free(t);
+    return NULL;
 }
 
 void slg_tags_free(slg_tags *t) {
@@ -129,7 +127,6 @@ static int grow_slots(slg_tags *t) {
     return 0;
 }
 
-/* id of tag p[0:n], added if new; -ENOMEM on failure */
 int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n) {
     uint64_t h = hash_bytes(p, n);
     uint64_t j = h & (t->n_slots - 1);
@@ -195,16 +192,11 @@ static int read_value(cursor *c, int wt, uint64_t *v, cursor *sub) {
     case 0:
         return read_varint(c, v);
     case 1:
-        if (c->end - c->p < 8) return 0;
-        memcpy(v, c->p, 8);
-        c->p += 8;
-        return 1;
-    case 5: {
-        if (c->end - c->p < 4) return 0;
-        uint32_t x;
-        memcpy(&x, c->p, 4);
-        *v = x;
-        c->p += 4;
+    case 5: { /* I64 or I32, little-endian */
+        const long k = wt == 1 ? 8 : 4;
+        if (c->end - c->p < k) return 0;
+        *v = k == 8 ? slg_get_le64((const char *)c->p) : slg_get_le32((const char *)c->p);
+        c->p += k;
         return 1;
     }
     case 2: {
@@ -334,15 +326,14 @@ static int tensor_scalar(cursor c, double *out) {
         int one_wt = type == DT_FLOAT ? 5 : type == DT_DOUBLE ? 1 : 0; /* unpacked */
         if (f == 1 && wt == 0) dtype = v;
         else if (f == 2 && wt == 2) { /* shape: product of dims */
-            uint32_t f2; int wt2; uint64_t v2; cursor dim;
+            uint32_t f2; int wt2; uint64_t v2; cursor dim, unused;
             while (sub.p < sub.end) {
                 if (!next_field(&sub, &f2, &wt2, &v2, &dim)) return 0;
                 if (f2 == 2 && wt2 == 2) {
-                    uint32_t f3; int wt3; uint64_t size = 1; cursor s3;
-                    uint64_t v3;
-                    while (dim.p < dim.end) {
-                        if (!next_field(&dim, &f3, &wt3, &v3, &s3)) return 0;
-                        if (f3 == 1 && wt3 == 0) size = v3;
+                    uint64_t size = 1;
+                    while (dim.p < dim.end) { /* (f2, wt2, v2 reused: a Dim's fields) */
+                        if (!next_field(&dim, &f2, &wt2, &v2, &unused)) return 0;
+                        if (f2 == 1 && wt2 == 0) size = v2;
                     }
                     /* a wrapped product could pass for 1 element: overflow is not a scalar */
                     if (size && elements > UINT64_MAX / size) return 0;
@@ -537,14 +528,11 @@ int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *
         if (tag_ids[i] >= n_tags) return -EINVAL;
         counts[tag_ids[i]]++;
     }
-    uint64_t *starts = malloc(2 * (n_tags ? n_tags : 1) * sizeof *starts);
-    char *tmp = malloc(n ? 8 * n : 1);
-    if (!starts || !tmp) {
-        free(starts);
-        free(tmp);
-        return -ENOMEM;
-    }
+    /* one block: starts and next (n_tags each), then 8 n bytes of scratch */
+    uint64_t *starts = malloc((2 * n_tags + n + 1) * sizeof *starts);
+    if (!starts) return -ENOMEM;
     uint64_t *next = starts + n_tags, acc = 0;
+    char *tmp = (char *)(next + n_tags);
     for (uint64_t t = 0; t < n_tags; t++) {
         starts[t] = acc;
         acc += counts[t];
@@ -554,6 +542,5 @@ int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *
     permute(values, 8, tag_ids, n, starts, n_tags, next, tmp);
     permute(tag_ids, 4, tag_ids, n, starts, n_tags, next, tmp); /* last: it drives the others */
     free(starts);
-    free(tmp);
     return 0;
 }

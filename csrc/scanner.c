@@ -34,11 +34,7 @@ static int header_ok(const char *h, uint64_t *L) {
 }
 
 static void emit_damage(slg_damage *d, uint64_t *n, uint64_t off, uint64_t len, int kind) {
-    d[*n].offset = off;
-    d[*n].length = len;
-    d[*n].kind = kind;
-    d[*n]._pad = 0;
-    (*n)++;
+    d[(*n)++] = (slg_damage){.offset = off, .length = len, .kind = kind};
 }
 
 static void start_resync(slg_scan_state *s, uint64_t p, int kind, int zero) {
@@ -77,13 +73,9 @@ static int resync(slg_scan_state *s, const char *buf, uint64_t base, uint64_t bu
     /* No valid record after the damage: decide what the tail is. */
     if (s->all_zero && !all_zero(buf + (q - base), buf_end - q)) s->all_zero = 0;
     s->resyncing = 0;
-    if (s->damage_kind == SLG_DAMAGE_LENGTH_PAST_EOF) {
+    if (s->damage_kind == SLG_DAMAGE_LENGTH_PAST_EOF || s->all_zero) {
         s->pos = s->damage_start;
-        return SLG_SCAN_TORN;
-    }
-    if (s->all_zero) {
-        s->pos = s->damage_start;
-        return SLG_SCAN_ZERO_TAIL;
+        return s->damage_kind == SLG_DAMAGE_LENGTH_PAST_EOF ? SLG_SCAN_TORN : SLG_SCAN_ZERO_TAIL;
     }
     emit_damage(dmg, n_dmg, s->damage_start, buf_end - s->damage_start, s->damage_kind);
     s->pos = buf_end;
@@ -131,9 +123,7 @@ int slg_scan(slg_scan_state *s, const char *buf, uint64_t len, uint64_t base, ui
             slg_masked_crc32c(payload, (size_t)L) != slg_get_le32(payload + L)) {
             emit_damage(dmg, n_damage, p, L + SLG_FRAME_OVERHEAD, SLG_DAMAGE_BAD_DATA_CRC);
         } else {
-            spans[*n_spans].offset = p + SLG_HEADER_SIZE;
-            spans[*n_spans].length = L;
-            (*n_spans)++;
+            spans[(*n_spans)++] = (slg_span){.offset = p + SLG_HEADER_SIZE, .length = L};
         }
         s->pos = p + SLG_FRAME_OVERHEAD + L;
     }

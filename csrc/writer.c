@@ -108,15 +108,11 @@ static int write_batch(int fd, uint64_t off, const char *data, uint64_t len, int
         } else {
             n = pwrite(fd, data + done, want, (off_t)(off + done));
         }
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int err = errno;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int err = n < 0 ? errno : EIO;
             (void)!ftruncate(fd, (off_t)off);
             return err;
-        }
-        if (n == 0) {
-            (void)!ftruncate(fd, (off_t)off);
-            return EIO;
         }
         done += (uint64_t)n;
     }
@@ -141,6 +137,20 @@ void slg_deadline_after(struct timespec *ts, double secs) {
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
     }
+}
+
+/* Count `records` records of `bytes` at off as written, or as lost to err. */
+static void account(slg_writer *w, uint64_t off, uint64_t bytes, uint64_t records, int err) {
+    if (err) {
+        record_error(w, err);
+        w->st.records_lost += records;
+        w->st.bytes_lost += bytes;
+        return;
+    }
+    w->file_off = off + bytes;
+    w->st.records_written += records;
+    w->st.bytes_written += bytes;
+    w->st.flushes++;
 }
 
 /* Ask the flusher for a write round and wait (lock held) for it, or for close. */
@@ -192,29 +202,16 @@ static void *flusher_main(void *arg) {
             }
 
             pthread_mutex_lock(&w->mu);
-            if (err) {
-                record_error(w, err);
-                w->st.records_lost += batch.records;
-                w->st.bytes_lost += batch.len;
-            } else {
-                w->file_off = off + batch.len;
-                if (synced) w->unsynced = 0;
-                w->st.records_written += batch.records;
-                w->st.bytes_written += batch.len;
-                w->st.flushes++;
-                w->st.fsyncs += (uint64_t)synced;
-            }
+            account(w, off, batch.len, batch.records, err);
+            if (synced) w->unsynced = 0;
+            w->st.fsyncs += (uint64_t)synced;
             w->inflight = 0;
-            batch.len = 0;
-            batch.records = 0;
             if (batch.cap > w->max_buffer) { /* an oversized record grew it: give it back */
                 free(batch.data);
-                batch.data = NULL;
-                batch.cap = 0;
+                batch = (slg_buf){0};
             }
-            w->spare = batch;
-        }
-        else if (w->unsynced && w->durability == SLG_DURABILITY_FSYNC) {
+            w->spare = batch; /* (its len and records are reset when it becomes cur) */
+        } else if (w->unsynced && w->durability == SLG_DURABILITY_FSYNC) {
             /* direct writes (big records) since the last sync: one fdatasync */
             w->unsynced = 0;
             pthread_mutex_unlock(&w->mu);
@@ -256,12 +253,8 @@ int slg_writer_open(const char *path, uint32_t mode, double flush_secs, uint64_t
     pthread_cond_init(&w->done, NULL);
     int rc = pthread_create(&w->thread, NULL, flusher_main, w);
     if (rc != 0) {
-        close(w->fd);
+        slg_writer_free(w); /* (no thread to join, nothing written: closes the file) */
         unlink(path);
-        pthread_mutex_destroy(&w->mu);
-        pthread_cond_destroy(&w->wake);
-        pthread_cond_destroy(&w->done);
-        free(w);
         return -rc;
     }
     w->thread_started = 1;
@@ -346,17 +339,10 @@ static int write_direct(slg_writer *w, const char *header, const char *payload, 
         else done += (uint64_t)n;
     }
     w->st.records_accepted++;
-    if (err) {
-        (void)!ftruncate(w->fd, (off_t)off);
-        record_error(w, err);
-        w->st.records_lost++;
-        w->st.bytes_lost += need;
-    } else {
-        w->file_off = off + need;
+    if (err) (void)!ftruncate(w->fd, (off_t)off);
+    account(w, off, need, 1, err);
+    if (!err) {
         w->unsynced = 1;
-        w->st.records_written++;
-        w->st.bytes_written += need;
-        w->st.flushes++;
 #if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
         if (w->durability == SLG_DURABILITY_FSYNC) /* start write-back now: the sync is shorter */
             (void)sync_file_range(w->fd, (off_t)off, (off_t)need, SYNC_FILE_RANGE_WRITE);
@@ -442,12 +428,11 @@ int slg_writer_write_raw(slg_writer *w, const char *data, uint64_t len, uint64_t
 int slg_writer_flush(slg_writer *w) {
     if (FORKED(w)) return -ECHILD;
     pthread_mutex_lock(&w->mu);
-    if (w->closed) {
-        pthread_mutex_unlock(&w->mu);
-        return -EBADF;
+    int rc = w->closed ? -EBADF : 0;
+    if (!rc) {
+        flush_round(w);
+        rc = take_error(w);
     }
-    flush_round(w);
-    int rc = take_error(w);
     pthread_mutex_unlock(&w->mu);
     return rc;
 }
