@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from .checks import check_tag
+from .dialects.mindspore import lineage_message, message_of
+from .pb import ms
 from .records import MAX_PAYLOAD
 from .values import Deferred, resolve_array, snapshot_array
 
@@ -155,9 +157,6 @@ def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
     """``value`` as SummaryRecord.add_value() keeps it for ``plugin``, checked."""
     if not isinstance(plugin, str) or plugin not in ALL_PLUGINS:
         raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(ALL_PLUGINS)})")
-    from .dialects.mindspore import message_of, lineage_message
-    from .pb import ms
-
     if plugin in LINEAGE_PLUGINS:
         return lineage_message(plugin, value)
     if plugin == "graph":
@@ -193,9 +192,6 @@ def graph_proto(value: Any) -> Any:
     """An anf_ir GraphProto from a graph value: bytes are a serialized
     ModelProto (what MindSpore's graph executor returns, and what MindSpore's
     SummaryRecord takes); messages are a GraphProto or a ModelProto."""
-    from .dialects.mindspore import message_of
-    from .pb import ms
-
     if isinstance(value, (bytes, bytearray)):
         return ms.ModelProto.FromString(bytes(value)).graph
     if getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "ModelProto":
