@@ -75,8 +75,9 @@ class Pipeline:
         self.on_error = on_error  # instead of keeping or counting errors (SummaryRecord's)
         self._drainer: threading.Thread | None = None  # the thread inside drain()
         self._room_waits = False  # put() waits for room: drain everything
-        #: run at the end of each drain and before a flush() is let go
-        self.after_drain: list[Callable[[], None]] = []
+        #: run at the end of each drain, with True when what they hold back must go
+        #: too (a flush() waits, the timer, close)
+        self.after_drain: list[Callable[[bool], None]] = []
         self.counts = {"events": 0, "dropped_values": 0}
         self.histograms = HistogramStage(logdir, min(flush_secs / 2, 60.0), self.counts,
                                          self._lock)
@@ -174,7 +175,7 @@ class Pipeline:
             woke = self._wake.wait(self.flush_secs)
             self._wake.clear()
             closing = self.closed
-            self.drain()
+            self.drain(final=not woke or closing)
             if not woke:
                 self._guard(self._timer_flush)
             if closing:
@@ -216,8 +217,9 @@ class Pipeline:
             self.files.rotate()
         return self.files.writer()
 
-    def drain(self) -> None:
-        """Write everything queued, in order (any thread; one at a time)."""
+    def drain(self, final: bool = False) -> None:
+        """Write everything queued, in order (any thread; one at a time);
+        ``final``: also what the after-drain hooks hold back."""
         with self._drain_lock:
             q = self.queue
             n = len(q)
@@ -225,15 +227,15 @@ class Pipeline:
                 newest = q[n - 1]
                 if type(newest) is Job and newest.hold_until > time.monotonic():
                     n -= 1
-            if not n:
+            if not n and not final:
                 return
             self._drainer = threading.current_thread()
             try:
-                self._drain(n)
+                self._drain(n, final)
             finally:
                 self._drainer = None
 
-    def _drain(self, n: int) -> None:
+    def _drain(self, n: int, final: bool) -> None:
         if self.histograms.lanes:  # lanes' collections queued before these go first
             self._guard(self.histograms.flush)
         pop = self.queue.popleft
@@ -247,17 +249,17 @@ class Pipeline:
                 self._guard(self.write_scalar_records, run, values=len(run))
                 run = []
             if type(item) is threading.Event:  # a flush() waiting for us
-                self._after_drain()
+                self._after_drain(True)
                 item.set()
             else:
                 self._guard(self._write_job, item, values=1)
         if run:
             self._guard(self.write_scalar_records, run, values=len(run))
-        self._after_drain()
+        self._after_drain(final)
 
-    def _after_drain(self) -> None:
+    def _after_drain(self, final: bool) -> None:
         for hook in self.after_drain:
-            self._guard(hook)
+            self._guard(hook, final)
 
     def write_scalar_records(self, run: list[bytes]) -> None:
         """Scalar events, written at once in one native call (inside the drain)."""
@@ -338,7 +340,7 @@ class Pipeline:
         if thread is not None and thread is not threading.current_thread():
             thread.join()  # its last drain takes everything queued
         try:
-            self.drain()  # what the thread did not take (or no thread ran)
+            self.drain(final=True)  # what the thread did not take (or no thread ran)
         finally:
             error = self.histograms.close()
             self._guard(self.files.close_current)

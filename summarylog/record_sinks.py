@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from .dialects.base import DialectEncoder
+from .pipeline import BATCH
 from .dialects.mindspore import user_info_dict
 from .record_values import (BORROWED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS,
                             check_summary_tag, export_name, real_subdir, resolve,
@@ -144,7 +146,9 @@ class MindSporeSink:
             for _, message in pool.get(plugin, []):
                 files.write(enc.lineage(wall, plugin, message), lineage=True)
 
-    def drained(self) -> None:
+    holds_scalars = False
+
+    def drained(self, final: bool = True) -> None:
         pass
 
     def finish(self) -> None:
@@ -160,7 +164,8 @@ class TensorBoardSink:
         self.pipe = writer.pipeline
         self._hold_bytes = hold_bytes
         self._hists: list[tuple[float, int, str, np.ndarray, int]] = []
-        self._scalars: list[bytes] = []  # packed scalar events of this drain's steps
+        self._scalars: list[bytes] = []  # packed scalar events held back (see drained)
+        self._scalars_since = 0.0
         self._hist_bytes = self._hist_borrowed = 0
         self.last_step = 0
         self.lineage_hparams: dict[str, Any] = {}
@@ -172,7 +177,9 @@ class TensorBoardSink:
             self.last_step = max(self.last_step, step)
         pipe, enc = self.pipe, self.pipe.encoder
         scalars = pool.get("scalar", [])
-        if scalars:  # scalars and histograms: batched over the drain, encoded natively
+        if scalars:  # scalars and histograms: batched, encoded natively
+            if not self._scalars:
+                self._scalars_since = time.monotonic()
             self._scalars.append(pipe.scalar_record([t for t, _ in scalars], step, wall,
                                                     [float(a) for _, a in scalars]))
         for tag, arr in pool.get("histogram", []):  # the arrays are ours alone
@@ -200,14 +207,24 @@ class TensorBoardSink:
         a framework's memory (JAX arrays on the CPU), which its allocator
         can't reuse while they are held."""
         if self._hist_bytes >= self._hold_bytes or self._hist_borrowed >= BORROWED_MAX:
-            self.drained()
+            self._write_histograms()
 
-    def drained(self) -> None:
-        """Write what the steps of this drain left: their scalar events in one
-        native call, their histograms in another."""
-        scalars, self._scalars = self._scalars, []
-        if scalars:
+    @property
+    def holds_scalars(self) -> bool:
+        return bool(self._scalars)
+
+    def drained(self, final: bool = True) -> None:
+        """Write the histograms the drain's steps left, in one native call.  Their
+        scalar events wait, so that many drains' go out in one native call (one a
+        drain was the JAX collector's largest cost): until ``final``, BATCH of
+        them, or half of flush_secs."""
+        self._write_histograms()
+        if self._scalars and (final or len(self._scalars) >= BATCH or time.monotonic()
+                              - self._scalars_since >= self.pipe.flush_secs / 2):
+            scalars, self._scalars = self._scalars, []
             self.pipe.write_scalar_records(scalars)
+
+    def _write_histograms(self) -> None:
         hists, self._hists = self._hists, []
         self._hist_bytes = self._hist_borrowed = 0
         if hists:

@@ -142,7 +142,7 @@ class SummaryRecord:
         self._wake_bytes = min(max_buffer // 8, 8 << 20)
         self._sink: Any = (TensorBoardSink(self._tb, builder, self._wake_bytes) if self._tb
                            else MindSporeSink(self._files, self._enc, builder))
-        self._pipe.after_drain.append(self._sink.drained)
+        self._pipe.after_drain.append(lambda final: self._sink.drained(final or self._lane_waits))
         self._lane_waits = False  # a collector's lane waits for the queued steps
         shutdown.register(self)
 
@@ -265,7 +265,7 @@ class SummaryRecord:
         recorded step still waiting for this record's thread (the lane's
         events would overtake its: file order is step order).  Such steps
         are then written at once, so that the lane's next collection may go."""
-        if not self._pipe.idle():  # have them (and the next recorded) written now
+        if not self._pipe.idle() or self._sink.holds_scalars:  # have them written now
             self._lane_waits = True
             self._pipe.wake()
             return False
