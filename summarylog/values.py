@@ -1,13 +1,13 @@
 """Values from any framework (numpy, Python numbers, torch, jax, MindSpore,
 TensorFlow) without importing one.  A value in a framework tensor is not read
 on the caller's thread: the snapshots return a :class:`Deferred` private copy
-(made without a device sync) that the writer resolves on its own thread."""
+(made without a device sync) that the writer resolves on its own thread
+(MindSpore's are read at once: a copy of a MindSpore Tensor reads it anyway)."""
 
 from __future__ import annotations
 
 import math
 import numbers
-from copy import copy as shallow_copy
 from typing import Any
 
 import numpy as np
@@ -44,13 +44,11 @@ def _torch_detached(x: Any) -> Any:
 
 def _private(x: Any, fw: str, copy: bool = True) -> Any:
     """Framework value ``x`` as the writer may read it later: torch a clone
-    (queued on the tensor's stream: no host sync), MindSpore a copy of a
-    Parameter's ``.data`` (MindSpore keeps every ``Parameter.copy()`` for
-    good, and a Tensor's costs three ops); jax and TF values are immutable."""
+    (queued on the tensor's stream: no host sync); jax and TF values are
+    immutable.  (MindSpore's are read at once: any copy of a Tensor reads it to
+    the host, and MindSpore keeps every ``Parameter.copy()`` for good.)"""
     if fw == "torch":
         return x.detach().clone() if copy else _torch_detached(x)
-    if fw == "mindspore" and copy:
-        return shallow_copy(getattr(x, "data", x))
     return x
 
 
@@ -75,6 +73,8 @@ def snapshot_scalar(value: Any, name: str = "value") -> float | Deferred:
             raise ValueError(f"{name} must hold exactly one element, got shape {shape}")
         if fw == "torch" and value.is_complex():
             raise TypeError(f"{name} must be real, got a complex tensor")
+        if fw == "mindspore":
+            return float(to_numpy(value, name).reshape(()))
         return Deferred(_private(value, fw), name)
     raise TypeError(f"{name} must be a real number or a one-element tensor, got {t.__name__}")
 
@@ -85,8 +85,6 @@ def resolve_scalar(d: Deferred) -> float:
     fw = framework_of(x)
     if fw == "torch":
         return float(x.item())
-    if fw == "mindspore":
-        return float(np.asarray(x.asnumpy()).reshape(()))
     return float(np.asarray(x).reshape(()))
 
 
@@ -97,7 +95,7 @@ def snapshot_array(value: Any, name: str = "value",
     by :func:`resolve_array`.  ``copy=False``: the value is already the
     caller's private copy.  TypeError (naming ``name``) for non-arrays."""
     fw = framework_of(value)
-    if fw is not None and hasattr(value, "shape"):
+    if fw is not None and fw != "mindspore" and hasattr(value, "shape"):
         return Deferred(_private(value, fw, copy), name), tuple(int(d) for d in value.shape)
     arr = np.array(to_numpy(value, name), copy=copy or None)
     return arr, arr.shape

@@ -219,11 +219,17 @@ class SummaryCollector(Callback):
 
     def step_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
-        if cb.mode != "train" or self._core is None:
+        core = self._core
+        if cb.mode != "train" or core is None:
             return
         if self._sink:  # the unit is an epoch: only the first step's records here
-            if not self._core.started:
-                self._core.first_step(cb.cur_step_num, **self._first_items(cb))
+            if not core.started:
+                core.first_step(cb.cur_step_num, **self._first_items(cb))
+            return
+        if cb.cur_step_num < core.quiet_until:  # the common case: a step that collects nothing
+            loss = getattr(cb, "net_outputs", None)
+            if loss is not None:
+                core.last_loss = loss
             return
         element = getattr(cb, "train_dataset_element", None)
         inputs = element[0] if isinstance(element, (list, tuple)) and element else None
