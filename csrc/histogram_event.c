@@ -24,6 +24,23 @@ int64_t slg_ms_bins(uint64_t finite) {
     return finite <= 880 ? (int64_t)(finite / 10 + 1) : SLG_MS_MAX_BINS;
 }
 
+uint64_t slg_ms_buckets(const double *left, const double *width, const int64_t *count,
+                        uint64_t n, char *out) {
+    uint64_t len = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t v = slg_varint_len((uint64_t)count[i]);
+        if (out) {
+            char *p = out + len;
+            p[0] = 0x0A, p[1] = (char)(19 + v), p[2] = 0x09, p[11] = 0x11, p[20] = 0x18;
+            slg_put_le64(p + 3, slg_double_bits(left[i]));
+            slg_put_le64(p + 12, slg_double_bits(width[i]));
+            slg_put_varint(p + 21, (uint64_t)count[i]);
+        }
+        len += 21 + v;
+    }
+    return len;
+}
+
 /* np.linspace(lo, hi, bins + 1) in float64, then cast to the values' dtype:
  * y[i] = i * step + lo (two roundings, never fused), y[bins] = hi; a step
  * that underflows to 0 takes numpy's other branch, y[i] = i / bins * delta + lo. */

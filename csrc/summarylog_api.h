@@ -247,6 +247,10 @@ int slg_histogram_counts(const void *values, int is_f64, uint64_t n, const doubl
 /* MindSpore's bucket count for `finite` finite values: 1 (none), 2 (<= 5),
  * 3 (<= 10), finite / 10 + 1 (<= 880), else 90. */
 int64_t slg_ms_bins(uint64_t finite);
+/* The repeated Bucket field (1) of MindSpore's Summary.Histogram: n (left, width,
+ * count) messages framed at out (NULL: only size them); returns their bytes. */
+uint64_t slg_ms_buckets(const double *left, const double *width, const int64_t *count,
+                        uint64_t n, char *out);
 /* Bytes slg_tb_encode_histogram_event may need (bins <= 0: MindSpore's rule). */
 uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins);
 /* A TensorBoard histogram Event of n float32/float64 values in `bins` buckets

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .._native import lib
+from .._native import ffi, lib
 from ..events import Event
 from ..histograms import as_float_array, equal_width_counts, value_stats
 from ..pb import len_field, message_class, ms, varint
@@ -25,7 +25,8 @@ __all__ = [
 
 VERSION = "MindSpore.Event:1"
 MAX_BUCKETS = 90
-_BUCKET = struct.Struct("<BdBdB")  # a bucket's keys and doubles: left 1, width 2, count 3
+_STATS = struct.Struct("<BdBdBd")  # a Histogram's max, min, sum: keys and doubles
+_WALL = struct.Struct("<Bd")  # an Event's wall_time: key and double
 _VALUE = message_class("summarylog.ms.Summary.Value")
 
 #: numpy dtype -> anf_ir DataType number (``DT_`` and the dtype's name in capitals)
@@ -42,34 +43,39 @@ _LINEAGE_FIELD = {"train_lineage": "train_lineage", "eval_lineage": "evaluation_
 
 # ---- packaging ---------------------------------------------------------------------
 
+def _step_field(step: int) -> bytes:
+    """An Event's int64 step (field 2), as protobuf writes it."""
+    return b"\x10" + varint(step & 0xFFFFFFFFFFFFFFFF)
+
+
 def histogram_bytes(values: np.ndarray) -> bytes:
     """A serialized Summary.Histogram of ``values`` by MindSpore's rule: equal widths over
     [min, max] (widened by 0.5 each side when min == max); non-finite values counted
-    apart.  Its buckets are framed here: as messages they are slow under the pure-Python
-    protobuf MindSpore selects."""
+    apart.  Framed here, byte for byte as protobuf would (tested): as messages they
+    are slow under the pure-Python protobuf MindSpore selects."""
     src = np.asarray(values)
     arr = as_float_array(src)
     st = value_stats(arr)
-    h = ms.Histogram(count=int(arr.size), nan_count=st.nan_count,
-                     pos_inf_count=st.pos_inf_count, neg_inf_count=st.neg_inf_count)
-    n = st.finite
-    if n == 0:
-        h.min = h.max = h.sum = 0.0
-        return h.SerializeToString()
-    h.min, h.max, h.sum = st.min, st.max, st.sum
-    bins = lib.slg_ms_bins(n)  # 2 (<= 5), 3 (<= 10), n // 10 + 1 (<= 880), else 90
-    # edges in the values' dtype (float64 for integers), as MindSpore makes them
-    dtype = src.dtype if src.dtype.kind == "f" else np.dtype(np.float64)
-    lo, hi = dtype.type(st.min), dtype.type(st.max)
-    if lo == hi:
-        lo, hi = lo - dtype.type(0.5), hi + dtype.type(0.5)
-    edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
-    counts = equal_width_counts(arr, edges)
-    # widths in the values' dtype, as MindSpore computes them
-    buckets = b"".join(len_field(1, _BUCKET.pack(0x09, left, 0x11, width, 0x18) + varint(count))
-                       for left, width, count in zip(edges[:-1].tolist(),
-                                                     np.diff(edges).tolist(), counts.tolist()))
-    return buckets + h.SerializeToString()  # field 1 first, as protobuf orders fields
+    n, buckets = st.finite, bytearray()
+    if n:
+        bins = lib.slg_ms_bins(n)  # 2 (<= 5), 3 (<= 10), n // 10 + 1 (<= 880), else 90
+        # edges in the values' dtype (float64 for integers), as MindSpore makes them
+        dtype = src.dtype if src.dtype.kind == "f" else np.dtype(np.float64)
+        lo, hi = dtype.type(st.min), dtype.type(st.max)
+        if lo == hi:
+            lo, hi = lo - dtype.type(0.5), hi + dtype.type(0.5)
+        edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
+        # widths in the values' dtype, as MindSpore computes them
+        args = [*(ffi.from_buffer("double[]", np.ascontiguousarray(a, np.float64))
+                  for a in (edges[:-1], np.diff(edges))),
+                ffi.from_buffer("int64_t[]", equal_width_counts(arr, edges)), bins]
+        buckets = bytearray(lib.slg_ms_buckets(*args, ffi.NULL))
+        lib.slg_ms_buckets(*args, ffi.from_buffer(buckets))
+    hi, lo, total = (st.max, st.min, st.sum) if n else (0.0, 0.0, 0.0)
+    # fields in number order: buckets 1, nan/+inf/-inf counts 2-4, max/min/sum 5-7, count 8
+    return b"".join((buckets, b"\x10", varint(st.nan_count), b"\x18", varint(st.pos_inf_count),
+                     b"\x20", varint(st.neg_inf_count), _STATS.pack(0x29, hi, 0x31, lo, 0x39, total),
+                     b"\x40", varint(arr.size)))
 
 
 def histogram_buckets(values: np.ndarray) -> Any:
@@ -189,10 +195,13 @@ class MindSporeEncoder:
             if plugin == "histogram":  # the Value framed by hand (histogram_bytes)
                 out.append(len_field(1, tag.encode()) + len_field(9, histogram_bytes(value)))
                 continue
+            if plugin == "scalar":  # framed by hand too: tag 1, float32 scalar_value 3
+                with np.errstate(over="ignore"):
+                    f32 = np.float32(float(value)).tobytes()
+                out.append(len_field(1, tag.encode()) + b"\x1d" + f32)
+                continue
             v = _VALUE(tag=tag)
-            if plugin == "scalar":
-                v.scalar_value = float(value)
-            elif plugin == "image":
+            if plugin == "image":
                 grid = image_grid(value)
                 v.image.height, v.image.width, v.image.colorspace = *grid.shape[:2], 3
                 v.image.encoded_image = encode_png(grid)
@@ -204,13 +213,15 @@ class MindSporeEncoder:
                 raise ValueError(f"no summary plugin {plugin!r}")
             out.append(v.SerializeToString())
         summary = b"".join(len_field(1, v) for v in out)
-        ev = ms.Event(wall_time=wall_time, step=step).SerializeToString()
+        ev = _WALL.pack(0x09, wall_time) + _step_field(step)
         return [ev + len_field(5, summary) if out else ev]
 
     def graph(self, wall_time: float, graph: Any, step: int | None = None) -> bytes:
-        ev = ms.Event(wall_time=wall_time, step=step)  # step None: not set
-        ev.graph_def.CopyFrom(message_of(ms.GraphProto, graph, "graph"))
-        return ev.SerializeToString()
+        """An Event (step None: not set) of a GraphProto, a message or its bytes."""
+        if not isinstance(graph, (bytes, bytearray)):
+            graph = message_of(ms.GraphProto, graph, "graph").SerializeToString()
+        return (_WALL.pack(0x09, wall_time) + (b"" if step is None else _step_field(step))
+                + len_field(4, bytes(graph)))
 
     def lineage(self, wall_time: float, plugin: str, message: Any) -> bytes:
         """One LineageEvent (wall_time and the member) for a lineage plugin."""

@@ -172,3 +172,22 @@ def test_histogram_bytes_are_protobufs_own(values):
         again.buckets.add(left=b.left, width=b.width, count=b.count)
     assert again.SerializeToString() == histogram_bytes(values)
     assert h.count == values.size and sum(b.count for b in h.buckets) == np.isfinite(values).sum()
+
+
+@pytest.mark.parametrize("step", [0, 7, 2**40, -3])
+@pytest.mark.parametrize("scalar", [0.5, -0.0, float("nan"), 1e300, -1e-50, 3.4028235e38])
+def test_summary_events_framed_by_hand_are_protobufs_own(step, scalar):
+    """A step's Event (wall time, step, scalar and histogram values) framed by
+    hand is the bytes protobuf writes for the same messages."""
+    from summarylog.dialects.mindspore import MindSporeEncoder, histogram_bytes
+
+    hist = np.random.default_rng(1).normal(size=900).astype(np.float32)
+    (got,) = MindSporeEncoder().summary(1.25e9, step, [("scalar", "loss/ü", scalar),
+                                                       ("histogram", "w", hist)])
+    want = ms.Event(wall_time=1.25e9, step=step)
+    with np.errstate(over="ignore"):
+        want.summary.value.add(tag="loss/ü", scalar_value=float(np.float32(scalar)))
+    want.summary.value.add(tag="w").histogram.CopyFrom(ms.Histogram.FromString(histogram_bytes(hist)))
+    assert got == want.SerializeToString()
+    (empty,) = MindSporeEncoder().summary(2.0, step, [])
+    assert empty == ms.Event(wall_time=2.0, step=step).SerializeToString()
