@@ -8,65 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from .pb import len_field
+from .pb import fields, len_field
 from .discovery import dialect_of
 from .events import Event
 
 __all__ = ["EventDecoder"]
 
 _SUMMARY, _VALUE, _TAG = 5, 1, 1  # Event.summary, Summary.value, Value.tag (both dialects)
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    r = shift = 0
-    while shift < 64:
-        c = b[i]  # IndexError past the end: malformed
-        i += 1
-        r |= (c & 0x7F) << shift
-        if c < 0x80:
-            return r, i
-        shift += 7
-    raise ValueError("varint too long")
-
-
-def _skip(b: bytes, i: int, wt: int) -> int:
-    """Past the value of wire type ``wt`` at ``i`` (a group: past its end,
-    iteratively, so nesting costs no recursion)."""
-    depth = 0
-    while True:
-        if wt == 0:
-            i = _varint(b, i)[1]
-        elif wt == 1 or wt == 5:
-            i += 8 if wt == 1 else 4
-        elif wt == 2:
-            size, i = _varint(b, i)
-            i += size
-        elif wt == 3:
-            depth += 1
-        elif wt != 4 or not depth:
-            raise ValueError("bad wire type")
-        else:
-            depth -= 1
-        if not depth:
-            return i
-        key, i = _varint(b, i)
-        wt = key & 7
-
-
-def _fields(b: bytes) -> list[tuple[int, int, int, int]]:
-    """(field, start, body_start, end) of each field of a message (groups:
-    their whole extent).  ValueError/IndexError when malformed."""
-    out, i, n = [], 0, len(b)
-    while i < n:
-        start = i
-        key, i = _varint(b, i)
-        field, wt = key >> 3, key & 7
-        body = _varint(b, i)[1] if wt == 2 else i
-        i = _skip(b, i, wt)
-        if i > n or field == 0:
-            raise ValueError("field past the end")
-        out.append((field, start, body, i))
-    return out
 
 
 def is_utf8(x: str | bytes) -> bool:
@@ -113,15 +61,15 @@ class EventDecoder:
     def _salvage(self, payload: bytes) -> list[Event]:
         """The values of an event that does not decode whole, one by one."""
         try:
-            fields = _fields(payload)
-            summaries = [payload[b:e] for f, _, b, e in fields if f == _SUMMARY]
-            values = [s[b:e] for s in summaries for f, _, b, e in _fields(s) if f == _VALUE]
+            top = fields(payload)
+            summaries = [payload[b:e] for f, _, b, e in top if f == _SUMMARY]
+            values = [s[b:e] for s in summaries for f, _, b, e in fields(s) if f == _VALUE]
         except (ValueError, IndexError):
             summaries = []
         if not summaries:  # malformed, or not a summary: nothing to take apart
             self.bad_events += 1
             return []
-        rest = b"".join(payload[s:e] for f, s, _, e in fields if f != _SUMMARY)
+        rest = b"".join(payload[s:e] for f, s, _, e in top if f != _SUMMARY)
         out: list[Event] = []
         for value in values:
             one = self._one(rest, value, self._plugins)
@@ -137,7 +85,7 @@ class EventDecoder:
         """A value rejected only for a tag that is not UTF-8, under its
         surrogate-escaped tag; [] for any other defect."""
         try:
-            vf = _fields(value)
+            vf = fields(value)
         except (ValueError, IndexError):
             return []
         tags = [value[b:e] for f, _, b, e in vf if f == _TAG]

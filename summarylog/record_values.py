@@ -19,9 +19,11 @@ import numpy as np
 
 from .checks import check_tag
 from .dialects.mindspore import lineage_message, message_of
-from .pb import ms
+from .pb import fields, ms
 from .records import MAX_PAYLOAD
 from .values import Deferred, resolve_array, snapshot_array
+
+_MODEL_GRAPH = 4  # ModelProto.graph
 
 log = logging.getLogger("summarylog")
 
@@ -188,15 +190,22 @@ def graph_of(network: Any) -> Any:
     return None
 
 
-def graph_proto(value: Any) -> Any:
-    """An anf_ir GraphProto from a graph value: bytes are a serialized
+def graph_proto(value: Any) -> bytes:
+    """A serialized anf_ir GraphProto from a graph value: bytes are a serialized
     ModelProto (what MindSpore's graph executor returns, and what MindSpore's
-    SummaryRecord takes); messages are a GraphProto or a ModelProto."""
+    SummaryRecord takes), whose graph is taken as it is (a pure-Python protobuf
+    parses it slowly); messages are a GraphProto or a ModelProto."""
     if isinstance(value, (bytes, bytearray)):
-        return ms.ModelProto.FromString(bytes(value)).graph
+        raw = bytes(value)
+        try:  # the graph field's occurrences, merged as protobuf merges them
+            graph = b"".join(raw[b:e] for f, _, b, e in fields(raw) if f == _MODEL_GRAPH)
+            fields(graph)
+        except (ValueError, IndexError):
+            raise ValueError("graph bytes are not a serialized ModelProto") from None
+        return graph
     if getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "ModelProto":
-        return message_of(ms.ModelProto, value, "graph").graph
-    return message_of(ms.GraphProto, value, "graph")
+        value = message_of(ms.ModelProto, value, "graph").graph
+    return message_of(ms.GraphProto, value, "graph").SerializeToString()
 
 
 def check_export_options(opts: Any) -> dict[str, Any] | None:
