@@ -73,11 +73,6 @@ class ScalarEvents:
         with self._lock:
             return bytes(self._tag_data), array("Q", self._tag_offsets)
 
-    def tags_of(self, key: int) -> list[str]:
-        with self._lock:
-            names = {tid: t for t, tid in self._tag_ids.items()}
-        return [names[int(t)] for t in self._key_tids[key]]
-
     def columns(self, run: list[bytes]) -> tuple[int, Any, Any, Any, Any, Any]:
         """``(n, walls, steps, counts, tag_ids, values)`` of consecutive records."""
         n, size = len(run), len(run[0])
