@@ -71,13 +71,6 @@ def named_leaves(tree: Any) -> dict[str, Any]:
 _leaf_names: dict[Any, list[str]] = {}  # treedef -> its leaves' path names
 
 
-def _deliver(key: str, value: Any) -> None:
-    """Host side of :func:`summary`: queue into the active collector."""
-    collector = SummaryCollector.newest()
-    if collector is not None:
-        collector.add_op(key, np.asarray(value))
-
-
 def summary(tag: str, x: Any, kind: str = "scalar") -> None:
     """Record ``x`` under ``tag`` from inside a (jitted) step function, like
     MindSpore's summary operators: the value reaches the host through
@@ -88,7 +81,7 @@ def summary(tag: str, x: Any, kind: str = "scalar") -> None:
     key = op_key(tag, kind)
     if not SummaryCollector._active:
         return
-    jax.debug.callback(lambda v: _deliver(key, v), x)
+    jax.debug.callback(lambda v: SummaryCollector.feed(key, np.asarray(v)), x)
 
 
 def _jaxpr_graph(fn: Callable[..., Any], args: tuple[Any, ...], fmt: str) -> Any:
