@@ -146,10 +146,9 @@ class CollectionPolicy:
             elif not isinstance(v, bool):
                 raise TypeError(f"collect_specified_data[{k!r}] must be a bool, "
                                 f"got {type(v).__name__}")
-        out = dict(DEFAULT_COLLECT) if keep_default else {k: False for k in DEFAULT_COLLECT}
+        out = dict(DEFAULT_COLLECT) if keep_default else dict.fromkeys(DEFAULT_COLLECT, False)
         if not keep_default:
-            out["histogram_regular"] = None
-            out["_histograms"] = "histogram_regular" in spec
+            out.update(histogram_regular=None, _histograms="histogram_regular" in spec)
         out.update({k: v for k, v in spec.items() if k != "collect_landscape"})
         return out
 
@@ -475,12 +474,9 @@ class CollectorCore:
                                  else float(v))
             except (TypeError, ValueError):
                 clean[str(k)] = str(v)
-        lin: dict[str, Any] = {"metric": json.dumps(clean)}
-        vd = {k: v for k, v in (("valid_dataset_path", valid_dataset_path),
-                                ("valid_dataset_size", valid_dataset_size)) if v is not None}
-        if vd:
-            lin["valid_dataset"] = vd
-        self.record.add_value("eval_lineage", "eval_lineage", lin)
+        vd = {"valid_dataset_path": valid_dataset_path, "valid_dataset_size": valid_dataset_size}
+        self.record.add_value("eval_lineage", "eval_lineage",
+                              _clean({"metric": json.dumps(clean), "valid_dataset": vd}))
         self._record_lineage()
 
     def _record_lineage(self) -> None:

@@ -98,10 +98,9 @@ def _dataset_graph(loader: Any) -> dict[str, Any]:
     path = _dataset_path(ds)
     if path:
         child["parameter"]["mapStr"]["dataset_dir"] = path
-    try:
-        child["parameter"]["mapInt"] = {"num_samples": int(len(ds))}
-    except TypeError:
-        pass
+    n = _len(ds)
+    if n is not None:
+        child["parameter"]["mapInt"] = {"num_samples": n}
     t = getattr(ds, "transform", None) or getattr(ds, "transforms", None)
     inner = getattr(t, "transforms", None)  # a Compose's list
     transforms = list(inner) if isinstance(inner, (list, tuple)) else [t] if t is not None else []
