@@ -1,13 +1,7 @@
-"""MindSpore's SummaryCollector policy, framework-neutral (no framework imports).
-
-:class:`CollectionPolicy` holds MindSpore's arguments, their checks and its
-rules of which steps collect what (README, "One line per framework:
-SummaryCollector");
-:class:`CollectorCore` runs that timeline over a
-:class:`~summarylog.SummaryRecord` with the values the framework adapters
-(``summarylog.adapters.*``) hand it.  In the TensorBoard dialect lineage
-becomes the run's hparams.
-"""
+"""MindSpore's SummaryCollector policy, framework-neutral (no framework imports):
+:class:`CollectionPolicy` holds its arguments, their checks and its rules of which steps
+collect what; :class:`CollectorCore` runs that timeline over a SummaryRecord with the values
+the adapters (``summarylog.adapters.*``) hand it.  In TensorBoard, lineage becomes hparams."""
 
 from __future__ import annotations
 
@@ -61,8 +55,7 @@ def _positive_int(name: str, v: Any, optional: bool = False) -> int | None:
 
 
 def check_custom_lineage_data(data: Any) -> dict[str, Any]:
-    """Custom lineage data: a dict of str keys and str/int/float values,
-    else TypeError."""
+    """Custom lineage data: a dict of str keys and str/int/float values, else TypeError."""
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -145,19 +138,17 @@ class CollectionPolicy:
                 if v is not None and not isinstance(v, str):
                     raise TypeError(f"histogram_regular must be a str or None, "
                                     f"got {type(v).__name__}")
-                if v is not None:
-                    try:
-                        re.compile(v)
-                    except re.error as exc:
-                        raise ValueError(f"histogram_regular {v!r} is not a regular expression: "
-                                         f"{exc}") from None
+                try:
+                    re.compile(v or "")
+                except re.error as exc:
+                    raise ValueError(f"histogram_regular {v!r} is not a regular expression: "
+                                     f"{exc}") from None
             elif not isinstance(v, bool):
                 raise TypeError(f"collect_specified_data[{k!r}] must be a bool, "
                                 f"got {type(v).__name__}")
-        out = dict(DEFAULT_COLLECT) if keep_default else {k: False for k in DEFAULT_COLLECT}
+        out = dict(DEFAULT_COLLECT) if keep_default else dict.fromkeys(DEFAULT_COLLECT, False)
         if not keep_default:
-            out["histogram_regular"] = None
-            out["_histograms"] = "histogram_regular" in spec
+            out.update(histogram_regular=None, _histograms="histogram_regular" in spec)
         out.update({k: v for k, v in spec.items() if k != "collect_landscape"})
         return out
 
@@ -195,7 +186,8 @@ class CollectionPolicy:
             return set(range(0, total + 1)[:MAX_TENSOR_COLLECTIONS + 1])
         return set(range(0, total + 1, self.collect_freq))
 
-    def plugins_at(self, current: int, tensor_steps: set[int], first: bool) -> Callable[[str], bool] | None:
+    def plugins_at(self, current: int, tensor_steps: set[int],
+                   first: bool) -> Callable[[str], bool] | None:
         """The plugin filter of a collection at ``current``, or None when
         nothing is collected: everything at the first step and at steps that
         are both multiples and tensor steps; tensors only at tensor steps;
@@ -250,9 +242,8 @@ class CollectorCore:
                  read: Callable[[Any], Any] | None = None,
                  lane: LaneSource | None = None) -> None:
         self.policy = policy
-        #: values are checked and read on the background thread: immutable
-        #: ones (JAX) as they are, others through ``freeze`` (private copies
-        #: made at the step, and their bytes: torch's)
+        #: values are checked and read on the background thread: immutable ones (JAX) as
+        #: they are, others through ``freeze`` (private copies made at the step: torch's)
         self.lazy_values = lazy_values or freeze is not None
         self.freeze = freeze
         self.read = read  # a lazy value to host numpy, the collector's own (JAX's to_numpy)
@@ -265,11 +256,7 @@ class CollectorCore:
         #: the one fast path, for the loss and the last collection's parameters
         self.lane = CollectorLane(self.record, lane) if lane is not None and freeze else None
         self.network_name = network_name
-        self.total: int | None = None
-        self._tensor_steps: set[int] = policy.tensor_steps(None)
-        self._off_freq = self._due_off_freq()
-        #: the next step that may collect (adapters skip step() before it); 0 at first
-        self.quiet_until = 0
+        self.begin(None)
         self._first = True  # the first collection takes everything
         self._started = False  # first_step() done
         self._input_ok = policy.enabled("collect_input_data")
@@ -282,11 +269,6 @@ class CollectorCore:
         self.collected_steps: list[int] = []
         self._last_collected: int | None = None
         self._closed = False
-
-    @property
-    def first_pending(self) -> bool:
-        """The first collection (which takes everything) is still to come."""
-        return self._first
 
     @property
     def closed(self) -> bool:
@@ -303,7 +285,8 @@ class CollectorCore:
         self.record.set_mode(mode)
         self.total = total
         self._tensor_steps = self.policy.tensor_steps(total)
-        self._off_freq = self._due_off_freq()
+        self._off_freq = sorted(t for t in self._tensor_steps if t % self._freq)  # usually none
+        #: the next step that may collect (adapters skip step() before it)
         self.quiet_until = 0
 
     def first_step(self, current: int, *, graph: Any = None,
@@ -358,8 +341,8 @@ class CollectorCore:
                     or not self._lane_collect(current, loss if self._loss_ok else None, params)):
                 specs, values = self._values(plugins, loss, inputs, params)
                 copies, nbytes = self.freeze(values)
-                rec.record_later(current, lambda: _triples(specs, copies), nbytes,
-                                  self._dropped, plugins, True)
+                rec.record_later(current, lambda: [(p, t, v) for (p, t), v in zip(specs, copies)],
+                                 nbytes, self._dropped, plugins, True)
         elif self.lazy_values:  # immutable values: named, checked and read in the background
             rec.record_later(current, lambda: self._read_later(plugins, loss, inputs, params),
                               self._later_bytes, self._dropped, plugins, self.read is not None,
@@ -385,14 +368,8 @@ class CollectorCore:
         return self.lane.collect(current, LOSS_TAG, loss, [named[k] for k in self.hist_keys],
                                  self.hist_specs)
 
-    def _due_off_freq(self) -> list[int]:
-        """The tensor steps that are not multiples of ``collect_freq``, sorted
-        (usually none)."""
-        return sorted(t for t in self._tensor_steps if t % self._freq)
-
     def _next_due(self, current: int) -> int:
-        """The first step after ``current`` that is a multiple of
-        ``collect_freq`` or a tensor step."""
+        """The first step after ``current`` that is a ``collect_freq`` multiple or a tensor step."""
         due = current - current % self._freq + self._freq
         off = self._off_freq
         if off and off[-1] > current:
@@ -449,7 +426,7 @@ class CollectorCore:
                     values[i] = read(value)
                 except Exception:  # left as it is: the value's checks report it
                     pass
-        return _triples(specs, values)
+        return [(plugin, tag, value) for (plugin, tag), value in zip(specs, values)]
 
     def _dropped(self, plugin: str, tag: str, exc: Exception) -> None:
         """A collected value that could not be recorded: logged; a bad input
@@ -461,8 +438,8 @@ class CollectorCore:
             self._loss_ok = False
             log.warning("summarylog: the loss not collected: %s", exc)
         elif plugin == "histogram":
-            log.warning("summarylog: histogram of %s not collected: %s",
-                        tag[:-len("/auto")] if tag.endswith("/auto") else tag, exc)
+            log.warning("summarylog: histogram of %s not collected: %s", tag.removesuffix("/auto"),
+                        exc)
         else:
             log.warning("summarylog: %s %r not collected: %s", plugin or "a value", tag, exc)
 
@@ -493,15 +470,13 @@ class CollectorCore:
         clean = {}
         for k, v in dict(metrics).items():
             try:
-                clean[str(k)] = float(v) if not isinstance(v, (list, tuple)) else [float(x) for x in v]
+                clean[str(k)] = ([float(x) for x in v] if isinstance(v, (list, tuple))
+                                 else float(v))
             except (TypeError, ValueError):
                 clean[str(k)] = str(v)
-        lin: dict[str, Any] = {"metric": json.dumps(clean)}
-        vd = {k: v for k, v in (("valid_dataset_path", valid_dataset_path),
-                                ("valid_dataset_size", valid_dataset_size)) if v is not None}
-        if vd:
-            lin["valid_dataset"] = vd
-        self.record.add_value("eval_lineage", "eval_lineage", lin)
+        vd = {"valid_dataset_path": valid_dataset_path, "valid_dataset_size": valid_dataset_size}
+        self.record.add_value("eval_lineage", "eval_lineage",
+                              _clean({"metric": json.dumps(clean), "valid_dataset": vd}))
         self._record_lineage()
 
     def _record_lineage(self) -> None:
@@ -522,11 +497,6 @@ class CollectorCore:
         if not self._closed:
             self._closed = True
             self.record.close()
-
-
-def _triples(specs: list[tuple[str, str]], values: list[Any]) -> list[tuple[str, str, Any]]:
-    """``(plugin, tag, value)`` triples (SummaryRecord.add_later's form)."""
-    return [(plugin, tag, value) for (plugin, tag), value in zip(specs, values)]
 
 
 def _mean(loss: Any) -> Any:
@@ -564,10 +534,7 @@ def _clean(d: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
         if isinstance(v, Mapping):
-            v = _clean(v)
-            if not v:
-                continue
-        if v is None:
-            continue
-        out[k] = v
+            v = _clean(v) or None
+        if v is not None:
+            out[k] = v
     return out

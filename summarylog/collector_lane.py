@@ -1,16 +1,10 @@
-"""The collectors' one fast path: a lane over the same tensors.
+"""The collectors' one fast path: a lane (:class:`summarylog.binner.Lane`) over the same tensors.
 
-From its second collection on, a collector mostly collects the loss and the
-same parameters again.  Such a collection goes through a lane
-(:class:`summarylog.binner.Lane`): one native call on the training thread
-copies the parameters into a ring of private buffers and queues the
-collection on the writer's low-priority binner, which bins, encodes and
-writes it.  Everything else (the first collection, input images, summary
-operators, tensors, a lane that is busy or not possible) takes the record's
-queue, where values are checked and written in order.
-
-Framework-neutral: an adapter says how to view its tensors through a
-:class:`LaneSource`; this module never imports a framework.
+From its second collection on, a collector mostly collects the loss and the same parameters
+again: one native call on the training thread copies them into a ring of private buffers and
+queues the collection on the writer's low-priority binner.  Everything else (the first
+collection, input images, summary operators, tensors, a lane busy or not possible) takes the
+record's queue.  Framework-neutral: an adapter views its tensors through a :class:`LaneSource`.
 """
 
 from __future__ import annotations
@@ -100,20 +94,13 @@ class CollectorLane:
         elif self._wait:
             self._wait -= 1
             return None
-        run = self._try_open(scalar_tag, params, specs)
+        run = None
+        if params and self.record.lanes_possible and all(p == "histogram" for p, _ in specs):
+            views = self.source.views(params)
+            lane = None if views is None else self.record.open_lane(
+                scalar_tag, [(tag, v) for (_, tag), v in zip(specs, views)])
+            if lane is not None:
+                run = _Run(lane, scalar_tag is not None, list(params), views)
         if run is None and old is not None:
             self._wait = _RETRY_EVERY
         return run
-
-    def _try_open(self, scalar_tag: str | None, params: list[Any],
-                  specs: list[tuple[str, str]]) -> _Run | None:
-        if (not params or not self.record.lanes_possible
-                or any(plugin != "histogram" for plugin, _ in specs)):
-            return None
-        views = self.source.views(params)
-        if views is None:
-            return None
-        lane = self.record.open_lane(scalar_tag, [(tag, v) for (_, tag), v in zip(specs, views)])
-        if lane is None:
-            return None
-        return _Run(lane, scalar_tag is not None, list(params), views)

@@ -52,13 +52,11 @@ class CollectorBase:
 
     # -- summary() values --------------------------------------------------------------
     @classmethod
-    def newest(cls) -> "CollectorBase | None":
-        return cls._active[-1] if cls._active else None
-
-    def add_op(self, key: str, value: Any) -> None:
-        """A ``summary()`` value for the next collection (``TAG[:Kind]``)."""
-        with self._active_lock:
-            self._ops[key] = value
+    def feed(cls, key: str, value: Any) -> None:
+        """A summary() value (``TAG[:Kind]``) for the newest open collector's next collection."""
+        with cls._active_lock:
+            if cls._active:
+                cls._active[-1]._ops[key] = value
 
     @property
     def has_pending_ops(self) -> bool:

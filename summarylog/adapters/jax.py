@@ -16,10 +16,12 @@ process 0 writes by default.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,15 +38,8 @@ log = logging.getLogger("summarylog")
 
 def path_name(path: tuple[Any, ...]) -> str:
     """A pytree key path as a "/"-joined name: ``params/Dense_0/kernel``."""
-    parts = []
-    for k in path:
-        for attr in ("key", "name", "idx"):
-            if hasattr(k, attr):
-                parts.append(str(getattr(k, attr)))
-                break
-        else:
-            parts.append(str(k))
-    return "/".join(parts)
+    return "/".join(next((str(getattr(k, a)) for a in ("key", "name", "idx") if hasattr(k, a)),
+                         str(k)) for k in path)
 
 
 def named_leaves(tree: Any) -> dict[str, Any]:
@@ -61,21 +56,12 @@ def named_leaves(tree: Any) -> dict[str, Any]:
         if treedef is not None:
             if len(_leaf_names) >= 64:
                 _leaf_names.clear()
-            try:
+            with contextlib.suppress(Exception):
                 _leaf_names[treedef] = names
-            except Exception:
-                pass
     return {n: v for n, v in zip(names, leaves) if hasattr(v, "shape")}
 
 
 _leaf_names: dict[Any, list[str]] = {}  # treedef -> its leaves' path names
-
-
-def _deliver(key: str, value: Any) -> None:
-    """Host side of :func:`summary`: queue into the active collector."""
-    collector = SummaryCollector.newest()
-    if collector is not None:
-        collector.add_op(key, np.asarray(value))
 
 
 def summary(tag: str, x: Any, kind: str = "scalar") -> None:
@@ -88,7 +74,7 @@ def summary(tag: str, x: Any, kind: str = "scalar") -> None:
     key = op_key(tag, kind)
     if not SummaryCollector._active:
         return
-    jax.debug.callback(lambda v: _deliver(key, v), x)
+    jax.debug.callback(lambda v: SummaryCollector.feed(key, np.asarray(v)), x)
 
 
 def _jaxpr_graph(fn: Callable[..., Any], args: tuple[Any, ...], fmt: str) -> Any:
@@ -96,12 +82,9 @@ def _jaxpr_graph(fn: Callable[..., Any], args: tuple[Any, ...], fmt: str) -> Any
     MindSpore GraphProto, one node per equation (op = primitive)."""
     closed = jax.make_jaxpr(fn)(*args)
     jaxpr = closed.jaxpr
-    names: dict[Any, str] = {}
+    inputs = [f"input_{i}" for i in range(len(jaxpr.invars))]
+    names: dict[Any, str] = dict(zip(jaxpr.invars, inputs))
     nodes: list[tuple[str, str, list[str]]] = []
-    inputs = []
-    for i, v in enumerate(jaxpr.invars):
-        names[v] = f"input_{i}"
-        inputs.append(names[v])
     for k, eqn in enumerate(jaxpr.eqns):
         name = f"{eqn.primitive.name}_{k}"
         ins = [names[v] for v in eqn.invars if not hasattr(v, "val") and v in names]
@@ -216,7 +199,6 @@ class SummaryCollector(CollectorBase):
             lr = self._learning_rate(learning_rate, opt_state, step)
             if lr is not None:
                 self._lr = lr
-        core = self.core
         if core is None:
             self._take_ops()
             return False
@@ -267,8 +249,7 @@ class SummaryCollector(CollectorBase):
 
 
 def _clu_interface() -> Any:
-    """clu.metric_writers.interface without the package __init__ (which
-    imports TensorFlow)."""
+    """clu.metric_writers.interface without the package __init__ (which imports TensorFlow)."""
     spec = importlib.util.find_spec("clu")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -276,8 +257,6 @@ def _clu_interface() -> Any:
                         "interface.py")
     if not os.path.exists(path):
         return None
-    import sys
-
     name = "clu.metric_writers.interface"
     if name in sys.modules:
         return sys.modules[name]

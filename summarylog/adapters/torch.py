@@ -48,9 +48,7 @@ def summary(tag: str, tensor: torch.Tensor, kind: str = "scalar") -> None:
         return
     if hasattr(torch, "compiler") and torch.compiler.is_compiling():
         return
-    collector = SummaryCollector.newest()
-    if collector is not None:
-        collector.add_op(key, tensor.detach())
+    SummaryCollector.feed(key, tensor.detach())
 
 
 def _len(x: Any) -> int | None:
@@ -59,12 +57,6 @@ def _len(x: Any) -> int | None:
         return len(x) if x is not None else None
     except TypeError:
         return None
-
-
-def _world() -> tuple[int | None, int]:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return None, 1
 
 
 def _lr(optimizer: Any, scheduler: Any = None) -> float | None:
@@ -106,47 +98,30 @@ def _dataset_graph(loader: Any) -> dict[str, Any]:
     path = _dataset_path(ds)
     if path:
         child["parameter"]["mapStr"]["dataset_dir"] = path
-    try:
-        child["parameter"]["mapInt"] = {"num_samples": int(len(ds))}
-    except TypeError:
-        pass
-    transforms = [type(t).__name__ for t in _transforms(ds)]
+    n = _len(ds)
+    if n is not None:
+        child["parameter"]["mapInt"] = {"num_samples": n}
+    t = getattr(ds, "transform", None) or getattr(ds, "transforms", None)
+    inner = getattr(t, "transforms", None)  # a Compose's list
+    transforms = list(inner) if isinstance(inner, (list, tuple)) else [t] if t is not None else []
     if transforms:
-        child["parameter"]["mapStrList"] = {"transforms": {"strValue": transforms}}
+        child["parameter"]["mapStrList"] = {
+            "transforms": {"strValue": [type(x).__name__ for x in transforms]}}
     node["children"] = [child]
     return node
 
 
-def _transforms(ds: Any) -> list[Any]:
-    t = getattr(ds, "transform", None) or getattr(ds, "transforms", None)
-    if t is None:
-        return []
-    inner = getattr(t, "transforms", None)
-    return list(inner) if isinstance(inner, (list, tuple)) else [t]
-
-
-def _tb_graph(model: torch.nn.Module, example: Any) -> Any:
-    """A TensorBoard GraphDef of the traced model (torch's own builder)."""
-    from torch.utils.tensorboard._pytorch_graph import graph
-
-    graph_def, _ = graph(model, example if isinstance(example, tuple) else (example,))
-    return graph_def
-
-
-def _ms_graph(model: torch.nn.Module, example: Any) -> Any:
+def _ms_graph(model: torch.nn.Module, args: tuple[Any, ...]) -> Any:
     """A MindSpore GraphProto of the traced model: one node per traced
     operation (op type, scope, inputs), parameters as graph inputs."""
     from ..pb import ms
 
-    args = example if isinstance(example, tuple) else (example,)
     with torch.no_grad():
         traced = torch.jit.trace(model, args, check_trace=False)
     g = traced.inlined_graph
     out = ms.GraphProto(name=type(model).__name__)
     names: dict[Any, str] = {}
-    for i, value in enumerate(g.inputs()):
-        if i == 0:  # self
-            continue
+    for value in list(g.inputs())[1:]:  # [0] is self
         name = value.debugName()
         names[value] = name
         p = out.parameters.add(name=name)
@@ -182,10 +157,9 @@ def _unwrap(model: Any) -> Any:
 
 
 def _snapshot_all(values: list[Any]) -> tuple[list[Any], int]:
-    """Private copies of a collection's values, taken at the step (the
-    optimizer changes parameters in place right after): a 0-d CPU float
-    tensor (the loss) read now, other tensors cloned on their device (no
-    sync; read on summarylog's thread); and their bytes."""
+    """Private copies of a collection's values and their bytes, taken at the step (the
+    optimizer changes parameters in place right after): a 0-d CPU float tensor read now,
+    other tensors cloned on their device (no sync; read on summarylog's thread)."""
     out: list[Any] = []
     total = 0
     for value in values:
@@ -275,7 +249,9 @@ class SummaryCollector(CollectorBase):
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.train_loader, self.epochs, self.scheduler = train_loader, epochs, scheduler
         self.collect_gradients = bool(collect_gradients)
-        self.rank, self.world_size = _world()
+        dist, self.rank, self.world_size = torch.distributed, None, 1
+        if dist.is_available() and dist.is_initialized():
+            self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.enabled = not (rank0_only and self.rank not in (None, 0))
         self.global_step = 0
         self.epoch = 0
@@ -313,9 +289,11 @@ class SummaryCollector(CollectorBase):
             try:
                 with warnings.catch_warnings():  # torch 2.13 deprecates jit.trace (it works)
                     warnings.simplefilter("ignore")
-                    if self.policy.format == "tensorboard":
-                        return _tb_graph(model, inputs)
-                    return _ms_graph(model, inputs)
+                    args = inputs if isinstance(inputs, tuple) else (inputs,)
+                    if self.policy.format == "tensorboard":  # torch's own GraphDef builder
+                        from torch.utils.tensorboard._pytorch_graph import graph
+                        return graph(model, args)[0]
+                    return _ms_graph(model, args)
             finally:
                 model.train(was_training)
         except Exception as exc:
@@ -341,16 +319,12 @@ class SummaryCollector(CollectorBase):
             return
         self._check_open()
         self.global_step = self.global_step + 1 if step is None else int(step)
-        if self.core is None:
-            self._ops.clear()
-            return
-        if loss is None and outputs is not None:
-            loss = outputs
-        first = not self.core.collected_steps and self.core.first_pending
-        self.core.step(self.global_step, loss=loss, inputs=inputs, params=self._params,
-                       graph=self._graph(inputs) if first else None,
-                       dataset_graph=(_dataset_graph(self.train_loader)
-                                      if first and self.train_loader is not None else None))
+        if core is not None:
+            first = not core.started  # the graphs only go with the first collection
+            core.step(self.global_step, loss=outputs if loss is None else loss, inputs=inputs,
+                      params=self._params, graph=self._graph(inputs) if first else None,
+                      dataset_graph=(_dataset_graph(self.train_loader)
+                                     if first and self.train_loader is not None else None))
         self._ops.clear()
 
     def epoch_end(self) -> None:
@@ -364,7 +338,7 @@ class SummaryCollector(CollectorBase):
         if not self.global_step:
             return None
         loader = self.train_loader
-        size = _len(getattr(loader, "dataset", None))
+        path = _dataset_path(loader.dataset) if loader else None
         return {
             "hyper_parameters": {
                 "optimizer": type(self.optimizer).__name__ if self.optimizer is not None else None,
@@ -375,8 +349,8 @@ class SummaryCollector(CollectorBase):
                 "device_num": self.world_size,
                 "batch_size": getattr(loader, "batch_size", None),
             },
-            "train_dataset": {"train_dataset_path": _dataset_path(loader.dataset) if loader else None,
-                              "train_dataset_size": size},
+            "train_dataset": {"train_dataset_path": path,
+                              "train_dataset_size": _len(getattr(loader, "dataset", None))},
             "algorithm": {"network": (type(_unwrap(self.model)).__name__
                                        if self.model is not None else None)},
         }
