@@ -62,9 +62,7 @@ class Discovery(NamedTuple):
 
 def _named(exc: OSError, path: str) -> OSError:
     """exc with its filename set (DirEntry methods may leave it unset)."""
-    if exc.filename is None:
-        exc = type(exc)(exc.errno, exc.strerror or str(exc), path)
-    return exc
+    return exc if exc.filename is not None else type(exc)(exc.errno, exc.strerror or str(exc), path)
 
 
 def _regular(e: os.DirEntry[str]) -> bool:
@@ -90,8 +88,7 @@ def discover(path: str) -> Discovery:
     try:
         root_st = os.stat(path)
     except OSError as exc:
-        errors.append(_named(exc, path))
-        return Discovery(runs, lineage, errors)
+        return Discovery(runs, lineage, [_named(exc, path)])
     seen = {(root_st.st_dev, root_st.st_ino)}
     stack = [(path, "")]
     while stack:
@@ -113,12 +110,9 @@ def discover(path: str) -> Discovery:
                     if key not in seen:
                         seen.add(key)
                         subdirs.append(e.name)
-                elif is_event_file(e.name):
+                elif (event := is_event_file(e.name)) or is_lineage_file(e.name):
                     if _regular(e):
-                        files.append(e.path)
-                elif is_lineage_file(e.name):
-                    if _regular(e):
-                        lin.append(e.path)
+                        (files if event else lin).append(e.path)
             except OSError as exc:
                 errors.append(_named(exc, e.path))
         name = rel or "."

@@ -14,15 +14,14 @@ from .discovery import dialect_of
 from .read_types import FileReport, Scalars
 from .records import RecordReader
 from .records.reader import DAMAGE_SLOTS as _MAX_DAMAGE
-from .records.reader import SMALL_FILE, Tail, damage_list
+from .records.reader import SMALL_FILE, TAIL_KINDS, Tail, damage_list
 
 __all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
 
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
 _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
-# the fewest bytes a scalar takes in an event: bounds the values one record holds
-_MIN_VALUE_BYTES = 7
+_MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
 
 
@@ -162,9 +161,7 @@ class ColumnLoader:
         if loaded.n_damage:
             report.damage = damage_list(self._damage_buf, loaded.n_damage)
         if loaded.tail_kind:
-            report.tail = Tail(loaded.tail_offset,
-                               "torn" if loaded.tail_kind == lib.SLG_SCAN_TORN else "zero_tail",
-                               loaded.tail_length)
+            report.tail = Tail(loaded.tail_offset, TAIL_KINDS[loaded.tail_kind], loaded.tail_length)
         return report
 
     def _load_files(self, files: list[str], purge: bool,

@@ -1,7 +1,5 @@
 """summarylog.Reader: runs of TensorBoard event files and MindSpore summary files back
-into Python and numpy, damaged or live.  Scalars are decoded in C straight into numpy
-(:mod:`summarylog.read_columns`), other values one by one (:mod:`summarylog.read_events`);
-damage is reported per file (:meth:`Reader.damage`), never skipped silently.
+into Python and numpy, damaged or live; damage is reported per file, never skipped silently.
 
 With ``purge`` (the default), TensorBoard's rule for resumed runs applies: an
 ``Event{session_log: START}`` at step N (what ``purge_step`` writes) drops every point
@@ -120,14 +118,12 @@ class Reader:
         for run in runs if runs is not None else self.runs():
             cols = self._load_columns(run)
             for tag in tags if tags is not None else sorted(cols.series):
-                s = cols.series.get(tag)
-                if s is None:
-                    continue
-                codes = np.zeros(len(s.step), np.int8)
-                frames.append(pd.DataFrame({
-                    "run": pd.Categorical.from_codes(codes, [run]),
-                    "tag": pd.Categorical.from_codes(codes, [tag]),
-                    "step": s.step, "wall_time": s.wall_time, "value": s.value}))
+                if (s := cols.series.get(tag)) is not None:
+                    codes = np.zeros(len(s.step), np.int8)
+                    frames.append(pd.DataFrame({
+                        "run": pd.Categorical.from_codes(codes, [run]),
+                        "tag": pd.Categorical.from_codes(codes, [tag]),
+                        "step": s.step, "wall_time": s.wall_time, "value": s.value}))
         if not frames:
             return pd.DataFrame(columns=["run", "tag", "step", "wall_time", "value"])
         return pd.concat(frames, ignore_index=True)
@@ -174,16 +170,12 @@ class Reader:
                 for payload in rr:
                     if patterns is None or any(t in payload for t in patterns):
                         yield from dec.decode(payload)
-                self._note(path, rr, dec)
-
-    def _note(self, path: str, rr: RecordReader, dec: EventDecoder) -> None:
-        """Record one full pass over a file (passes see the same file, or more of it)."""
-        rep = self._reports.get(path) or FileReport(path)
-        rep.records = max(rep.records, rr.records_read)
-        rep.bad_events = max(rep.bad_events, dec.bad_events)
-        rep.bad_values = max(rep.bad_values, dec.bad_values)
-        rep.damage, rep.tail, rep.size = list(rr.damage), rr.tail, rr.size
-        self._reports[path] = rep
+                # a full pass: it saw the file of earlier passes, or more of it
+                rep = self._reports.setdefault(path, FileReport(path))
+                rep.records = max(rep.records, rr.records_read)
+                rep.bad_events = max(rep.bad_events, dec.bad_events)
+                rep.bad_values = max(rep.bad_values, dec.bad_values)
+                rep.damage, rep.tail, rep.size = list(rr.damage), rr.tail, rr.size
 
     # -- damage ----------------------------------------------------------------------
     def damage(self, run: str | None = None, *, deep: bool = False) -> dict[str, FileReport]:
@@ -253,8 +245,7 @@ class Reader:
                         got = True
                         events = dec.decode(payload)  # when skipped: each tag's plugin learnt
                         if not skip:
-                            for ev in events:
-                                yield r, ev
+                            yield from ((r, ev) for ev in events)
                 now = time.monotonic()
                 if got and not skip:
                     last = now

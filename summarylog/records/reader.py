@@ -27,6 +27,7 @@ _KINDS = {
     lib.SLG_DAMAGE_LENGTH_PAST_EOF: "length_past_eof",
     lib.SLG_DAMAGE_ZERO_FILL: "zero_fill",
 }
+TAIL_KINDS = {lib.SLG_SCAN_TORN: "torn", lib.SLG_SCAN_ZERO_TAIL: "zero_tail"}  #: Tail.kind
 _SPANS = 1 << 16
 DAMAGE_SLOTS = 256
 SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
@@ -216,9 +217,8 @@ class RecordReader:
                 if known_end is not None and data_end == _UNKNOWN_END:
                     data_end = known_end
                 continue
-            if rc == lib.SLG_SCAN_TORN or rc == lib.SLG_SCAN_ZERO_TAIL:
-                kind = "torn" if rc == lib.SLG_SCAN_TORN else "zero_tail"
-                self.tail = Tail(int(st.pos), kind, base + len(buf) - int(st.pos))
+            if rc in TAIL_KINDS:
+                self.tail = Tail(int(st.pos), TAIL_KINDS[rc], base + len(buf) - int(st.pos))
             elif self.compressed and self._source.zero_tail:
                 # zeros where the next frame should start (preallocated, or a crash)
                 self.tail = Tail(int(st.pos), "zero_tail", self._source.zero_tail)

@@ -172,17 +172,11 @@ class ZstdSource:
     def _resync(self) -> bool:
         """Skip a frame that does not decode, to the next frame magic (damage); False
         when only zeros follow to the end: a tail a writer may still fill, not damage."""
-        start = self._frame_start + 1
-        while True:
-            chunk = os.pread(self.fd, 1 << 20, start)
-            magic = _FRAME_MAGIC.search(chunk)
-            if not chunk:
-                nxt = os.fstat(self.fd).st_size
-                break
-            if magic:
-                nxt = start + magic.start()
-                break
+        start, magic = self._frame_start + 1, None
+        while ((chunk := os.pread(self.fd, 1 << 20, start))
+               and not (magic := _FRAME_MAGIC.search(chunk))):
             start += max(1, len(chunk) - 3)
+        nxt = start + magic.start() if magic else os.fstat(self.fd).st_size
         if magic is None and nxt > self._frame_start and self._zeros_to_end(self._frame_start):
             self.zero_tail = nxt - self._frame_start
             self._new_frame(self._frame_start)
@@ -195,11 +189,9 @@ class ZstdSource:
 
     def _zeros_to_end(self, start: int) -> bool:
         """Whether the file holds only zero bytes from ``start`` to its end."""
-        while chunk := os.pread(self.fd, 1 << 20, start):
-            if chunk.count(0) != len(chunk):
-                return False
+        while (chunk := os.pread(self.fd, 1 << 20, start)) and chunk.count(0) == len(chunk):
             start += len(chunk)
-        return True
+        return not chunk
 
     def _pump(self) -> bool:
         """Decode one bounded step; False when no compressed input is left (for now)."""
