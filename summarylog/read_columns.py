@@ -22,6 +22,7 @@ _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
 _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
 _MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event
+_DIALECTS = {"tensorboard": lib.SLG_DIALECT_TB, "mindspore": lib.SLG_DIALECT_MS}
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
 
 
@@ -36,8 +37,6 @@ class RunColumns:
 
     def needs_events(self) -> list[str]:
         """Tags whose kinds the scalar columns do not tell (they hold other values)."""
-        if len(self.series) == len(self.tags) and not any(self.flags):
-            return []  # the usual run: every tag a scalar series, nothing else seen
         return [t for t, f in zip(self.tags, self.flags)
                 if f & TAG_OTHER or t not in self.series]
 
@@ -106,16 +105,11 @@ def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
 def last_per_step(cols: RunColumns) -> None:
     """MindInsight's rule for MindSpore runs: a step's last value per tag, in step order."""
     for tag, s in list(cols.series.items()):
-        steps = s.step
-        if len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()):
+        if len(s.step) < 2 or bool((s.step[1:] > s.step[:-1]).all()):
             continue
-        _, first_from_end = np.unique(steps[::-1], return_index=True)
-        keep = len(steps) - 1 - first_from_end  # ascending steps, last occurrence each
-        cols.series[tag] = Scalars(steps[keep], s.wall_time[keep], s.value[keep])
-
-
-def _dialect_code(path: str) -> int:
-    return lib.SLG_DIALECT_TB if dialect_of(path) == "tensorboard" else lib.SLG_DIALECT_MS
+        _, first_from_end = np.unique(s.step[::-1], return_index=True)
+        keep = len(s.step) - 1 - first_from_end  # ascending steps, last occurrence each
+        cols.series[tag] = Scalars(*(a[keep] for a in s))
 
 
 class ColumnLoader:
@@ -145,7 +139,7 @@ class ColumnLoader:
             self._scratch = (_new_tags(), *_columns(_SCRATCH_VALUES))
         tags, arrays, ptrs = self._scratch
         lib.slg_tags_clear(tags)
-        lib.slg_tags_set_dialect(tags, _dialect_code(path))
+        lib.slg_tags_set_dialect(tags, _DIALECTS[dialect_of(path)])
         loaded = self._loaded
         rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, SMALL_FILE, tags, *ptrs,
                                   _SCRATCH_VALUES, self._damage_buf, _MAX_DAMAGE, loaded)
@@ -183,7 +177,7 @@ class ColumnLoader:
         loaded = self._loaded
         decode = lib.slg_tb_decode_scalars
         for path in files:
-            lib.slg_tags_set_dialect(tags, _dialect_code(path))
+            lib.slg_tags_set_dialect(tags, _DIALECTS[dialect_of(path)])
             # small plain files: open, scan and decode in one native call
             rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, SMALL_FILE, tags,
                                       *[p + n for p in ptrs], len(arrays[0]) - n,

@@ -9,6 +9,7 @@ shows them, one value per step and tag (the last one written), in step order.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any, Iterator
@@ -27,8 +28,7 @@ from .records import RecordReader
 __all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file", "is_lineage_file",
            "dialect_of"]
 
-_KIND_RANK = {k: i for i, k in enumerate(("scalar", "histogram", "image", "text", "tensor",
-                                           "hparams"))}
+_KIND_RANK = {k: i for i, k in enumerate("scalar histogram image text tensor hparams".split())}
 
 
 class Reader:
@@ -232,13 +232,10 @@ class Reader:
                 got = False
                 for r, files in sorted(self._discover().runs.items()):
                     for path in files:
-                        if (run is not None and r != run) or path in readers:
-                            continue
-                        try:
-                            rr = RecordReader(path, verify=self.verify)
-                        except OSError:
-                            continue  # vanished or not a file
-                        readers[path] = (r, rr, EventDecoder(path, plugins.setdefault(r, {})))
+                        if (run is None or r == run) and path not in readers:
+                            with contextlib.suppress(OSError):  # vanished or not a file
+                                readers[path] = (r, RecordReader(path, verify=self.verify),
+                                                 EventDecoder(path, plugins.setdefault(r, {})))
                 for path in sorted(readers, key=natural_key):
                     r, rr, dec = readers[path]
                     for payload in rr:

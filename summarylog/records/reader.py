@@ -146,9 +146,6 @@ class RecordReader:
         if self.strict:
             raise CorruptRecordError(self.path, d.offset, d.kind, d.length)
 
-    def __iter__(self) -> Iterator[bytes]:
-        return self.read()
-
     def read(self) -> Iterator[bytes]:
         """Yield every whole record from :attr:`offset` to the end of the data
         as it is now, then set :attr:`tail`."""
@@ -173,6 +170,8 @@ class RecordReader:
                 yield buf[start - base : start - base + length]
             for d in batch[j:]:
                 self.add_damage(d)
+
+    __iter__ = read
 
     def scan_batches(self) -> Iterator[tuple[bytes, int, int, list[Damage]]]:
         """The scanner's raw output, for native decoders: ``(buf, base, n, damage)``
