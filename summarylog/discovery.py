@@ -1,8 +1,7 @@
-"""Finding runs, for the Reader and every command: which directories under a
-path hold event files (``tfevents``, summarylog's zstd ``zevents``, or
-MindSpore's ``summary.<digits>``).  A run's name is its path relative to the
-root (``"."``: the root itself); its files are sorted by name with numbers
-compared as numbers, so rotated segments and per-rank files merge in order.
+"""Finding runs, for the Reader and every command: the directories under a path that
+hold event files (:func:`is_event_file`).  A run's name is its path relative to the root
+(``"."``: the root itself); its files are sorted by name with numbers compared as
+numbers, so rotated segments and per-rank files merge in order.
 
 The walk is iterative (no depth limit), follows symbolic links and enters each
 directory once, keyed by its own device and inode (link loops end).  What
@@ -66,9 +65,8 @@ def _named(exc: OSError, path: str) -> OSError:
 
 
 def _regular(e: os.DirEntry[str]) -> bool:
-    """Whether an entry named like an event file is one to read: a regular
-    file (or a link to one); False for a dangling link; OSError naming it for
-    a FIFO, socket or device (never opened: it could block)."""
+    """Whether to read an entry named like an event file; OSError for a FIFO, socket
+    or device (never opened: it could block)."""
     if e.is_file():
         return True
     if e.is_symlink() and not os.path.exists(e.path):

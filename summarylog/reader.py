@@ -181,8 +181,7 @@ class Reader:
     def damage(self, run: str | None = None, *, deep: bool = False) -> dict[str, FileReport]:
         """Per-file reports (records, damage, unfinished tail, malformed events and
         values) for one run, or all runs, reading what was not read yet.  ``deep=True``
-        also decodes every value in Python once (what :meth:`events` reports: tensors,
-        histograms, ...), not only what the native scalar pass reads."""
+        also decodes every value (tensors, histograms, ...) in Python once, as :meth:`events`."""
         out: dict[str, FileReport] = {}
         for r in [run] if run is not None else self.runs():
             self._load_columns(r)
