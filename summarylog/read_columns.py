@@ -90,10 +90,7 @@ def _run_columns(tags: Any, ids: np.ndarray, steps: np.ndarray, walls: np.ndarra
 def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
     """TensorBoard's resume rule as a mask: a marker (index, step) drops every point
     before index whose step is >= step (each point against the markers after it)."""
-    idx = np.fromiter((i for i, _ in purges), np.int64, len(purges))
-    mstep = np.fromiter((s for _, s in purges), np.int64, len(purges))
-    order = np.argsort(idx, kind="stable")
-    idx, mstep = idx[order], mstep[order]
+    idx, mstep = np.array(sorted(purges), np.int64).reshape(-1, 2).T  # markers in file order
     after_min = np.minimum.accumulate(mstep[::-1])[::-1]  # smallest step from marker k on
     k = np.searchsorted(idx, np.arange(len(steps)), side="right")  # first marker after point
     has = k < len(idx)

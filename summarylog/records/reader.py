@@ -21,12 +21,8 @@ from .zstd_source import ZSTD_MAGIC, ZstdSource, starts_zstd
 
 __all__ = ["RecordReader", "Damage", "Tail", "ZSTD_MAGIC"]
 
-_KINDS = {
-    lib.SLG_DAMAGE_BAD_LENGTH_CRC: "bad_length_crc",
-    lib.SLG_DAMAGE_BAD_DATA_CRC: "bad_data_crc",
-    lib.SLG_DAMAGE_LENGTH_PAST_EOF: "length_past_eof",
-    lib.SLG_DAMAGE_ZERO_FILL: "zero_fill",
-}
+_KINDS = {getattr(lib, f"SLG_DAMAGE_{kind.upper()}"): kind  # Damage.kind by SLG_DAMAGE_*
+          for kind in ("bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill")}
 TAIL_KINDS = {lib.SLG_SCAN_TORN: "torn", lib.SLG_SCAN_ZERO_TAIL: "zero_tail"}  #: Tail.kind
 _SPANS = 1 << 16
 DAMAGE_SLOTS = 256
