@@ -101,8 +101,7 @@ def discover(path: str) -> Discovery:
         for e in entries:
             try:
                 if e.is_dir():
-                    # the entry's own device: a mount point's inode number
-                    # belongs to another filesystem than its parent's
+                    # the entry's own device: a mount point's inode is another filesystem's
                     st = e.stat()
                     key = (st.st_dev, st.st_ino)
                     if key not in seen:

@@ -25,17 +25,13 @@ _BLOCK_MAX = 1 << 17  # a block never decodes to more (RFC 8878 Block_Maximum_Si
 _BLIND = 64  # bytes fed at a time where the walker cannot follow the structure
 _FCS_SIZE = (0, 2, 4, 8)
 _DID_SIZE = (0, 1, 2, 4)
-#: a zstd or skippable frame's magic
-_FRAME_MAGIC = re.compile(re.escape(ZSTD_MAGIC) + rb"|[\x50-\x5f]\x2a\x4d\x18")
-
-
-def _is_skippable(magic: bytes) -> bool:
-    return len(magic) == 4 and magic[1:] == b"\x2a\x4d\x18" and magic[0] >> 4 == 0x5
+_SKIPPABLE = re.compile(rb"[\x50-\x5f]\x2a\x4d\x18")  # a skippable frame's magic
+_FRAME_MAGIC = re.compile(re.escape(ZSTD_MAGIC) + b"|" + _SKIPPABLE.pattern)  # any frame's
 
 
 def starts_zstd(head: bytes) -> bool:
     """Whether bytes start a zstd stream: a frame, or a skippable frame."""
-    return head[:4] == ZSTD_MAGIC or _is_skippable(head[:4])
+    return _FRAME_MAGIC.match(head) is not None
 
 
 class _FrameWalker:
@@ -73,7 +69,7 @@ class _FrameWalker:
             return 3 + size, size if kind == 0 else _BLOCK_MAX
         if len(head) < 5:
             return None
-        if _is_skippable(head[:4]):
+        if _SKIPPABLE.match(head):
             return (8 + int.from_bytes(head[4:8], "little"), 0) if len(head) >= 8 else None
         d = head[4]
         if head[:4] != ZSTD_MAGIC or d & 0x08:  # not a frame, or its reserved bit set
