@@ -133,14 +133,11 @@ class Reader:
         """Every tag of the run with every kind of value it holds (a tag may hold
         scalars and histograms), scalars first; only kinds are decoded, not values."""
         cols = self._load_columns(run)
-        need = cols.needs_events()
-        if not need:  # the usual run: scalars only, all told by the columns
-            return {tag: ["scalar"] for tag in sorted(cols.series)}
         out: dict[str, set[str]] = {tag: {"scalar"} for tag in cols.series}
-        # some tags hold more than scalars: look at the records holding them
-        for ev in self._events(run, values=False, tags=need):
-            if ev.tag:
-                out.setdefault(ev.tag, set()).add(ev.kind)
+        if need := cols.needs_events():  # tags with more than scalars: read their records
+            for ev in self._events(run, values=False, tags=need):
+                if ev.tag:
+                    out.setdefault(ev.tag, set()).add(ev.kind)
         return {tag: sorted(kinds, key=lambda k: (_KIND_RANK.get(k, len(_KIND_RANK)), k))
                 for tag, kinds in sorted(out.items())}
 

@@ -238,12 +238,10 @@ class RecordReader:
         after ``idle_timeout`` s with no new record (None: never) or when ``stop()``."""
         last = time.monotonic()
         while True:
-            got = False
-            for payload in self.read():
-                got = True
-                yield payload
+            before = self.records_read
+            yield from self.read()
             now = time.monotonic()
-            if got:
+            if self.records_read != before:
                 last = now
             if (stop is not None and stop()) or (
                     idle_timeout is not None and now - last >= idle_timeout):
