@@ -191,7 +191,6 @@ class ColumnLoader:
                 arrays, ptrs = _columns(loaded.size // 36 + 1024)
             report = reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
-                report.size = rr.size
                 spans = rr.spans
                 for buf, base, nsp, damage in rr.scan_batches():
                     for d in damage:
@@ -219,8 +218,7 @@ class ColumnLoader:
                             n = 0
                             event_max = spans[done].length // _MIN_VALUE_BYTES + 1
                             arrays, ptrs = _columns(max(1 << 16, offset // 2, event_max))
-                report.damage = list(rr.damage)
-                report.tail = rr.tail
+                report.damage, report.tail, report.size = list(rr.damage), rr.tail, rr.size
         del ptrs  # no pointers into the arrays past this point
         for arr in arrays:
             arr.resize(n, refcheck=False)  # give back the unused tail in place

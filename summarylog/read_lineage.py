@@ -7,6 +7,7 @@ kept as ``{"_raw": text}`` and counted as a malformed value of its file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -43,12 +44,9 @@ def parse_metric(metric: Any) -> tuple[dict[str, Any], bool]:
         return {}, True
     text = str(metric)
     if len(text) <= MAX_METRIC_BYTES and _depth(text) <= MAX_METRIC_DEPTH:
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict):
-            return value, True
+        with contextlib.suppress(ValueError, RecursionError):
+            if isinstance(value := json.loads(text), dict):
+                return value, True
     return {"_raw": text}, False
 
 

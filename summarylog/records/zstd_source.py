@@ -252,8 +252,7 @@ class ZstdSource:
         if pos < self._out_base:  # back to a tail's start, already dropped
             self._rewind(pos)
         self._drop_to(pos)  # what the scanner is done with
-        exhausted = False
-        while len(self._out) < want and not exhausted:
-            exhausted = not self._pump()
-        end = self._out_base + len(self._out) if exhausted else UNKNOWN_END
-        return bytes(self._out[:want]), end
+        while len(self._out) < want:
+            if not self._pump():  # all there is for now: the data ends here
+                return bytes(self._out[:want]), self._out_base + len(self._out)
+        return bytes(self._out[:want]), UNKNOWN_END
