@@ -30,8 +30,7 @@ class RunColumns:
     """All scalars of one run, decoded once."""
 
     def __init__(self) -> None:
-        #: every tag seen, in id order (bytes that are not UTF-8 surrogate-escaped)
-        self.tags: list[str] = []
+        self.tags: list[str] = []  #: every tag, in id order (non-UTF-8 bytes surrogate-escaped)
         self.flags: list[int] = []  #: TAG_* bits per tag
         self.series: dict[str, Scalars] = {}
 

@@ -38,8 +38,7 @@ def _depth(text: str) -> int:
 
 
 def parse_metric(metric: Any) -> tuple[dict[str, Any], bool]:
-    """(metric as a dict, ok): not ok when it is not a JSON object within the
-    size and depth limits (then kept raw)."""
+    """(metric as a dict, ok); not ok: kept raw (see the module docstring)."""
     if not metric:
         return {}, True
     text = str(metric)
@@ -52,8 +51,7 @@ def parse_metric(metric: Any) -> tuple[dict[str, Any], bool]:
 
 def read_lineage(run: str, files: list[str], verify: bool,
                  reports: dict[str, FileReport]) -> dict[str, Any]:
-    """The lineage row of one run (see Reader.lineage); each file's report
-    into reports."""
+    """The lineage row of one run (see Reader.lineage); each file's report into reports."""
     from .dialects.mindspore import decode_lineage, user_info_dict
 
     row: dict[str, Any] = {"run": run, "summary_dir": os.path.dirname(files[0])}

@@ -107,8 +107,7 @@ class RecordReader:
             os.close(fd)
             raise
         self._fd = fd
-        #: the file's size when opened (bytes)
-        self.size = st.st_size
+        self.size = st.st_size  #: the file's size when opened (bytes)
         small = st.st_size <= SMALL_FILE
         head = os.pread(fd, st.st_size if small else 4, 0)
         self.compressed = starts_zstd(head) or (self.path.endswith(".zst") and not head)
@@ -123,12 +122,9 @@ class RecordReader:
         self._dmg = ffi.new("slg_damage[]", DAMAGE_SLOTS)
         self._nsp = ffi.new("uint64_t *")
         self._ndm = ffi.new("uint64_t *")
-        #: every damaged region skipped so far, in file order
-        self.damage: list[Damage] = []
-        #: the unfinished end after the latest read, or None
-        self.tail: Tail | None = None
-        #: payloads returned so far
-        self.records_read = 0
+        self.damage: list[Damage] = []  #: every damaged region skipped so far, in file order
+        self.tail: Tail | None = None  #: the unfinished end after the latest read, or None
+        self.records_read = 0  #: payloads returned so far
 
     @property
     def offset(self) -> int:
@@ -136,8 +132,7 @@ class RecordReader:
         return int(self._state.pos) if not self._state.resyncing else int(self._state.damage_start)
 
     def add_damage(self, d: Damage) -> None:
-        """Record one damage of a batch from :meth:`scan_batches` (raises
-        CorruptRecordError in strict mode)."""
+        """Record a damage from :meth:`scan_batches` (CorruptRecordError in strict mode)."""
         self.damage.append(d)
         if self.strict:
             raise CorruptRecordError(self.path, d.offset, d.kind, d.length)

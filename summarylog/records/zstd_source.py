@@ -123,12 +123,9 @@ class ZstdSource:
         # (decompressed, compressed offset) of each frame start: where to decode again from
         self._frames: list[tuple[int, int]] = [(0, 0)]
         self._quiet = False  # while re-decoding: damage was reported already
-        #: compressed bytes of zeros where the next frame should start (0: none)
-        self.zero_tail = 0
-        # (compressed size, decompressed end) found by end_before
-        self._end_seen: tuple[int, int] | None = None
-        #: the most output one decoding step made (bytes)
-        self.largest_step = 0
+        self.zero_tail = 0  #: compressed bytes of zeros where the next frame should start (0: none)
+        self._end_seen: tuple[int, int] | None = None  # (compressed size, end) by end_before
+        self.largest_step = 0  #: the most output one decoding step made (bytes)
 
     def _frame_at(self, cpos: int) -> None:
         d = self._out_base + len(self._out)
@@ -151,8 +148,7 @@ class ZstdSource:
         self._out_base += drop
 
     def _rewind(self, pos: int) -> None:
-        """Decode again from the last frame start before ``pos`` (its damage is not
-        reported again)."""
+        """Decode again from the last frame start before ``pos`` (its damage not reported)."""
         dpos, cpos = self._frames[bisect.bisect_right(self._frames, (pos, float("inf"))) - 1]
         self._new_frame(cpos)
         self._out = bytearray()
