@@ -1,7 +1,5 @@
-"""cffi build script of the native core (``summarylog._native_lib``): the cdef
-is ``csrc/summarylog_api.h`` between its CDEF markers, the sources every
-``csrc/*.c`` and ``csrc/python/*.c``.  ``setup.py`` reaches it through
-``cffi_modules``; run alone it compiles in place.  Environment switches:
+"""cffi build script of the native core (``summarylog._native_lib``), reached through
+``setup.py``'s ``cffi_modules``; run alone it compiles in place.  Environment switches:
 SUMMARYLOG_SANITIZE=1 (ASan + UBSan; tests load it with libasan),
 SUMMARYLOG_DEBUG=1 (-O0 -g), SUMMARYLOG_WERROR=1 (-Werror)."""
 

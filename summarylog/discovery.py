@@ -42,8 +42,7 @@ def is_lineage_file(name: str) -> bool:
 def dialect_of(name: str) -> str:
     """``"tensorboard"`` or ``"mindspore"``: how an event file is read,
     from its name (a file never mixes dialects)."""
-    base = os.path.basename(name)
-    return "tensorboard" if _EVENT_NAME.search(base) is not None else "mindspore"
+    return "tensorboard" if _EVENT_NAME.search(os.path.basename(name)) else "mindspore"
 
 
 def natural_key(name: str) -> list[Any]:

@@ -120,8 +120,7 @@ class ZstdSource:
         self._out = bytearray()
         self._out_base = 0
         self._damage = damage
-        # (decompressed, compressed offset) of each frame start: where to decode again from
-        self._frames: list[tuple[int, int]] = [(0, 0)]
+        self._frames = [(0, 0)]  # (decompressed, compressed offset) of frame starts: rewind points
         self._quiet = False  # while re-decoding: damage was reported already
         self.zero_tail = 0  #: compressed bytes of zeros where the next frame should start (0: none)
         self._end_seen: tuple[int, int] | None = None  # (compressed size, end) by end_before
