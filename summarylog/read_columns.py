@@ -21,7 +21,7 @@ __all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
 _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
-_MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event
+_MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event: bounds a record's values
 _DIALECTS = {"tensorboard": lib.SLG_DIALECT_TB, "mindspore": lib.SLG_DIALECT_MS}
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
 

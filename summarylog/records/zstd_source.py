@@ -147,7 +147,7 @@ class ZstdSource:
         self._out_base += drop
 
     def _rewind(self, pos: int) -> None:
-        """Decode again from the last frame start before ``pos`` (its damage not reported)."""
+        """Decode again from the last frame start before ``pos`` (damage not reported twice)."""
         dpos, cpos = self._frames[bisect.bisect_right(self._frames, (pos, float("inf"))) - 1]
         self._new_frame(cpos)
         self._out = bytearray()
@@ -163,7 +163,8 @@ class ZstdSource:
     def _resync(self) -> bool:
         """Skip a frame that does not decode, to the next frame magic (damage); False
         when only zeros follow to the end: a tail a writer may still fill, not damage."""
-        start, magic = self._frame_start + 1, None
+        start = self._frame_start + 1
+        magic: re.Match[bytes] | None = None
         while ((chunk := os.pread(self.fd, 1 << 20, start))
                and not (magic := _FRAME_MAGIC.search(chunk))):
             start += max(1, len(chunk) - 3)
