@@ -18,8 +18,7 @@ CRC_IMPLS = {lib.SLG_CRC_PORTABLE: "portable", lib.SLG_CRC_SSE42: "sse4.2",
 def raise_errno(rc: int, path: str | None = None) -> NoReturn:
     """Raise the OSError subclass for a ``-errno`` result (ENOENT becomes
     FileNotFoundError, EACCES PermissionError; ENOSPC keeps its errno)."""
-    err = -rc
-    raise OSError(err, os.strerror(err), *(() if path is None else (path,)))
+    raise OSError(-rc, os.strerror(-rc), *(() if path is None else (path,)))
 
 
 def as_buffer(data: Any, name: str = "data") -> Any:

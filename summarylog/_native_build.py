@@ -1,7 +1,5 @@
-"""cffi build script of the native core (``summarylog._native_lib``): the cdef
-is ``csrc/summarylog_api.h`` between its CDEF markers, the sources every
-``csrc/*.c`` and ``csrc/python/*.c``.  ``setup.py`` reaches it through
-``cffi_modules``; run alone it compiles in place.  Environment switches:
+"""cffi build script of the native core (``summarylog._native_lib``), reached through
+``setup.py``'s ``cffi_modules``; run alone it compiles in place.  Environment switches:
 SUMMARYLOG_SANITIZE=1 (ASan + UBSan; tests load it with libasan),
 SUMMARYLOG_DEBUG=1 (-O0 -g), SUMMARYLOG_WERROR=1 (-Werror)."""
 
@@ -16,18 +14,8 @@ from cffi import FFI
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
 SANITIZE = ["-fsanitize=address,undefined"] if os.environ.get("SUMMARYLOG_SANITIZE") else []
-
-
-def _version() -> str:
-    text = (ROOT / "summarylog" / "_version.py").read_text()
-    match = re.search(r'__version__ = "([^"]+)"', text)
-    assert match, "summarylog/_version.py has no __version__"
-    return match.group(1)
-
-
-def _cdef() -> str:
-    header = (CSRC / "summarylog_api.h").read_text()
-    return header.split("/* CDEF-BEGIN */", 1)[1].split("/* CDEF-END */", 1)[0]
+_VERSION = re.search(r'__version__ = "([^"]+)"', (ROOT / "summarylog" / "_version.py").read_text())
+assert _VERSION, "summarylog/_version.py has no __version__"
 
 
 def compile_flags() -> list[str]:
@@ -42,14 +30,15 @@ def compile_flags() -> list[str]:
 
 
 ffibuilder = FFI()
-ffibuilder.cdef(_cdef())
+ffibuilder.cdef((CSRC / "summarylog_api.h").read_text()
+                .split("/* CDEF-BEGIN */", 1)[1].split("/* CDEF-END */", 1)[0])
 ffibuilder.set_source(
     "summarylog._native_lib",
     '#include "summarylog_api.h"\n',
     # csrc/python/ holds the code that touches Python objects (the C tests build the rest alone)
     sources=sorted(str(p.relative_to(ROOT)) for p in [*CSRC.glob("*.c"), *CSRC.glob("python/*.c")]),
     include_dirs=[str(CSRC.relative_to(ROOT))],
-    define_macros=[("SLG_VERSION", f'"{_version()}"'), ("_GNU_SOURCE", "1")],
+    define_macros=[("SLG_VERSION", f'"{_VERSION.group(1)}"'), ("_GNU_SOURCE", "1")],
     extra_compile_args=compile_flags(),
     libraries=["m"],
     extra_link_args=["-pthread", *SANITIZE],

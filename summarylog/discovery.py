@@ -1,8 +1,7 @@
-"""Finding runs, for the Reader and every command: which directories under a
-path hold event files (``tfevents``, summarylog's zstd ``zevents``, or
-MindSpore's ``summary.<digits>``).  A run's name is its path relative to the
-root (``"."``: the root itself); its files are sorted by name with numbers
-compared as numbers, so rotated segments and per-rank files merge in order.
+"""Finding runs, for the Reader and every command: the directories under a path that
+hold event files (:func:`is_event_file`).  A run's name is its path relative to the root
+(``"."``: the root itself); its files are sorted by name with numbers compared as
+numbers, so rotated segments and per-rank files merge in order.
 
 The walk is iterative (no depth limit), follows symbolic links and enters each
 directory once, keyed by its own device and inode (link loops end).  What
@@ -43,8 +42,7 @@ def is_lineage_file(name: str) -> bool:
 def dialect_of(name: str) -> str:
     """``"tensorboard"`` or ``"mindspore"``: how an event file is read,
     from its name (a file never mixes dialects)."""
-    base = os.path.basename(name)
-    return "tensorboard" if _EVENT_NAME.search(base) is not None else "mindspore"
+    return "tensorboard" if _EVENT_NAME.search(os.path.basename(name)) else "mindspore"
 
 
 def natural_key(name: str) -> list[Any]:
@@ -62,15 +60,12 @@ class Discovery(NamedTuple):
 
 def _named(exc: OSError, path: str) -> OSError:
     """exc with its filename set (DirEntry methods may leave it unset)."""
-    if exc.filename is None:
-        exc = type(exc)(exc.errno, exc.strerror or str(exc), path)
-    return exc
+    return exc if exc.filename is not None else type(exc)(exc.errno, exc.strerror or str(exc), path)
 
 
 def _regular(e: os.DirEntry[str]) -> bool:
-    """Whether an entry named like an event file is one to read: a regular
-    file (or a link to one); False for a dangling link; OSError naming it for
-    a FIFO, socket or device (never opened: it could block)."""
+    """Whether to read an entry named like an event file; OSError for a FIFO, socket
+    or device (never opened: it could block)."""
     if e.is_file():
         return True
     if e.is_symlink() and not os.path.exists(e.path):
@@ -90,8 +85,7 @@ def discover(path: str) -> Discovery:
     try:
         root_st = os.stat(path)
     except OSError as exc:
-        errors.append(_named(exc, path))
-        return Discovery(runs, lineage, errors)
+        return Discovery(runs, lineage, [_named(exc, path)])
     seen = {(root_st.st_dev, root_st.st_ino)}
     stack = [(path, "")]
     while stack:
@@ -106,19 +100,15 @@ def discover(path: str) -> Discovery:
         for e in entries:
             try:
                 if e.is_dir():
-                    # the entry's own device: a mount point's inode number
-                    # belongs to another filesystem than its parent's
+                    # the entry's own device: a mount point's inode is another filesystem's
                     st = e.stat()
                     key = (st.st_dev, st.st_ino)
                     if key not in seen:
                         seen.add(key)
                         subdirs.append(e.name)
-                elif is_event_file(e.name):
+                elif (event := is_event_file(e.name)) or is_lineage_file(e.name):
                     if _regular(e):
-                        files.append(e.path)
-                elif is_lineage_file(e.name):
-                    if _regular(e):
-                        lin.append(e.path)
+                        (files if event else lin).append(e.path)
             except OSError as exc:
                 errors.append(_named(exc, e.path))
         name = rel or "."

@@ -14,15 +14,15 @@ from .discovery import dialect_of
 from .read_types import FileReport, Scalars
 from .records import RecordReader
 from .records.reader import DAMAGE_SLOTS as _MAX_DAMAGE
-from .records.reader import SMALL_FILE, Tail, damage_list
+from .records.reader import SMALL_FILE, TAIL_KINDS, Tail, damage_list
 
 __all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
 
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
 _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
-# the fewest bytes a scalar takes in an event: bounds the values one record holds
-_MIN_VALUE_BYTES = 7
+_MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event: bounds a record's values
+_DIALECTS = {"tensorboard": lib.SLG_DIALECT_TB, "mindspore": lib.SLG_DIALECT_MS}
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
 
 
@@ -30,15 +30,12 @@ class RunColumns:
     """All scalars of one run, decoded once."""
 
     def __init__(self) -> None:
-        #: every tag seen, in id order (bytes that are not UTF-8 surrogate-escaped)
-        self.tags: list[str] = []
+        self.tags: list[str] = []  #: every tag, in id order (non-UTF-8 bytes surrogate-escaped)
         self.flags: list[int] = []  #: TAG_* bits per tag
         self.series: dict[str, Scalars] = {}
 
     def needs_events(self) -> list[str]:
         """Tags whose kinds the scalar columns do not tell (they hold other values)."""
-        if len(self.series) == len(self.tags) and not any(self.flags):
-            return []  # the usual run: every tag a scalar series, nothing else seen
         return [t for t, f in zip(self.tags, self.flags)
                 if f & TAG_OTHER or t not in self.series]
 
@@ -92,10 +89,7 @@ def _run_columns(tags: Any, ids: np.ndarray, steps: np.ndarray, walls: np.ndarra
 def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
     """TensorBoard's resume rule as a mask: a marker (index, step) drops every point
     before index whose step is >= step (each point against the markers after it)."""
-    idx = np.fromiter((i for i, _ in purges), np.int64, len(purges))
-    mstep = np.fromiter((s for _, s in purges), np.int64, len(purges))
-    order = np.argsort(idx, kind="stable")
-    idx, mstep = idx[order], mstep[order]
+    idx, mstep = np.array(sorted(purges), np.int64).reshape(-1, 2).T  # markers in file order
     after_min = np.minimum.accumulate(mstep[::-1])[::-1]  # smallest step from marker k on
     k = np.searchsorted(idx, np.arange(len(steps)), side="right")  # first marker after point
     has = k < len(idx)
@@ -107,16 +101,11 @@ def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
 def last_per_step(cols: RunColumns) -> None:
     """MindInsight's rule for MindSpore runs: a step's last value per tag, in step order."""
     for tag, s in list(cols.series.items()):
-        steps = s.step
-        if len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()):
+        if len(s.step) < 2 or bool((s.step[1:] > s.step[:-1]).all()):
             continue
-        _, first_from_end = np.unique(steps[::-1], return_index=True)
-        keep = len(steps) - 1 - first_from_end  # ascending steps, last occurrence each
-        cols.series[tag] = Scalars(steps[keep], s.wall_time[keep], s.value[keep])
-
-
-def _dialect_code(path: str) -> int:
-    return lib.SLG_DIALECT_TB if dialect_of(path) == "tensorboard" else lib.SLG_DIALECT_MS
+        _, first_from_end = np.unique(s.step[::-1], return_index=True)
+        keep = len(s.step) - 1 - first_from_end  # ascending steps, last occurrence each
+        cols.series[tag] = Scalars(*(a[keep] for a in s))
 
 
 class ColumnLoader:
@@ -146,7 +135,7 @@ class ColumnLoader:
             self._scratch = (_new_tags(), *_columns(_SCRATCH_VALUES))
         tags, arrays, ptrs = self._scratch
         lib.slg_tags_clear(tags)
-        lib.slg_tags_set_dialect(tags, _dialect_code(path))
+        lib.slg_tags_set_dialect(tags, _DIALECTS[dialect_of(path)])
         loaded = self._loaded
         rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, SMALL_FILE, tags, *ptrs,
                                   _SCRATCH_VALUES, self._damage_buf, _MAX_DAMAGE, loaded)
@@ -162,9 +151,7 @@ class ColumnLoader:
         if loaded.n_damage:
             report.damage = damage_list(self._damage_buf, loaded.n_damage)
         if loaded.tail_kind:
-            report.tail = Tail(loaded.tail_offset,
-                               "torn" if loaded.tail_kind == lib.SLG_SCAN_TORN else "zero_tail",
-                               loaded.tail_length)
+            report.tail = Tail(loaded.tail_offset, TAIL_KINDS[loaded.tail_kind], loaded.tail_length)
         return report
 
     def _load_files(self, files: list[str], purge: bool,
@@ -186,7 +173,7 @@ class ColumnLoader:
         loaded = self._loaded
         decode = lib.slg_tb_decode_scalars
         for path in files:
-            lib.slg_tags_set_dialect(tags, _dialect_code(path))
+            lib.slg_tags_set_dialect(tags, _DIALECTS[dialect_of(path)])
             # small plain files: open, scan and decode in one native call
             rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, SMALL_FILE, tags,
                                       *[p + n for p in ptrs], len(arrays[0]) - n,
@@ -203,7 +190,6 @@ class ColumnLoader:
                 arrays, ptrs = _columns(loaded.size // 36 + 1024)
             report = reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
-                report.size = rr.size
                 spans = rr.spans
                 for buf, base, nsp, damage in rr.scan_batches():
                     for d in damage:
@@ -231,8 +217,7 @@ class ColumnLoader:
                             n = 0
                             event_max = spans[done].length // _MIN_VALUE_BYTES + 1
                             arrays, ptrs = _columns(max(1 << 16, offset // 2, event_max))
-                report.damage = list(rr.damage)
-                report.tail = rr.tail
+                report.damage, report.tail, report.size = list(rr.damage), rr.tail, rr.size
         del ptrs  # no pointers into the arrays past this point
         for arr in arrays:
             arr.resize(n, refcheck=False)  # give back the unused tail in place

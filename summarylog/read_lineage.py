@@ -7,6 +7,7 @@ kept as ``{"_raw": text}`` and counted as a malformed value of its file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -37,25 +38,20 @@ def _depth(text: str) -> int:
 
 
 def parse_metric(metric: Any) -> tuple[dict[str, Any], bool]:
-    """(metric as a dict, ok): not ok when it is not a JSON object within the
-    size and depth limits (then kept raw)."""
+    """(metric as a dict, ok); not ok: kept raw (see the module docstring)."""
     if not metric:
         return {}, True
     text = str(metric)
     if len(text) <= MAX_METRIC_BYTES and _depth(text) <= MAX_METRIC_DEPTH:
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict):
-            return value, True
+        with contextlib.suppress(ValueError, RecursionError):
+            if isinstance(value := json.loads(text), dict):
+                return value, True
     return {"_raw": text}, False
 
 
 def read_lineage(run: str, files: list[str], verify: bool,
                  reports: dict[str, FileReport]) -> dict[str, Any]:
-    """The lineage row of one run (see Reader.lineage); each file's report
-    into reports."""
+    """The lineage row of one run (see Reader.lineage); each file's report into reports."""
     from .dialects.mindspore import decode_lineage, user_info_dict
 
     row: dict[str, Any] = {"run": run, "summary_dir": os.path.dirname(files[0])}

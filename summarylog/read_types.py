@@ -30,9 +30,7 @@ class FileReport:
     tail: Tail | None = None
     bad_events: int = 0  #: records with valid CRCs that are not Events
     size: int | None = None  #: the file's size when it was opened for this report (bytes)
-    #: values that could not be decoded (their event's other values were
-    #: read), or that were kept despite a defect (a tag that is not UTF-8)
-    bad_values: int = 0
+    bad_values: int = 0  #: values not decoded, or kept despite a defect (a non-UTF-8 tag)
 
     @property
     def ok(self) -> bool:

@@ -1,7 +1,5 @@
 """summarylog.Reader: runs of TensorBoard event files and MindSpore summary files back
-into Python and numpy, damaged or live.  Scalars are decoded in C straight into numpy
-(:mod:`summarylog.read_columns`), other values one by one (:mod:`summarylog.read_events`);
-damage is reported per file (:meth:`Reader.damage`), never skipped silently.
+into Python and numpy, damaged or live; damage is reported per file, never skipped silently.
 
 With ``purge`` (the default), TensorBoard's rule for resumed runs applies: an
 ``Event{session_log: START}`` at step N (what ``purge_step`` writes) drops every point
@@ -11,6 +9,7 @@ shows them, one value per step and tag (the last one written), in step order.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any, Iterator
@@ -29,8 +28,7 @@ from .records import RecordReader
 __all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file", "is_lineage_file",
            "dialect_of"]
 
-_KIND_RANK = {k: i for i, k in enumerate(("scalar", "histogram", "image", "text", "tensor",
-                                           "hparams"))}
+_KIND_RANK = {k: i for i, k in enumerate("scalar histogram image text tensor hparams".split())}
 
 
 class Reader:
@@ -120,14 +118,12 @@ class Reader:
         for run in runs if runs is not None else self.runs():
             cols = self._load_columns(run)
             for tag in tags if tags is not None else sorted(cols.series):
-                s = cols.series.get(tag)
-                if s is None:
-                    continue
-                codes = np.zeros(len(s.step), np.int8)
-                frames.append(pd.DataFrame({
-                    "run": pd.Categorical.from_codes(codes, [run]),
-                    "tag": pd.Categorical.from_codes(codes, [tag]),
-                    "step": s.step, "wall_time": s.wall_time, "value": s.value}))
+                if (s := cols.series.get(tag)) is not None:
+                    codes = np.zeros(len(s.step), np.int8)
+                    frames.append(pd.DataFrame({
+                        "run": pd.Categorical.from_codes(codes, [run]),
+                        "tag": pd.Categorical.from_codes(codes, [tag]),
+                        "step": s.step, "wall_time": s.wall_time, "value": s.value}))
         if not frames:
             return pd.DataFrame(columns=["run", "tag", "step", "wall_time", "value"])
         return pd.concat(frames, ignore_index=True)
@@ -137,14 +133,11 @@ class Reader:
         """Every tag of the run with every kind of value it holds (a tag may hold
         scalars and histograms), scalars first; only kinds are decoded, not values."""
         cols = self._load_columns(run)
-        need = cols.needs_events()
-        if not need:  # the usual run: scalars only, all told by the columns
-            return {tag: ["scalar"] for tag in sorted(cols.series)}
         out: dict[str, set[str]] = {tag: {"scalar"} for tag in cols.series}
-        # some tags hold more than scalars: look at the records holding them
-        for ev in self._events(run, values=False, tags=need):
-            if ev.tag:
-                out.setdefault(ev.tag, set()).add(ev.kind)
+        if need := cols.needs_events():  # tags with more than scalars: read their records
+            for ev in self._events(run, values=False, tags=need):
+                if ev.tag:
+                    out.setdefault(ev.tag, set()).add(ev.kind)
         return {tag: sorted(kinds, key=lambda k: (_KIND_RANK.get(k, len(_KIND_RANK)), k))
                 for tag, kinds in sorted(out.items())}
 
@@ -174,23 +167,18 @@ class Reader:
                 for payload in rr:
                     if patterns is None or any(t in payload for t in patterns):
                         yield from dec.decode(payload)
-                self._note(path, rr, dec)
-
-    def _note(self, path: str, rr: RecordReader, dec: EventDecoder) -> None:
-        """Record one full pass over a file (passes see the same file, or more of it)."""
-        rep = self._reports.get(path) or FileReport(path)
-        rep.records = max(rep.records, rr.records_read)
-        rep.bad_events = max(rep.bad_events, dec.bad_events)
-        rep.bad_values = max(rep.bad_values, dec.bad_values)
-        rep.damage, rep.tail, rep.size = list(rr.damage), rr.tail, rr.size
-        self._reports[path] = rep
+                # a full pass: it saw the file of earlier passes, or more of it
+                rep = self._reports.setdefault(path, FileReport(path))
+                rep.records = max(rep.records, rr.records_read)
+                rep.bad_events = max(rep.bad_events, dec.bad_events)
+                rep.bad_values = max(rep.bad_values, dec.bad_values)
+                rep.damage, rep.tail, rep.size = list(rr.damage), rr.tail, rr.size
 
     # -- damage ----------------------------------------------------------------------
     def damage(self, run: str | None = None, *, deep: bool = False) -> dict[str, FileReport]:
         """Per-file reports (records, damage, unfinished tail, malformed events and
         values) for one run, or all runs, reading what was not read yet.  ``deep=True``
-        also decodes every value in Python once (what :meth:`events` reports: tensors,
-        histograms, ...), not only what the native scalar pass reads."""
+        also decodes every value (tensors, histograms, ...) in Python once, as :meth:`events`."""
         out: dict[str, FileReport] = {}
         for r in [run] if run is not None else self.runs():
             self._load_columns(r)
@@ -240,21 +228,17 @@ class Reader:
                 got = False
                 for r, files in sorted(self._discover().runs.items()):
                     for path in files:
-                        if (run is not None and r != run) or path in readers:
-                            continue
-                        try:
-                            rr = RecordReader(path, verify=self.verify)
-                        except OSError:
-                            continue  # vanished or not a file
-                        readers[path] = (r, rr, EventDecoder(path, plugins.setdefault(r, {})))
+                        if (run is None or r == run) and path not in readers:
+                            with contextlib.suppress(OSError):  # vanished or not a file
+                                readers[path] = (r, RecordReader(path, verify=self.verify),
+                                                 EventDecoder(path, plugins.setdefault(r, {})))
                 for path in sorted(readers, key=natural_key):
                     r, rr, dec = readers[path]
                     for payload in rr:
                         got = True
                         events = dec.decode(payload)  # when skipped: each tag's plugin learnt
                         if not skip:
-                            for ev in events:
-                                yield r, ev
+                            yield from ((r, ev) for ev in events)
                 now = time.monotonic()
                 if got and not skip:
                     last = now

@@ -21,12 +21,9 @@ from .zstd_source import ZSTD_MAGIC, ZstdSource, starts_zstd
 
 __all__ = ["RecordReader", "Damage", "Tail", "ZSTD_MAGIC"]
 
-_KINDS = {
-    lib.SLG_DAMAGE_BAD_LENGTH_CRC: "bad_length_crc",
-    lib.SLG_DAMAGE_BAD_DATA_CRC: "bad_data_crc",
-    lib.SLG_DAMAGE_LENGTH_PAST_EOF: "length_past_eof",
-    lib.SLG_DAMAGE_ZERO_FILL: "zero_fill",
-}
+_KINDS = {getattr(lib, f"SLG_DAMAGE_{kind.upper()}"): kind  # Damage.kind by SLG_DAMAGE_*
+          for kind in ("bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill")}
+TAIL_KINDS = {lib.SLG_SCAN_TORN: "torn", lib.SLG_SCAN_ZERO_TAIL: "zero_tail"}  #: Tail.kind
 _SPANS = 1 << 16
 DAMAGE_SLOTS = 256
 SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
@@ -110,8 +107,7 @@ class RecordReader:
             os.close(fd)
             raise
         self._fd = fd
-        #: the file's size when opened (bytes)
-        self.size = st.st_size
+        self.size = st.st_size  #: the file's size when opened (bytes)
         small = st.st_size <= SMALL_FILE
         head = os.pread(fd, st.st_size if small else 4, 0)
         self.compressed = starts_zstd(head) or (self.path.endswith(".zst") and not head)
@@ -126,12 +122,9 @@ class RecordReader:
         self._dmg = ffi.new("slg_damage[]", DAMAGE_SLOTS)
         self._nsp = ffi.new("uint64_t *")
         self._ndm = ffi.new("uint64_t *")
-        #: every damaged region skipped so far, in file order
-        self.damage: list[Damage] = []
-        #: the unfinished end after the latest read, or None
-        self.tail: Tail | None = None
-        #: payloads returned so far
-        self.records_read = 0
+        self.damage: list[Damage] = []  #: every damaged region skipped so far, in file order
+        self.tail: Tail | None = None  #: the unfinished end after the latest read, or None
+        self.records_read = 0  #: payloads returned so far
 
     @property
     def offset(self) -> int:
@@ -139,14 +132,10 @@ class RecordReader:
         return int(self._state.pos) if not self._state.resyncing else int(self._state.damage_start)
 
     def add_damage(self, d: Damage) -> None:
-        """Record one damage of a batch from :meth:`scan_batches` (raises
-        CorruptRecordError in strict mode)."""
+        """Record a damage from :meth:`scan_batches` (CorruptRecordError in strict mode)."""
         self.damage.append(d)
         if self.strict:
             raise CorruptRecordError(self.path, d.offset, d.kind, d.length)
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self.read()
 
     def read(self) -> Iterator[bytes]:
         """Yield every whole record from :attr:`offset` to the end of the data
@@ -172,6 +161,8 @@ class RecordReader:
                 yield buf[start - base : start - base + length]
             for d in batch[j:]:
                 self.add_damage(d)
+
+    __iter__ = read
 
     def scan_batches(self) -> Iterator[tuple[bytes, int, int, list[Damage]]]:
         """The scanner's raw output, for native decoders: ``(buf, base, n, damage)``
@@ -216,9 +207,8 @@ class RecordReader:
                 if known_end is not None and data_end == _UNKNOWN_END:
                     data_end = known_end
                 continue
-            if rc == lib.SLG_SCAN_TORN or rc == lib.SLG_SCAN_ZERO_TAIL:
-                kind = "torn" if rc == lib.SLG_SCAN_TORN else "zero_tail"
-                self.tail = Tail(int(st.pos), kind, base + len(buf) - int(st.pos))
+            if rc in TAIL_KINDS:
+                self.tail = Tail(int(st.pos), TAIL_KINDS[rc], base + len(buf) - int(st.pos))
             elif self.compressed and self._source.zero_tail:
                 # zeros where the next frame should start (preallocated, or a crash)
                 self.tail = Tail(int(st.pos), "zero_tail", self._source.zero_tail)
@@ -243,12 +233,10 @@ class RecordReader:
         after ``idle_timeout`` s with no new record (None: never) or when ``stop()``."""
         last = time.monotonic()
         while True:
-            got = False
-            for payload in self.read():
-                got = True
-                yield payload
+            before = self.records_read
+            yield from self.read()
             now = time.monotonic()
-            if got:
+            if self.records_read != before:
                 last = now
             if (stop is not None and stop()) or (
                     idle_timeout is not None and now - last >= idle_timeout):

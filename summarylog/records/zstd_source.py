@@ -25,17 +25,13 @@ _BLOCK_MAX = 1 << 17  # a block never decodes to more (RFC 8878 Block_Maximum_Si
 _BLIND = 64  # bytes fed at a time where the walker cannot follow the structure
 _FCS_SIZE = (0, 2, 4, 8)
 _DID_SIZE = (0, 1, 2, 4)
-#: a zstd or skippable frame's magic
-_FRAME_MAGIC = re.compile(re.escape(ZSTD_MAGIC) + rb"|[\x50-\x5f]\x2a\x4d\x18")
-
-
-def _is_skippable(magic: bytes) -> bool:
-    return len(magic) == 4 and magic[1:] == b"\x2a\x4d\x18" and magic[0] >> 4 == 0x5
+_SKIPPABLE = re.compile(rb"[\x50-\x5f]\x2a\x4d\x18")  # a skippable frame's magic
+_FRAME_MAGIC = re.compile(re.escape(ZSTD_MAGIC) + b"|" + _SKIPPABLE.pattern)  # any frame's
 
 
 def starts_zstd(head: bytes) -> bool:
     """Whether bytes start a zstd stream: a frame, or a skippable frame."""
-    return head[:4] == ZSTD_MAGIC or _is_skippable(head[:4])
+    return _FRAME_MAGIC.match(head) is not None
 
 
 class _FrameWalker:
@@ -73,7 +69,7 @@ class _FrameWalker:
             return 3 + size, size if kind == 0 else _BLOCK_MAX
         if len(head) < 5:
             return None
-        if _is_skippable(head[:4]):
+        if _SKIPPABLE.match(head):
             return (8 + int.from_bytes(head[4:8], "little"), 0) if len(head) >= 8 else None
         d = head[4]
         if head[:4] != ZSTD_MAGIC or d & 0x08:  # not a frame, or its reserved bit set
@@ -124,15 +120,11 @@ class ZstdSource:
         self._out = bytearray()
         self._out_base = 0
         self._damage = damage
-        # (decompressed, compressed offset) of each frame start: where to decode again from
-        self._frames: list[tuple[int, int]] = [(0, 0)]
+        self._frames = [(0, 0)]  # (decompressed, compressed offset) of frame starts: rewind points
         self._quiet = False  # while re-decoding: damage was reported already
-        #: compressed bytes of zeros where the next frame should start (0: none)
-        self.zero_tail = 0
-        # (compressed size, decompressed end) found by end_before
-        self._end_seen: tuple[int, int] | None = None
-        #: the most output one decoding step made (bytes)
-        self.largest_step = 0
+        self.zero_tail = 0  #: compressed bytes of zeros where the next frame should start (0: none)
+        self._end_seen: tuple[int, int] | None = None  # (compressed size, end) by end_before
+        self.largest_step = 0  #: the most output one decoding step made (bytes)
 
     def _frame_at(self, cpos: int) -> None:
         d = self._out_base + len(self._out)
@@ -155,8 +147,7 @@ class ZstdSource:
         self._out_base += drop
 
     def _rewind(self, pos: int) -> None:
-        """Decode again from the last frame start before ``pos`` (its damage is not
-        reported again)."""
+        """Decode again from the last frame start before ``pos`` (damage not reported twice)."""
         dpos, cpos = self._frames[bisect.bisect_right(self._frames, (pos, float("inf"))) - 1]
         self._new_frame(cpos)
         self._out = bytearray()
@@ -173,16 +164,11 @@ class ZstdSource:
         """Skip a frame that does not decode, to the next frame magic (damage); False
         when only zeros follow to the end: a tail a writer may still fill, not damage."""
         start = self._frame_start + 1
-        while True:
-            chunk = os.pread(self.fd, 1 << 20, start)
-            magic = _FRAME_MAGIC.search(chunk)
-            if not chunk:
-                nxt = os.fstat(self.fd).st_size
-                break
-            if magic:
-                nxt = start + magic.start()
-                break
+        magic: re.Match[bytes] | None = None
+        while ((chunk := os.pread(self.fd, 1 << 20, start))
+               and not (magic := _FRAME_MAGIC.search(chunk))):
             start += max(1, len(chunk) - 3)
+        nxt = start + magic.start() if magic else os.fstat(self.fd).st_size
         if magic is None and nxt > self._frame_start and self._zeros_to_end(self._frame_start):
             self.zero_tail = nxt - self._frame_start
             self._new_frame(self._frame_start)
@@ -195,11 +181,9 @@ class ZstdSource:
 
     def _zeros_to_end(self, start: int) -> bool:
         """Whether the file holds only zero bytes from ``start`` to its end."""
-        while chunk := os.pread(self.fd, 1 << 20, start):
-            if chunk.count(0) != len(chunk):
-                return False
+        while (chunk := os.pread(self.fd, 1 << 20, start)) and chunk.count(0) == len(chunk):
             start += len(chunk)
-        return True
+        return not chunk
 
     def _pump(self) -> bool:
         """Decode one bounded step; False when no compressed input is left (for now)."""
@@ -264,8 +248,7 @@ class ZstdSource:
         if pos < self._out_base:  # back to a tail's start, already dropped
             self._rewind(pos)
         self._drop_to(pos)  # what the scanner is done with
-        exhausted = False
-        while len(self._out) < want and not exhausted:
-            exhausted = not self._pump()
-        end = self._out_base + len(self._out) if exhausted else UNKNOWN_END
-        return bytes(self._out[:want]), end
+        while len(self._out) < want:
+            if not self._pump():  # all there is for now: the data ends here
+                return bytes(self._out[:want]), self._out_base + len(self._out)
+        return bytes(self._out[:want]), UNKNOWN_END
