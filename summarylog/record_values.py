@@ -18,12 +18,10 @@ from typing import Any
 import numpy as np
 
 from .checks import check_tag
-from .dialects.mindspore import lineage_message, message_of
-from .pb import fields, ms
+from .dialects.mindspore import graph_bytes, lineage_message, message_of
+from .pb import ms
 from .records import MAX_PAYLOAD
 from .values import Deferred, resolve_array, snapshot_array
-
-_MODEL_GRAPH = 4  # ModelProto.graph
 
 log = logging.getLogger("summarylog")
 
@@ -166,7 +164,7 @@ def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
             raise TypeError(f"a graph must be a GraphProto or its bytes, "
                             f"got {type(value).__name__}")
         if not tensorboard:
-            return graph_proto(value)
+            return graph_bytes(value)
         # TensorBoard: a GraphDef, kept as bytes
         return value.SerializeToString() if hasattr(value, "SerializeToString") else bytes(value)
     check_summary_tag(name)
@@ -188,24 +186,6 @@ def graph_of(network: Any) -> Any:
         except Exception as exc:  # pragma: no cover - depends on MindSpore's internals
             log.warning("summarylog: no graph from %s: %s", type(network).__name__, exc)
     return None
-
-
-def graph_proto(value: Any) -> bytes:
-    """A serialized anf_ir GraphProto from a graph value: bytes are a serialized
-    ModelProto (what MindSpore's graph executor returns, and what MindSpore's
-    SummaryRecord takes), whose graph is taken as it is (a pure-Python protobuf
-    parses it slowly); messages are a GraphProto or a ModelProto."""
-    if isinstance(value, (bytes, bytearray)):
-        raw = bytes(value)
-        try:  # the graph field's occurrences, merged as protobuf merges them
-            graph = b"".join(raw[b:e] for f, _, b, e in fields(raw) if f == _MODEL_GRAPH)
-            fields(graph)
-        except (ValueError, IndexError):
-            raise ValueError("graph bytes are not a serialized ModelProto") from None
-        return graph
-    if getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "ModelProto":
-        value = message_of(ms.ModelProto, value, "graph").graph
-    return message_of(ms.GraphProto, value, "graph").SerializeToString()
 
 
 def check_export_options(opts: Any) -> dict[str, Any] | None:

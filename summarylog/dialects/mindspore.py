@@ -14,7 +14,7 @@ import numpy as np
 from .._native import ffi, lib
 from ..events import Event
 from ..histograms import as_float_array, equal_width_counts, value_stats
-from ..pb import len_field, message_class, ms, varint
+from ..pb import fields, len_field, message_class, ms, varint
 from ..png import encode_png
 from .tensorboard import tensor_elements
 
@@ -76,6 +76,24 @@ def histogram_bytes(values: np.ndarray) -> bytes:
     return b"".join((buckets, b"\x10", varint(st.nan_count), b"\x18", varint(st.pos_inf_count),
                      b"\x20", varint(st.neg_inf_count), _STATS.pack(0x29, hi, 0x31, lo, 0x39, total),
                      b"\x40", varint(arr.size)))
+
+
+def graph_bytes(value: Any) -> bytes:
+    """A serialized anf_ir GraphProto from a graph value: bytes are a serialized
+    ModelProto (what MindSpore's graph executor returns, and what MindSpore's
+    SummaryRecord takes), whose graph is taken as it is (a pure-Python protobuf
+    parses it slowly); messages are a GraphProto or a ModelProto."""
+    if isinstance(value, (bytes, bytearray)):
+        raw = bytes(value)
+        try:  # the graph field's (4) occurrences, merged as protobuf merges them
+            graph = b"".join(raw[b:e] for f, _, b, e in fields(raw) if f == 4)
+            fields(graph)
+        except (ValueError, IndexError):
+            raise ValueError("graph bytes are not a serialized ModelProto") from None
+        return graph
+    if getattr(getattr(value, "DESCRIPTOR", None), "name", "") == "ModelProto":
+        value = message_of(ms.ModelProto, value, "graph").graph
+    return message_of(ms.GraphProto, value, "graph").SerializeToString()
 
 
 def histogram_buckets(values: np.ndarray) -> Any:

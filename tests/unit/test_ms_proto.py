@@ -191,3 +191,22 @@ def test_summary_events_framed_by_hand_are_protobufs_own(step, scalar):
     assert got == want.SerializeToString()
     (empty,) = MindSporeEncoder().summary(2.0, step, [])
     assert empty == ms.Event(wall_time=2.0, step=step).SerializeToString()
+
+
+def test_graph_bytes_take_the_model_protos_graph_unparsed():
+    """ModelProto bytes (what MindSpore's graph executor returns) give their
+    graph field's bytes, the Event is protobuf's own; malformed bytes are a
+    ValueError, never a hang or a partial graph."""
+    from summarylog.dialects.mindspore import MindSporeEncoder, graph_bytes
+
+    g = ms.GraphProto(name="net")
+    g.node.add(name="n0", op_type="MatMul", scope="Default")
+    model = ms.ModelProto(ir_version=1, domain="d", graph=g).SerializeToString()
+    assert graph_bytes(model) == g.SerializeToString() == graph_bytes(g)
+    assert graph_bytes(ms.ModelProto.FromString(model)) == g.SerializeToString()
+    want = ms.Event(wall_time=3.5, step=2)
+    want.graph_def.CopyFrom(g)
+    assert MindSporeEncoder().graph(3.5, graph_bytes(model), 2) == want.SerializeToString()
+    for bad in (model[:-3], b"\x22\xff\xff\xff\xff\x0f", b"\x0f"):
+        with pytest.raises(ValueError, match="ModelProto"):
+            graph_bytes(bad)
