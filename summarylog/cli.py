@@ -32,9 +32,8 @@ FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl
 
 
 def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """tag -> kind -> {kind, count, first_step, last_step, last_value}, the
-    tag's first kind first: a tag can hold more than one (a scalar and a
-    histogram both named ``loss``)."""
+    """tag -> kind -> {kind, count, first_step, last_step, last_value}, the tag's
+    first kind first: a tag can hold more than one (a scalar and a histogram)."""
     stats: dict[str, dict[str, dict[str, Any]]] = {}
     from_events: set[tuple[str, str]] = set()  # (tag, kind) counted from the events
     for tag, kinds in sorted(reader.tag_kinds(run).items()):
@@ -63,8 +62,7 @@ def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def _tag_doc(per_kind: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """inspect --json's entry of one tag: its first kind's figures, and for
-    a tag that holds more kinds, ``other_kinds``: {kind: figures}."""
+    """inspect --json's entry of a tag: its first kind's figures, others in ``other_kinds``."""
     first, *others = per_kind.values()
     if not others:
         return first
@@ -106,9 +104,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                     steps = ("-" if st["first_step"] is None
                              else f"{st['first_step']}..{st['last_step']}")
                     last = "" if st["last_value"] is None else fmt_num(st["last_value"])
-                    line = (f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  "
-                            f"{last}")
-                    print_line(line.rstrip())
+                    print_line(f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  "
+                               f"{last}".rstrip())
         else:
             print_line("  (no tags)")
         print_line("  files:")
@@ -146,9 +143,7 @@ def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any
 
 def cmd_verify(args: argparse.Namespace) -> int:
     reader = open_reader(args.path)
-    # the Reader's one discovery; a directory it could not list fails the
-    # check: it must not pass because it could not look
-    runs = reader.runs()
+    runs = reader.runs()  # a directory it could not list fails the check
     lost = unreadable(reader)
     if not runs and not lost:
         raise CLIError(f"{reader.path}: no event files found")
@@ -312,8 +307,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     status.flush()
     if not args.follow:
         return status.code
-    # follow() reads every file from its start: skip, run by run, the events
-    # printed (or passed over) above
+    # follow() reads every file from its start: skip the events printed or passed over above
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how tail -f ends
         for run, ev in reader.follow(run=args.run, poll_secs=args.poll_secs,
                                      idle_timeout=args.idle_timeout):
@@ -334,19 +328,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{PROG}: {cmd}{printable(message)} (see '{self.prog} --help')\n")
 
 
-def _number(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
-    """An argparse type: a float in [low, high] (``(low, high]`` when
-    ``low_open``); NaN, infinities and 1e300 are refused in one line, before
-    they reach time.sleep or matplotlib."""
-    def parse(arg: str) -> float:
+def _number(low: float, high: float, *, low_open: bool = False,
+            integer: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a float (an int if ``integer``) in [low, high] (``(low, high]`` if
+    ``low_open``); NaN, infinities and 1e300 are refused before they reach time.sleep
+    or matplotlib."""
+    def parse(arg: str) -> Any:
         try:
-            v = float(arg)
+            v = (int if integer else float)(arg)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {arg!r}") from None
+            what = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"not {what}: {arg!r}") from None
         if not ((low < v) if low_open else (low <= v)) or not v <= high:
-            bound = f"more than {low:g}" if low_open else f"at least {low:g}"
-            raise argparse.ArgumentTypeError(f"must be {bound} and at most {high:g}, "
-                                             f"got {arg!r}")
+            bound = (f"from {low} to {high}" if integer else
+                     f"{'more than' if low_open else 'at least'} {low:g} and at most {high:g}")
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {arg!r}")
         return v
     return parse
 
@@ -356,17 +352,6 @@ def _nonempty(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("an empty path")
     return text
-
-
-def _count(text: str) -> int:
-    """An argparse type: an integer from 0 to sys.maxsize."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= v <= sys.maxsize:
-        raise argparse.ArgumentTypeError(f"must be from 0 to {sys.maxsize}, got {text!r}")
-    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -443,7 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
              "Print the last N events of each run, one line each (run, local time, step, kind, "
              "tag, value). With -f, keep printing events as writers append them (new files and "
              "runs included) until Ctrl-C or --idle-timeout seconds without a new event.")
-    sp.add_argument("-n", type=_count, default=10, metavar="N", help="events per run (default 10)")
+    sp.add_argument("-n", type=_number(0, sys.maxsize, integer=True), default=10, metavar="N",
+                    help="events per run (default 10)")
     sp.add_argument("-f", "--follow", action="store_true", help="keep following new events")
     sp.add_argument("--idle-timeout", type=_number(0, 1e9, low_open=True), metavar="S",
                     help="with -f: stop after S seconds without a new event")
@@ -474,8 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     for stream in (sys.stdout, sys.stderr):
-        # names from the file system or a log (lone surrogates, non-ASCII on a
-        # non-UTF-8 terminal) print escaped instead of raising
+        # names from files or logs (lone surrogates, non-ASCII) print escaped, never raise
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(errors="backslashreplace")
     try:
@@ -504,8 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 say(f"I/O error: {reason(e)}")
             return 1
-    except BrokenPipeError:  # stdout gone, maybe while reporting
-        # stdout to /dev/null, so that the interpreter's final flush does not complain
+    except BrokenPipeError:  # stdout gone: /dev/null for the interpreter's final flush
         with contextlib.suppress(OSError, ValueError, AttributeError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())

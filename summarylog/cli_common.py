@@ -1,6 +1,5 @@
-"""What the ``summarylog`` commands share: finding the runs to read, and
-reporting the problems met on the way as one stderr line each, with the exit
-status they call for."""
+"""What the ``summarylog`` commands share: finding the runs to read, and reporting
+the problems met on the way as one stderr line each, with the exit status they call for."""
 
 from __future__ import annotations
 
@@ -33,9 +32,8 @@ def plural(n: int, noun: str) -> str:
 
 
 class Status:
-    """Problems a command met and went on past (unlistable directories,
-    damaged files, malformed values): each is one stderr line, and any of
-    them makes the exit status 1."""
+    """Problems a command met and went on past (unlistable directories, damaged files,
+    malformed values): each is one stderr line, and any makes the exit status 1."""
 
     def __init__(self) -> None:
         self.code = 0
@@ -61,14 +59,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def printable(s: str) -> str:
-    """Text for a terminal: control characters (a tag or path may carry
-    escape sequences that would drive the terminal) shown as ``\\xNN``."""
+    """Text for a terminal: control characters (escape sequences in a tag or path) as ``\\xNN``."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
 
 
 def utf8(s: str) -> str:
-    """Text that encodes as UTF-8: lone surrogates (a name's bytes that were
-    not UTF-8) shown as ``\\udcXX``, as the CSV and JSON-lines writers show them."""
+    """Text that encodes as UTF-8: lone surrogates (non-UTF-8 name bytes) as ``\\udcXX``."""
     return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -95,9 +91,8 @@ def unreadable(reader: Any) -> list[tuple[str, str]]:
 
 def open_runs(path: str, wanted: Sequence[str] | None, *,
               need_files: bool = True) -> tuple[Status, Any, list[str]]:
-    """A command's Status, Reader and runs to read.  Directories that could not
-    be listed are reported on stderr and make the exit status 1 (a run must
-    never go missing silently); with no run found at all that is the only error."""
+    """A command's Status, Reader and runs to read.  Directories that could not be listed
+    are reported and make the exit status 1: a run must never go missing silently."""
     status = Status()
     reader = open_reader(path)
     runs = reader.runs()
@@ -116,9 +111,8 @@ def open_runs(path: str, wanted: Sequence[str] | None, *,
 
 
 def check_run(reader: Any, run: str, status: Status) -> None:
-    """Report (on stderr, later) each damaged event or lineage file or
-    malformed value the Reader met in ``run``; a torn tail (a live writer) is
-    no problem."""
+    """Report (later) each damaged file or malformed value the Reader met in ``run``; a torn
+    tail (a live writer) is no problem."""
     mine = set(reader.lineage_files(run))
     lineage = [(path, rep) for path, rep in reader.lineage_damage().items() if path in mine]
     for path, rep in [*reader.damage(run).items(), *lineage]:

@@ -1,6 +1,5 @@
-"""How the ``summarylog`` commands show things: strict JSON (no bare NaN,
-bytes as base64, numpy as lists), one-line summaries of values, event lines,
-and a progress bar on stderr only when it is a terminal."""
+"""How the ``summarylog`` commands show things: strict JSON (no bare NaN, bytes as base64,
+numpy as lists), one-line value summaries, event lines, a progress bar on a terminal."""
 
 from __future__ import annotations
 
@@ -69,8 +68,6 @@ class Progress(contextlib.AbstractContextManager):
 
 def text(x: Any) -> str:
     """A name as text: a decoder may hand over bytes that are not UTF-8."""
-    if isinstance(x, str):
-        return x
     if isinstance(x, (bytes, bytearray)):
         return bytes(x).decode("utf-8", "backslashreplace")
     return str(x)
@@ -79,9 +76,7 @@ def text(x: Any) -> str:
 def json_float(x: float) -> Any:
     if math.isfinite(x):
         return x
-    if math.isnan(x):
-        return "NaN"
-    return "Infinity" if x > 0 else "-Infinity"
+    return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
 
 
 def json_num(x: float) -> str:
