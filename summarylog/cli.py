@@ -95,11 +95,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print_line()
         print_line(f"run {run}: {plural(len(files), 'file')}, {info['records']} records, "
                    f"{fmt_size(sum(f['size'] or 0 for f in files))}")
-        tags = info["tags"]
-        if tags:
-            w = min(48, max(12, *(len(t) for t in tags)))  # a huge tag pads no other row
+        if info["tags"]:
+            w = min(48, max(12, *map(len, info["tags"])))  # a huge tag pads no other row
             print_line(f"  {'tag':<{w}}  {'kind':<9}  {'count':>7}  {'steps':<15}  last")
-            for tag, per_kind in tags.items():
+            for tag, per_kind in info["tags"].items():
                 for st in per_kind.values():  # one line per kind the tag holds
                     steps = ("-" if st["first_step"] is None
                              else f"{st['first_step']}..{st['last_step']}")
@@ -129,10 +128,9 @@ def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any
     else:
         try:
             reader.lineage()
+            rep = next(iter(reader.lineage_damage().values()), None)
         except (RecursionError, ValueError):  # a record the lineage decoder chokes on
             rep = None
-        else:
-            rep = next(iter(reader.lineage_damage().values()), None)
         if rep is None:
             return {"path": path, "records": 0, "ok": False, "damage": [], "tail": None,
                     "bad_events": 1}
@@ -382,22 +380,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
 
     sp = add("verify", cmd_verify, "check every event file; exit 1 on damage",
-             "Check every event file and MindSpore lineage file under PATH (plain and zstd), "
-             "decoding every value. One line per file: OK, DAMAGED (kinds and offsets) or TORN "
-             "(an unfinished tail, as a live or crashed writer leaves), UNREADABLE for a file "
-             "or directory that could not be read. Exit 0 if every file is clean, 1 if any "
-             f"damage ({', '.join(DAMAGE_KINDS)}), malformed event or value, or unreadable "
-             "path was found; an unfinished tail alone exits 0 unless --strict.")
+             "Check every event and MindSpore lineage file under PATH (plain and zstd), decoding "
+             "every value. One line per file: OK, DAMAGED (kinds and offsets), TORN (an unfinished "
+             "tail, as a live or crashed writer leaves) or UNREADABLE. Exit 1 if any damage "
+             f"({', '.join(DAMAGE_KINDS)}), malformed event or value, or unreadable path was "
+             "found, else 0 (an unfinished tail alone: 0 unless --strict).")
     sp.add_argument("--strict", action="store_true", help="an unfinished tail also exits 1")
     sp.add_argument("--quick", action="store_true",
                     help="only the native pass (framing, CRCs, scalars): several times faster, "
                          "but a malformed tensor, histogram or image goes unnoticed")
 
     sp = add("cat", cmd_cat, "every event as a JSON line",
-             'One JSON object per line: {"run", "tag", "kind", "step", "wall_time", "value"}. '
-             'Non-finite numbers are the strings "NaN", "Infinity", "-Infinity"; histograms '
-             'are objects; images are {"width", "height", "pngs": count}; tensors are nested '
-             "lists; bytes are base64.")
+             'One JSON object per line: {"run", "tag", "kind", "step", "wall_time", "value"}; '
+             'non-finite numbers as "NaN", "Infinity", "-Infinity", histograms as objects, images '
+             'as {"width", "height", "pngs": count}, tensors as nested lists, bytes as base64.')
     sp.add_argument("--run", **runs)
     sp.add_argument("--tag", **tags)
     sp.add_argument("--kind", action="append", metavar="K", choices=EVENT_KINDS,

@@ -39,10 +39,6 @@ class Status:
         self.code = 0
         self._pending: list[str] = []
 
-    def now(self, message: str) -> None:
-        say(message)
-        self.code = 1
-
     def later(self, message: str) -> None:
         """Reported by :meth:`flush` (after a progress bar, or a run's output)."""
         self._pending.append(message)
@@ -98,7 +94,8 @@ def open_runs(path: str, wanted: Sequence[str] | None, *,
     runs = reader.runs()
     lost = unreadable(reader)
     for where, why in lost:
-        status.now(f"cannot read {where}: {why}")
+        say(f"cannot read {where}: {why}")
+        status.code = 1
     if not runs and need_files:
         if lost:  # reported above: nothing more to say
             raise CLIError(None, 1)

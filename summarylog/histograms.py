@@ -1,6 +1,5 @@
-"""Histogram arithmetic for both dialects, in C without the GIL
-(csrc/histogram.c): one pass of statistics, one pass of equal-width counts
-that match ``np.histogram(values, bins=edges)``."""
+"""Histogram arithmetic for both dialects, in C without the GIL (csrc/histogram.c): statistics,
+and equal-width counts that match ``np.histogram(values, bins=edges)``."""
 
 from __future__ import annotations
 

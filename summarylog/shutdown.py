@@ -1,6 +1,6 @@
-"""Drain and close every open writer when the process ends: at exit, newest
-first, and on SIGTERM/SIGHUP left at their default disposition (raising
-``SystemExit(128 + signum)``); how and why: docs/reliability.md, "Crashes and shutdown"."""
+"""Drain and close every open writer when the process ends: at exit, newest first, and on
+SIGTERM/SIGHUP left at their default (raising ``SystemExit(128 + signum)``); how and why:
+docs/reliability.md, "Crashes and shutdown"."""
 
 from __future__ import annotations
 
@@ -96,9 +96,8 @@ def _swap(old: Any, new: Any) -> None:
             pass
 
 
-# per forking thread: .mask, the signal mask to restore after fork() (or
-# _BLOCKING while it is being blocked), and .deferred, a signal that landed
-# inside the fork hooks
+# per forking thread: .mask, the signal mask to restore after fork() (_BLOCKING while
+# being blocked), and .deferred, a signal that landed inside the fork hooks
 _forking = threading.local()
 _BLOCKING = object()
 
