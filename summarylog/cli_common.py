@@ -96,10 +96,8 @@ def open_runs(path: str, wanted: Sequence[str] | None, *,
     for where, why in lost:
         say(f"cannot read {where}: {why}")
         status.code = 1
-    if not runs and need_files:
-        if lost:  # reported above: nothing more to say
-            raise CLIError(None, 1)
-        raise CLIError(f"{reader.path}: no event files found")
+    if not runs and need_files:  # lost directories were reported above: nothing more to say
+        raise CLIError(None, 1) if lost else CLIError(f"{reader.path}: no event files found")
     missing = [r for r in wanted or () if r not in runs]
     if missing:
         raise CLIError(f"no run {missing[0]!r} under {reader.path} "

@@ -41,8 +41,7 @@ class Progress(contextlib.AbstractContextManager):
         if not self.on or (not force and now - self._last < 0.1):
             return
         self._last = now
-        filled = self.WIDTH * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (self.WIDTH - filled)
+        bar = ("#" * (self.WIDTH * self.done // max(self.total, 1))).ljust(self.WIDTH, ".")
         sys.stderr.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
         sys.stderr.flush()
 

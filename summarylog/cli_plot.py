@@ -97,9 +97,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
             f"--height-per-tag {args.height_per_tag:g} --dpi {args.dpi:g} make a {w}x{h}-pixel "
             f"image; the limits are {MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} "
             f"Mpx in all (choose fewer tags, or a smaller size or dpi)")
-    # plain text everywhere, whatever the user's matplotlibrc says
-    rc = {"text.parse_math": False, "text.usetex": False}
-    with matplotlib.rc_context(rc), warnings.catch_warnings():
+    plain = {"text.parse_math": False, "text.usetex": False}  # whatever the matplotlibrc says
+    with matplotlib.rc_context(plain), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing glyphs, layout notes: not the user's concern
         fig = Figure(figsize=(args.width, max(MIN_PANEL_HEIGHT, args.height_per_tag) * len(tags)),
                      dpi=args.dpi, layout="constrained")

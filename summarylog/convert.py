@@ -179,8 +179,7 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
     enc = MindSporeEncoder()
     files = MindSporeFiles(out_dir, "events", "_MS", None, _open,
                            lambda wall: [enc.file_header(wall)], None, "rotate")
-    rw = _created(files.summary)
-    with rw:
+    with _created(files.summary) as rw:
         custom: dict[str, Any] = {}
 
         def value(ev: Event) -> Any:
@@ -232,8 +231,7 @@ def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
     bad arguments, :class:`DestinationError` for a run directory that would leave ``dst``."""
     if to not in FORMATS:
         raise ValueError(f"to must be one of {FORMATS}, got {to!r}")
-    if reader is None:
-        reader = Reader(src)
+    reader = reader or Reader(src)
     src_abs, dst_abs = os.path.realpath(src), os.path.realpath(dst)
     if dst_abs == src_abs or dst_abs.startswith(src_abs + os.sep):
         raise ValueError(f"the destination {dst!r} must not be inside the source {src!r}")
