@@ -43,8 +43,7 @@ def unregister(obj: Any) -> None:
 
 
 def close_all() -> None:
-    """Close every registered writer, newest first (a SummaryRecord before
-    the Writer it owns); errors are logged, never raised."""
+    """Close every registered writer, newest first (a SummaryRecord before its Writer)."""
     while True:
         with _lock:
             if not _open:
@@ -61,12 +60,10 @@ def close_all() -> None:
 def _on_signal(signum: int, frame: Any) -> None:
     global _exiting
     if getattr(_forking, "mask", None) is not None and os.getpid() == _installed_pid:
-        # inside this thread's fork hooks, where a raise is swallowed: sent
-        # again once out of them (_restore_mask)
+        # inside this thread's fork hooks, where a raise is swallowed: _restore_mask resends it
         _forking.deferred = signum
         return
-    # the second one, or a fork() child that still has the handler (forked
-    # where the at-fork hooks do not run): die the default way
+    # the second signal, or a fork() child the at-fork hooks missed: die the default way
     if _exiting or os.getpid() != _installed_pid:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
@@ -76,8 +73,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def install_signal_handlers() -> None:
-    """Install the SIGTERM/SIGHUP handler where the disposition is the
-    default; a no-op off the main thread or when already done."""
+    """Install the SIGTERM/SIGHUP handler where they are at their default (main thread, once)."""
     global _installed, _installed_pid
     if _installed or threading.current_thread() is not threading.main_thread():
         return
