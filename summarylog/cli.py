@@ -1,6 +1,5 @@
-"""The ``summarylog`` command: look at event logs from a shell.  Each command's
-``--help`` describes it; exit statuses and error lines: the README's "The
-``summarylog`` command" (a missing optional dependency also exits 2); the
+"""The ``summarylog`` command: look at event logs from a shell.  Exit statuses and error lines:
+the README's "The ``summarylog`` command" (a missing optional dependency also exits 2); the
 guarantees: docs/reliability.md."""
 
 from __future__ import annotations
@@ -329,8 +328,7 @@ class _Parser(argparse.ArgumentParser):
 def _number(low: float, high: float, *, low_open: bool = False,
             integer: bool = False) -> Callable[[str], Any]:
     """An argparse type: a float (an int if ``integer``) in [low, high] (``(low, high]`` if
-    ``low_open``); NaN, infinities and 1e300 are refused before they reach time.sleep
-    or matplotlib."""
+    ``low_open``); NaN, infinities and 1e300 never reach time.sleep or matplotlib."""
     def parse(arg: str) -> Any:
         try:
             v = (int if integer else float)(arg)

@@ -32,8 +32,7 @@ def plural(n: int, noun: str) -> str:
 
 
 class Status:
-    """Problems a command met and went on past (unlistable directories, damaged files,
-    malformed values): each is one stderr line, and any makes the exit status 1."""
+    """Problems a command went on past (damaged files, ...): a stderr line each; exit 1."""
 
     def __init__(self) -> None:
         self.code = 0
@@ -106,8 +105,7 @@ def open_runs(path: str, wanted: Sequence[str] | None, *,
 
 
 def check_run(reader: Any, run: str, status: Status) -> None:
-    """Report (later) each damaged file or malformed value the Reader met in ``run``; a torn
-    tail (a live writer) is no problem."""
+    """Report (later) each damaged file or malformed value met in ``run`` (a torn tail is fine)."""
     mine = set(reader.lineage_files(run))
     lineage = [(path, rep) for path, rep in reader.lineage_damage().items() if path in mine]
     for path, rep in [*reader.damage(run).items(), *lineage]:

@@ -23,8 +23,7 @@ def isatty(stream: Any) -> bool:
 
 
 class Progress(contextlib.AbstractContextManager):
-    """``label [#####.....] done/total`` on stderr, redrawn in place; only when
-    stderr is a terminal, and cleared when done."""
+    """``label [#####.....] done/total`` redrawn on stderr if a terminal, cleared when done."""
 
     WIDTH = 30
 

@@ -38,8 +38,7 @@ _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, In
 
 
 class DestinationError(OSError):
-    """A run's output would leave ``dst`` (a symlink or a file where a directory must be),
-    or no free file name was found."""
+    """A run's output would leave ``dst`` (a symlink, a file for a dir), or no free name."""
 
 
 def _out_dir(dst: str, run: str) -> str:
@@ -76,8 +75,7 @@ def _created(series: Any) -> RecordWriter:
 
 def _converted(events: Iterable[Event], convert: Callable[[Event], Any],
                counts: Counter) -> Iterator[tuple[Event, Any]]:
-    """``(event, convert(event))`` for each event but run markers, counted by kind; None
-    (no place for it) and hostile values are counted and skipped."""
+    """``(event, convert(event))`` but run markers; None and hostile values counted, skipped."""
     for ev in events:
         if ev.kind in _MARKERS:
             continue
@@ -130,8 +128,7 @@ def _plain(v: Any) -> bool:
 
 def _lineage_to_tensorboard(enc: Any, rw: RecordWriter, row: dict[str, Any], wall: float,
                             step: int, counts: Counter) -> None:
-    """One lineage row as hparams (train and custom lineage) and ``lineage/<metric>``
-    scalars; hostile values are counted and skipped."""
+    """A lineage row as hparams and ``lineage/<metric>`` scalars; bad values counted, skipped."""
     hparams: dict[str, Any] = {}
     user = row.get("user_defined") or {}
     if not isinstance(user, dict):
@@ -249,7 +246,6 @@ def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
 
 
 def convert(src: str, dst: str, to: str, runs: list[str] | None = None) -> dict[str, Counter]:
-    """Convert every run (or ``runs``) under ``src`` into ``dst`` in the
-    ``to`` dialect (``"tensorboard"`` or ``"mindinsight"``); returns the
-    counts per run (see :func:`iter_convert`)."""
+    """Convert every run (or ``runs``) under ``src`` into ``dst`` in the ``to`` dialect
+    (``"tensorboard"`` or ``"mindinsight"``); returns the counts per run (:func:`iter_convert`)."""
     return dict(iter_convert(src, dst, to, runs))

@@ -112,8 +112,7 @@ def _before_fork() -> None:
 
 
 def _restore_mask(resend: bool = True) -> None:
-    """Unblock what _before_fork blocked; a signal the hooks deferred is sent
-    again from a thread of its own, so its handler runs outside the hooks."""
+    """Unblock what _before_fork blocked; resend a deferred signal from a thread of its own."""
     mask = getattr(_forking, "mask", None)
     if mask is None:
         return
