@@ -113,18 +113,14 @@ def check_run(reader: Any, run: str, status: Status) -> None:
             status.later(f"{path}: {', '.join(damage_text(report_dict(rep)) or ['damaged'])}")
 
 
-def _span(d: Any) -> dict[str, Any]:
-    return {"offset": d.offset, "kind": d.kind, "length": d.length}
-
-
 def report_dict(rep: Any) -> dict[str, Any]:
     size = rep.size
     if size is None:
         with contextlib.suppress(OSError):
             size = os.path.getsize(rep.path)
     return {"path": rep.path, "size": size, "records": rep.records, "ok": rep.ok,
-            "damage": [_span(d) for d in rep.damage],
-            "tail": None if rep.tail is None else _span(rep.tail),
+            "damage": [d._asdict() for d in rep.damage],  # Damage and Tail: offset, kind, length
+            "tail": None if rep.tail is None else rep.tail._asdict(),
             "bad_events": rep.bad_events,
             "bad_values": rep.bad_values}  # values that did not decode
 

@@ -72,9 +72,7 @@ def text(x: Any) -> str:
 
 
 def json_float(x: float) -> Any:
-    if math.isfinite(x):
-        return x
-    return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
+    return x if math.isfinite(x) else json.dumps(x)  # "NaN", "Infinity", "-Infinity"
 
 
 def json_num(x: float) -> str:
