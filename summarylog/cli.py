@@ -171,8 +171,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 bar.print(f"{status:<8} {printable(path)}  ({rep['records']} records){detail}")
             bar.advance()
     if len(paths) + len(lost) > 1:
-        n = counts["UNREADABLE"]
-        more = f"; {plural(n, 'unreadable path')}" if n else ""
+        more = f"; {plural(n, 'unreadable path')}" if (n := counts["UNREADABLE"]) else ""
         print(f"{plural(len(paths), 'file')}: {counts['OK']} OK, {counts['DAMAGED']} damaged, "
               f"{counts['TORN']} with an unfinished tail{more}")
     return 1 if counts["DAMAGED"] or counts["UNREADABLE"] or (args.strict and counts["TORN"]) else 0

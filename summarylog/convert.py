@@ -81,14 +81,12 @@ def _converted(events: Iterable[Event], convert: Callable[[Event], Any],
             continue
         try:
             out = convert(ev)
+            key = ev.kind if out is not None else f"skipped {ev.kind}"
         except _BAD_VALUE:
-            counts[f"malformed {ev.kind}"] += 1
-            continue
-        if out is None:
-            counts[f"skipped {ev.kind}"] += 1
-            continue
-        counts[ev.kind] += 1
-        yield ev, out
+            out, key = None, f"malformed {ev.kind}"
+        counts[key] += 1
+        if out is not None:
+            yield ev, out
 
 
 def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> None:
