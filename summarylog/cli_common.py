@@ -97,8 +97,7 @@ def open_runs(path: str, wanted: Sequence[str] | None, *,
         status.code = 1
     if not runs and need_files:  # lost directories were reported above: nothing more to say
         raise CLIError(None, 1) if lost else CLIError(f"{reader.path}: no event files found")
-    missing = [r for r in wanted or () if r not in runs]
-    if missing:
+    if missing := [r for r in wanted or () if r not in runs]:
         raise CLIError(f"no run {missing[0]!r} under {reader.path} "
                        f"(runs: {', '.join(runs) or 'none'})")
     return status, reader, [r for r in runs if not wanted or r in wanted]
@@ -121,8 +120,7 @@ def report_dict(rep: Any) -> dict[str, Any]:
     return {"path": rep.path, "size": size, "records": rep.records, "ok": rep.ok,
             "damage": [d._asdict() for d in rep.damage],  # Damage and Tail: offset, kind, length
             "tail": None if rep.tail is None else rep.tail._asdict(),
-            "bad_events": rep.bad_events,
-            "bad_values": rep.bad_values}  # values that did not decode
+            "bad_events": rep.bad_events, "bad_values": rep.bad_values}  # values not decoded
 
 
 def damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:
