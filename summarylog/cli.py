@@ -63,10 +63,8 @@ def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
 def _tag_doc(per_kind: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """inspect --json's entry of a tag: its first kind's figures, others in ``other_kinds``."""
     first, *others = per_kind.values()
-    if not others:
-        return first
     return {**first, "other_kinds": {st["kind"]: {n: v for n, v in st.items() if n != "kind"}
-                                     for st in others}}
+                                     for st in others}} if others else first
 
 
 # -- subcommands ------------------------------------------------------------------------
