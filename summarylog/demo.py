@@ -162,8 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"trained {result['steps']} steps in {time.perf_counter() - t0:.1f} s: validation "
           f"accuracy {result['val/accuracy']:.3f}; logged to {run}")
     summarize(run)
-    png = plot(run, os.path.join(run, "scalars.png"))
-    if png:
+    if png := plot(run, os.path.join(run, "scalars.png")):
         print(f"\nplot of the scalars: {png}")
     print(f"see it in TensorBoard: tensorboard --logdir {args.logdir}")
     return 0

@@ -5,6 +5,7 @@ docs/reliability.md, "Crashes and shutdown"."""
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import signal
@@ -18,7 +19,7 @@ log = logging.getLogger("summarylog")
 
 _lock = threading.Lock()
 _open: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
-_order = 0
+_order = itertools.count(1)  # registration order: closed newest first
 _installed = False
 _exiting = False
 _installed_pid = -1  # the process that installed the handlers
@@ -27,10 +28,8 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(si
 
 def register(obj: Any) -> None:
     """Close ``obj`` (held weakly) at exit unless closed before."""
-    global _order
     with _lock:
-        _order += 1
-        _open[_order] = obj
+        _open[next(_order)] = obj
     if not _installed:
         install_signal_handlers()
 
@@ -49,10 +48,9 @@ def close_all() -> None:
             if not _open:
                 return
             obj = _open.pop(max(_open.keys()), None)
-        if obj is None:
-            continue
         try:
-            obj.close()
+            if obj is not None:  # None: collected meanwhile
+                obj.close()
         except Exception as exc:  # reported, never raised at exit
             log.warning("summarylog: closing %r at exit failed: %s", obj, exc)
 
