@@ -1,8 +1,6 @@
 """``python -m summarylog``: the ``summarylog`` command (see summarylog.cli)."""
 
-import sys
-
 from .cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,6 +1,5 @@
-"""The ``summarylog`` command: look at event logs from a shell.  Each command's
-``--help`` describes it; exit statuses and error lines: the README's "The
-``summarylog`` command" (a missing optional dependency also exits 2); the
+"""The ``summarylog`` command: look at event logs from a shell.  Exit statuses and error lines:
+the README's "The ``summarylog`` command" (a missing optional dependency also exits 2); the
 guarantees: docs/reliability.md."""
 
 from __future__ import annotations
@@ -32,9 +31,8 @@ FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl
 
 
 def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """tag -> kind -> {kind, count, first_step, last_step, last_value}, the
-    tag's first kind first: a tag can hold more than one (a scalar and a
-    histogram both named ``loss``)."""
+    """tag -> kind -> {kind, count, first_step, last_step, last_value}, the tag's
+    first kind first: a tag can hold more than one (a scalar and a histogram)."""
     stats: dict[str, dict[str, dict[str, Any]]] = {}
     from_events: set[tuple[str, str]] = set()  # (tag, kind) counted from the events
     for tag, kinds in sorted(reader.tag_kinds(run).items()):
@@ -63,13 +61,10 @@ def _tag_stats(reader: Any, run: str) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def _tag_doc(per_kind: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """inspect --json's entry of one tag: its first kind's figures, and for
-    a tag that holds more kinds, ``other_kinds``: {kind: figures}."""
+    """inspect --json's entry of a tag: its first kind's figures, others in ``other_kinds``."""
     first, *others = per_kind.values()
-    if not others:
-        return first
     return {**first, "other_kinds": {st["kind"]: {n: v for n, v in st.items() if n != "kind"}
-                                     for st in others}}
+                                     for st in others}} if others else first
 
 
 # -- subcommands ------------------------------------------------------------------------
@@ -97,18 +92,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print_line()
         print_line(f"run {run}: {plural(len(files), 'file')}, {info['records']} records, "
                    f"{fmt_size(sum(f['size'] or 0 for f in files))}")
-        tags = info["tags"]
-        if tags:
-            w = min(48, max(12, *(len(t) for t in tags)))  # a huge tag pads no other row
+        if info["tags"]:
+            w = min(48, max(12, *map(len, info["tags"])))  # a huge tag pads no other row
             print_line(f"  {'tag':<{w}}  {'kind':<9}  {'count':>7}  {'steps':<15}  last")
-            for tag, per_kind in tags.items():
+            for tag, per_kind in info["tags"].items():
                 for st in per_kind.values():  # one line per kind the tag holds
                     steps = ("-" if st["first_step"] is None
                              else f"{st['first_step']}..{st['last_step']}")
                     last = "" if st["last_value"] is None else fmt_num(st["last_value"])
-                    line = (f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  "
-                            f"{last}")
-                    print_line(line.rstrip())
+                    print_line(f"  {tag:<{w}}  {st['kind']:<9}  {st['count']:>7}  {steps:<15}  "
+                               f"{last}".rstrip())
         else:
             print_line("  (no tags)")
         print_line("  files:")
@@ -132,10 +125,9 @@ def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any
     else:
         try:
             reader.lineage()
+            rep = next(iter(reader.lineage_damage().values()), None)
         except (RecursionError, ValueError):  # a record the lineage decoder chokes on
             rep = None
-        else:
-            rep = next(iter(reader.lineage_damage().values()), None)
         if rep is None:
             return {"path": path, "records": 0, "ok": False, "damage": [], "tail": None,
                     "bad_events": 1}
@@ -146,9 +138,7 @@ def _file_report(path: str, lineage: bool, quick: bool = False) -> dict[str, Any
 
 def cmd_verify(args: argparse.Namespace) -> int:
     reader = open_reader(args.path)
-    # the Reader's one discovery; a directory it could not list fails the
-    # check: it must not pass because it could not look
-    runs = reader.runs()
+    runs = reader.runs()  # a directory it could not list fails the check
     lost = unreadable(reader)
     if not runs and not lost:
         raise CLIError(f"{reader.path}: no event files found")
@@ -179,8 +169,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 bar.print(f"{status:<8} {printable(path)}  ({rep['records']} records){detail}")
             bar.advance()
     if len(paths) + len(lost) > 1:
-        n = counts["UNREADABLE"]
-        more = f"; {plural(n, 'unreadable path')}" if n else ""
+        more = f"; {plural(n, 'unreadable path')}" if (n := counts["UNREADABLE"]) else ""
         print(f"{plural(len(paths), 'file')}: {counts['OK']} OK, {counts['DAMAGED']} damaged, "
               f"{counts['TORN']} with an unfinished tail{more}")
     return 1 if counts["DAMAGED"] or counts["UNREADABLE"] or (args.strict and counts["TORN"]) else 0
@@ -312,8 +301,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     status.flush()
     if not args.follow:
         return status.code
-    # follow() reads every file from its start: skip, run by run, the events
-    # printed (or passed over) above
+    # follow() reads every file from its start: skip the events printed or passed over above
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how tail -f ends
         for run, ev in reader.follow(run=args.run, poll_secs=args.poll_secs,
                                      idle_timeout=args.idle_timeout):
@@ -334,19 +322,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{PROG}: {cmd}{printable(message)} (see '{self.prog} --help')\n")
 
 
-def _number(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
-    """An argparse type: a float in [low, high] (``(low, high]`` when
-    ``low_open``); NaN, infinities and 1e300 are refused in one line, before
-    they reach time.sleep or matplotlib."""
-    def parse(arg: str) -> float:
+def _number(low: float, high: float, *, low_open: bool = False,
+            integer: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a float (an int if ``integer``) in [low, high] (``(low, high]`` if
+    ``low_open``); NaN, infinities and 1e300 never reach time.sleep or matplotlib."""
+    def parse(arg: str) -> Any:
         try:
-            v = float(arg)
+            v = (int if integer else float)(arg)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {arg!r}") from None
+            what = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"not {what}: {arg!r}") from None
         if not ((low < v) if low_open else (low <= v)) or not v <= high:
-            bound = f"more than {low:g}" if low_open else f"at least {low:g}"
-            raise argparse.ArgumentTypeError(f"must be {bound} and at most {high:g}, "
-                                             f"got {arg!r}")
+            bound = (f"from {low} to {high}" if integer else
+                     f"{'more than' if low_open else 'at least'} {low:g} and at most {high:g}")
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {arg!r}")
         return v
     return parse
 
@@ -356,17 +345,6 @@ def _nonempty(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("an empty path")
     return text
-
-
-def _count(text: str) -> int:
-    """An argparse type: an integer from 0 to sys.maxsize."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= v <= sys.maxsize:
-        raise argparse.ArgumentTypeError(f"must be from 0 to {sys.maxsize}, got {text!r}")
-    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -397,22 +375,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
 
     sp = add("verify", cmd_verify, "check every event file; exit 1 on damage",
-             "Check every event file and MindSpore lineage file under PATH (plain and zstd), "
-             "decoding every value. One line per file: OK, DAMAGED (kinds and offsets) or TORN "
-             "(an unfinished tail, as a live or crashed writer leaves), UNREADABLE for a file "
-             "or directory that could not be read. Exit 0 if every file is clean, 1 if any "
-             f"damage ({', '.join(DAMAGE_KINDS)}), malformed event or value, or unreadable "
-             "path was found; an unfinished tail alone exits 0 unless --strict.")
+             "Check every event and MindSpore lineage file under PATH (plain and zstd), decoding "
+             "every value. One line per file: OK, DAMAGED (kinds and offsets), TORN (an unfinished "
+             "tail, as a live or crashed writer leaves) or UNREADABLE. Exit 1 if any damage "
+             f"({', '.join(DAMAGE_KINDS)}), malformed event or value, or unreadable path was "
+             "found, else 0 (an unfinished tail alone: 0 unless --strict).")
     sp.add_argument("--strict", action="store_true", help="an unfinished tail also exits 1")
     sp.add_argument("--quick", action="store_true",
                     help="only the native pass (framing, CRCs, scalars): several times faster, "
                          "but a malformed tensor, histogram or image goes unnoticed")
 
     sp = add("cat", cmd_cat, "every event as a JSON line",
-             'One JSON object per line: {"run", "tag", "kind", "step", "wall_time", "value"}. '
-             'Non-finite numbers are the strings "NaN", "Infinity", "-Infinity"; histograms '
-             'are objects; images are {"width", "height", "pngs": count}; tensors are nested '
-             "lists; bytes are base64.")
+             'One JSON object per line: {"run", "tag", "kind", "step", "wall_time", "value"}; '
+             'non-finite numbers as "NaN", "Infinity", "-Infinity", histograms as objects, images '
+             'as {"width", "height", "pngs": count}, tensors as nested lists, bytes as base64.')
     sp.add_argument("--run", **runs)
     sp.add_argument("--tag", **tags)
     sp.add_argument("--kind", action="append", metavar="K", choices=EVENT_KINDS,
@@ -443,7 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
              "Print the last N events of each run, one line each (run, local time, step, kind, "
              "tag, value). With -f, keep printing events as writers append them (new files and "
              "runs included) until Ctrl-C or --idle-timeout seconds without a new event.")
-    sp.add_argument("-n", type=_count, default=10, metavar="N", help="events per run (default 10)")
+    sp.add_argument("-n", type=_number(0, sys.maxsize, integer=True), default=10, metavar="N",
+                    help="events per run (default 10)")
     sp.add_argument("-f", "--follow", action="store_true", help="keep following new events")
     sp.add_argument("--idle-timeout", type=_number(0, 1e9, low_open=True), metavar="S",
                     help="with -f: stop after S seconds without a new event")
@@ -474,8 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     for stream in (sys.stdout, sys.stderr):
-        # names from the file system or a log (lone surrogates, non-ASCII on a
-        # non-UTF-8 terminal) print escaped instead of raising
+        # names from files or logs (lone surrogates, non-ASCII) print escaped, never raise
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(errors="backslashreplace")
     try:
@@ -504,8 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 say(f"I/O error: {reason(e)}")
             return 1
-    except BrokenPipeError:  # stdout gone, maybe while reporting
-        # stdout to /dev/null, so that the interpreter's final flush does not complain
+    except BrokenPipeError:  # stdout gone: /dev/null for the interpreter's final flush
         with contextlib.suppress(OSError, ValueError, AttributeError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())

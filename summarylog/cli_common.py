@@ -1,6 +1,5 @@
-"""What the ``summarylog`` commands share: finding the runs to read, and
-reporting the problems met on the way as one stderr line each, with the exit
-status they call for."""
+"""What the ``summarylog`` commands share: finding the runs to read, and reporting
+the problems met on the way as one stderr line each, with the exit status they call for."""
 
 from __future__ import annotations
 
@@ -33,17 +32,11 @@ def plural(n: int, noun: str) -> str:
 
 
 class Status:
-    """Problems a command met and went on past (unlistable directories,
-    damaged files, malformed values): each is one stderr line, and any of
-    them makes the exit status 1."""
+    """Problems a command went on past (damaged files, ...): a stderr line each; exit 1."""
 
     def __init__(self) -> None:
         self.code = 0
         self._pending: list[str] = []
-
-    def now(self, message: str) -> None:
-        say(message)
-        self.code = 1
 
     def later(self, message: str) -> None:
         """Reported by :meth:`flush` (after a progress bar, or a run's output)."""
@@ -61,14 +54,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def printable(s: str) -> str:
-    """Text for a terminal: control characters (a tag or path may carry
-    escape sequences that would drive the terminal) shown as ``\\xNN``."""
+    """Text for a terminal: control characters (escape sequences in a tag or path) as ``\\xNN``."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
 
 
 def utf8(s: str) -> str:
-    """Text that encodes as UTF-8: lone surrogates (a name's bytes that were
-    not UTF-8) shown as ``\\udcXX``, as the CSV and JSON-lines writers show them."""
+    """Text that encodes as UTF-8: lone surrogates (non-UTF-8 name bytes) as ``\\udcXX``."""
     return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -95,39 +86,30 @@ def unreadable(reader: Any) -> list[tuple[str, str]]:
 
 def open_runs(path: str, wanted: Sequence[str] | None, *,
               need_files: bool = True) -> tuple[Status, Any, list[str]]:
-    """A command's Status, Reader and runs to read.  Directories that could not
-    be listed are reported on stderr and make the exit status 1 (a run must
-    never go missing silently); with no run found at all that is the only error."""
+    """A command's Status, Reader and runs to read.  Directories that could not be listed
+    are reported and make the exit status 1: a run must never go missing silently."""
     status = Status()
     reader = open_reader(path)
     runs = reader.runs()
     lost = unreadable(reader)
     for where, why in lost:
-        status.now(f"cannot read {where}: {why}")
-    if not runs and need_files:
-        if lost:  # reported above: nothing more to say
-            raise CLIError(None, 1)
-        raise CLIError(f"{reader.path}: no event files found")
-    missing = [r for r in wanted or () if r not in runs]
-    if missing:
+        say(f"cannot read {where}: {why}")
+        status.code = 1
+    if not runs and need_files:  # lost directories were reported above: nothing more to say
+        raise CLIError(None, 1) if lost else CLIError(f"{reader.path}: no event files found")
+    if missing := [r for r in wanted or () if r not in runs]:
         raise CLIError(f"no run {missing[0]!r} under {reader.path} "
                        f"(runs: {', '.join(runs) or 'none'})")
     return status, reader, [r for r in runs if not wanted or r in wanted]
 
 
 def check_run(reader: Any, run: str, status: Status) -> None:
-    """Report (on stderr, later) each damaged event or lineage file or
-    malformed value the Reader met in ``run``; a torn tail (a live writer) is
-    no problem."""
+    """Report (later) each damaged file or malformed value met in ``run`` (a torn tail is fine)."""
     mine = set(reader.lineage_files(run))
     lineage = [(path, rep) for path, rep in reader.lineage_damage().items() if path in mine]
     for path, rep in [*reader.damage(run).items(), *lineage]:
         if not rep.ok:
             status.later(f"{path}: {', '.join(damage_text(report_dict(rep)) or ['damaged'])}")
-
-
-def _span(d: Any) -> dict[str, Any]:
-    return {"offset": d.offset, "kind": d.kind, "length": d.length}
 
 
 def report_dict(rep: Any) -> dict[str, Any]:
@@ -136,10 +118,9 @@ def report_dict(rep: Any) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             size = os.path.getsize(rep.path)
     return {"path": rep.path, "size": size, "records": rep.records, "ok": rep.ok,
-            "damage": [_span(d) for d in rep.damage],
-            "tail": None if rep.tail is None else _span(rep.tail),
-            "bad_events": rep.bad_events,
-            "bad_values": rep.bad_values}  # values that did not decode
+            "damage": [d._asdict() for d in rep.damage],  # Damage and Tail: offset, kind, length
+            "tail": None if rep.tail is None else rep.tail._asdict(),
+            "bad_events": rep.bad_events, "bad_values": rep.bad_values}  # values not decoded
 
 
 def damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:

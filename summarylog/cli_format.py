@@ -1,6 +1,5 @@
-"""How the ``summarylog`` commands show things: strict JSON (no bare NaN,
-bytes as base64, numpy as lists), one-line summaries of values, event lines,
-and a progress bar on stderr only when it is a terminal."""
+"""How the ``summarylog`` commands show things: strict JSON (no bare NaN, bytes as base64,
+numpy as lists), one-line value summaries, event lines, a progress bar on a terminal."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ def isatty(stream: Any) -> bool:
 
 
 class Progress(contextlib.AbstractContextManager):
-    """``label [#####.....] done/total`` on stderr, redrawn in place; only when
-    stderr is a terminal, and cleared when done."""
+    """``label [#####.....] done/total`` redrawn on stderr if a terminal, cleared when done."""
 
     WIDTH = 30
 
@@ -42,8 +40,7 @@ class Progress(contextlib.AbstractContextManager):
         if not self.on or (not force and now - self._last < 0.1):
             return
         self._last = now
-        filled = self.WIDTH * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (self.WIDTH - filled)
+        bar = ("#" * (self.WIDTH * self.done // max(self.total, 1))).ljust(self.WIDTH, ".")
         sys.stderr.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
         sys.stderr.flush()
 
@@ -69,19 +66,13 @@ class Progress(contextlib.AbstractContextManager):
 
 def text(x: Any) -> str:
     """A name as text: a decoder may hand over bytes that are not UTF-8."""
-    if isinstance(x, str):
-        return x
     if isinstance(x, (bytes, bytearray)):
         return bytes(x).decode("utf-8", "backslashreplace")
     return str(x)
 
 
 def json_float(x: float) -> Any:
-    if math.isfinite(x):
-        return x
-    if math.isnan(x):
-        return "NaN"
-    return "Infinity" if x > 0 else "-Infinity"
+    return x if math.isfinite(x) else json.dumps(x)  # "NaN", "Infinity", "-Infinity"
 
 
 def json_num(x: float) -> str:

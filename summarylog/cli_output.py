@@ -1,7 +1,6 @@
-"""Output files of the ``summarylog`` command, written so that a hostile file
-system cannot turn them into writes somewhere else (the guarantees:
-docs/reliability.md): a ``mkstemp`` file next to the target renamed over it
-once complete, and a target that is not a regular file refused."""
+"""Output files of the ``summarylog`` command, so that a hostile file system cannot turn them
+into writes elsewhere (docs/reliability.md): a ``mkstemp`` file next to the target renamed
+over it once complete; a target that is not a regular file refused."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ __all__ = ["CLIError", "check_target", "output"]
 
 
 class CLIError(Exception):
-    """An expected failure: one line on stderr (none when ``message`` is
-    None: already reported), then exit with ``code``."""
+    """An expected failure: one line on stderr (none if ``message`` is None), exit ``code``."""
 
     def __init__(self, message: str | None, code: int = 2) -> None:
         super().__init__(message)
@@ -35,9 +33,8 @@ _KIND_NAMES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block dev
 
 
 def check_target(path: str) -> os.stat_result | None:
-    """Refuse an output path that must not be replaced; return the stat of
-    an existing regular file there (None: nothing there yet, or a symlink
-    to a regular file or to nothing, which is replaced as a link)."""
+    """Refuse an output path that must not be replaced; the stat of an existing regular file
+    there, else None (nothing there, or a symlink to a file or to nothing: replaced as a link)."""
     if path == "-":
         return None
     try:
@@ -64,9 +61,8 @@ def check_target(path: str) -> os.stat_result | None:
 
 @contextlib.contextmanager
 def output(path: str, binary: bool = False) -> Iterator[Any]:
-    """A file object written next to ``path`` and renamed over it only when
-    complete (``-``: stdout).  Raises CLIError (exit 1 for an I/O failure,
-    2 for a target that must not be replaced)."""
+    """A file written next to ``path``, renamed over it once complete (``-``: stdout).  Raises
+    CLIError (exit 1 for an I/O failure, 2 for a target that must not be replaced)."""
     if path == "-":
         yield sys.stdout.buffer if binary else sys.stdout
         return

@@ -1,6 +1,5 @@
-"""``summarylog plot``: chosen scalars as a PNG (matplotlib, Agg backend).
-Tags, run names and the title come from files and users: drawn as plain,
-escaped, cut text (a huge title would take constrained layout minutes)."""
+"""``summarylog plot``: chosen scalars as a PNG (matplotlib, Agg).  Tags, runs and the title
+are drawn as plain, escaped, cut text (a huge title would take constrained layout minutes)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ MAX_LABEL = 120  # characters of a tag, run or title drawn
 
 
 def _label(text: str, legend: bool = False) -> str:
-    """``text`` as plain drawable text."""
     text = printable(utf8(text))
     if len(text) > MAX_LABEL:
         text = text[: MAX_LABEL - 1] + "…"
@@ -36,9 +34,8 @@ def figure_pixels(width: float, height_per_tag: float, dpi: float, panels: int) 
 
 def _panel(ax: Any, tag: str, series: list[tuple[str, Any]], runs: list[str],
            status: Status) -> None:
-    """One tag's panel.  A tag matplotlib cannot draw (values spanning more
-    than a double, as ±1.7e308 do) gets a note in its panel and a line on
-    stderr; the other panels are drawn."""
+    """One tag's panel; a tag matplotlib cannot draw (values spanning more than a double,
+    as ±1.7e308 do) gets a note in its panel and a line on stderr."""
     import numpy as np
     from matplotlib.ticker import MaxNLocator
 
@@ -100,9 +97,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
             f"--height-per-tag {args.height_per_tag:g} --dpi {args.dpi:g} make a {w}x{h}-pixel "
             f"image; the limits are {MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} "
             f"Mpx in all (choose fewer tags, or a smaller size or dpi)")
-    # plain text everywhere, whatever the user's matplotlibrc says
-    rc = {"text.parse_math": False, "text.usetex": False}
-    with matplotlib.rc_context(rc), warnings.catch_warnings():
+    plain = {"text.parse_math": False, "text.usetex": False}  # whatever the matplotlibrc says
+    with matplotlib.rc_context(plain), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing glyphs, layout notes: not the user's concern
         fig = Figure(figsize=(args.width, max(MIN_PANEL_HEIGHT, args.height_per_tag) * len(tags)),
                      dpi=args.dpi, layout="constrained")

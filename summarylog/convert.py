@@ -1,13 +1,10 @@
-"""Convert runs between the TensorBoard and MindSpore dialects.
+"""Convert runs between the TensorBoard and MindSpore dialects, keeping the run layout.
 
-``convert(src, dst, to=...)`` reads every run under ``src`` (either dialect,
-plain or zstd) and writes the same run layout under ``dst``.  MindSpore
-lineage becomes TensorBoard hparams (eval metrics as ``lineage/<metric>``
-scalars), TensorBoard hparams become MindSpore custom lineage.  What a
-dialect has no place for is counted as ``"skipped <kind>"``; a value that
-is malformed (bad Unicode, a number past a double, a metric that is not a
-JSON object) as ``"malformed <kind>"``: it never ends the conversion.
-Output stays inside ``dst`` (how: docs/reliability.md); else :class:`DestinationError`.
+MindSpore lineage becomes TensorBoard hparams (eval metrics as ``lineage/<metric>``
+scalars), TensorBoard hparams become MindSpore custom lineage.  What a dialect has no
+place for is counted as ``"skipped <kind>"``, a malformed value (bad Unicode, a number
+past a double) as ``"malformed <kind>"``: it never ends the conversion.  Output stays
+inside ``dst`` (how: docs/reliability.md); else :class:`DestinationError`.
 """
 
 from __future__ import annotations
@@ -35,21 +32,18 @@ __all__ = ["convert", "iter_convert", "DestinationError", "FORMATS"]
 FORMATS = ("tensorboard", "mindinsight")
 _MARKERS = {"file_version", "session_log"}
 _open = functools.partial(RecordWriter, durability="flush")
-# what encoding a hostile value can raise (bad Unicode, out-of-range numbers,
-# wrong types from a damaged file); such a value is skipped, never fatal
+# what encoding a hostile value (from a damaged file) can raise: it is skipped, never fatal
 _BAD_VALUE = (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError,
               RecursionError)
 
 
 class DestinationError(OSError):
-    """A run's output would leave ``dst`` (a symlink or a file where a
-    directory must be), or no free file name was found."""
+    """A run's output would leave ``dst`` (a symlink, a file for a dir), or no free name."""
 
 
 def _out_dir(dst: str, run: str) -> str:
-    """``dst/run``, created one component at a time below ``dst`` (``dst``
-    itself is taken as the user named it); every component must be a real
-    directory, never a symlink, so nothing is written outside ``dst``."""
+    """``dst/run``, created one component at a time below ``dst`` (taken as named); each
+    must be a real directory, never a symlink, so nothing is written outside ``dst``."""
     os.makedirs(dst, exist_ok=True)
     if run == ".":
         return dst
@@ -71,8 +65,7 @@ def _out_dir(dst: str, run: str) -> str:
 
 
 def _created(series: Any) -> RecordWriter:
-    """The series' first file (summarylog.files: a taken name, or a symlink
-    planted at it, moves on to the next name, a bounded number of times)."""
+    """The series' first file (a taken name or planted symlink moves on to the next name)."""
     try:
         return series.writer()
     except FileExistsError as exc:
@@ -82,21 +75,18 @@ def _created(series: Any) -> RecordWriter:
 
 def _converted(events: Iterable[Event], convert: Callable[[Event], Any],
                counts: Counter) -> Iterator[tuple[Event, Any]]:
-    """``(event, convert(event))`` for each event but run markers, counted by
-    kind; None (no place for it) and hostile values are counted and skipped."""
+    """``(event, convert(event))`` but run markers; None and hostile values counted, skipped."""
     for ev in events:
         if ev.kind in _MARKERS:
             continue
         try:
             out = convert(ev)
+            key = ev.kind if out is not None else f"skipped {ev.kind}"
         except _BAD_VALUE:
-            counts[f"malformed {ev.kind}"] += 1
-            continue
-        if out is None:
-            counts[f"skipped {ev.kind}"] += 1
-            continue
-        counts[ev.kind] += 1
-        yield ev, out
+            out, key = None, f"malformed {ev.kind}"
+        counts[key] += 1
+        if out is not None:
+            yield ev, out
 
 
 def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> None:
@@ -126,8 +116,7 @@ def _to_tensorboard(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
 
 
 def _plain(v: Any) -> bool:
-    """A value TensorBoard's hparams can hold: a bool, a finite-sized number
-    or valid Unicode text."""
+    """A value TensorBoard's hparams can hold: a bool, a finite-sized number, valid text."""
     if isinstance(v, str):
         return is_utf8(v)
     if isinstance(v, int):  # bools included
@@ -137,8 +126,7 @@ def _plain(v: Any) -> bool:
 
 def _lineage_to_tensorboard(enc: Any, rw: RecordWriter, row: dict[str, Any], wall: float,
                             step: int, counts: Counter) -> None:
-    """One lineage row as hparams (train and custom lineage) and
-    ``lineage/<metric>`` scalars; hostile values are counted and skipped."""
+    """A lineage row as hparams and ``lineage/<metric>`` scalars; bad values counted, skipped."""
     hparams: dict[str, Any] = {}
     user = row.get("user_defined") or {}
     if not isinstance(user, dict):
@@ -161,10 +149,9 @@ def _lineage_to_tensorboard(enc: Any, rw: RecordWriter, row: dict[str, Any], wal
         if value is None or isinstance(value, (str, bool)):  # TensorBoard metrics are numbers
             counts["skipped lineage metric"] += 1
             continue
-        if not (_plain(tag) and _plain(value)):  # lists, objects, 10**400, bad Unicode
-            counts["malformed lineage metric"] += 1
-            continue
         try:
+            if not (_plain(tag) and _plain(value)):  # lists, objects, 10**400, bad Unicode
+                raise ValueError(tag)
             rw.write(enc.scalars(wall, step, [tag], [float(value)]))
         except _BAD_VALUE:
             counts["malformed lineage metric"] += 1
@@ -187,8 +174,7 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
     enc = MindSporeEncoder()
     files = MindSporeFiles(out_dir, "events", "_MS", None, _open,
                            lambda wall: [enc.file_header(wall)], None, "rotate")
-    rw = _created(files.summary)
-    with rw:
+    with _created(files.summary) as rw:
         custom: dict[str, Any] = {}
 
         def value(ev: Event) -> Any:
@@ -234,15 +220,13 @@ def _to_mindinsight(reader: Reader, run: str, out_dir: str, counts: Counter) -> 
 
 def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
                  reader: Reader | None = None) -> Iterator[tuple[str, Counter]]:
-    """Convert run by run, yielding ``(run, counts)`` after each (counts of
-    values written by kind, ``"skipped <kind>"`` and ``"malformed <kind>"``).
-    ``reader``: a Reader of ``src`` to read through (its damage reports then
-    cover what was converted).  Raises ValueError for bad arguments and
-    :class:`DestinationError` for a run directory that would leave ``dst``."""
+    """Convert run by run, yielding ``(run, counts)`` after each (values written by kind,
+    ``"skipped <kind>"``, ``"malformed <kind>"``); ``reader``: a Reader of ``src`` to read
+    through (its damage reports then cover what was converted).  Raises ValueError for
+    bad arguments, :class:`DestinationError` for a run directory that would leave ``dst``."""
     if to not in FORMATS:
         raise ValueError(f"to must be one of {FORMATS}, got {to!r}")
-    if reader is None:
-        reader = Reader(src)
+    reader = reader or Reader(src)
     src_abs, dst_abs = os.path.realpath(src), os.path.realpath(dst)
     if dst_abs == src_abs or dst_abs.startswith(src_abs + os.sep):
         raise ValueError(f"the destination {dst!r} must not be inside the source {src!r}")
@@ -250,8 +234,7 @@ def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
         counts: Counter = Counter()
         out_dir = _out_dir(dst, run)
         reader.damage(run)  # the scalar pass first: the events pass then adds to its reports
-        # values from files: a float64 past float32 becomes inf in MindSpore's
-        # float32 tensors, as it would in MindSpore itself; no warnings for that
+        # a float64 past float32 becomes inf in MindSpore's tensors, as in MindSpore: no warning
         with np.errstate(all="ignore"):
             if to == "tensorboard":
                 _to_tensorboard(reader, run, out_dir, counts)
@@ -261,7 +244,6 @@ def iter_convert(src: str, dst: str, to: str, runs: list[str] | None = None, *,
 
 
 def convert(src: str, dst: str, to: str, runs: list[str] | None = None) -> dict[str, Counter]:
-    """Convert every run (or ``runs``) under ``src`` into ``dst`` in the
-    ``to`` dialect (``"tensorboard"`` or ``"mindinsight"``); returns the
-    counts per run (see :func:`iter_convert`)."""
+    """Convert every run (or ``runs``) under ``src`` into ``dst`` in the ``to`` dialect
+    (``"tensorboard"`` or ``"mindinsight"``); returns the counts per run (:func:`iter_convert`)."""
     return dict(iter_convert(src, dst, to, runs))

@@ -2,8 +2,8 @@
 SummaryCollector, then read back and shown: a table in the terminal and a
 PNG plot of the scalars.
 
-A small CNN learns to tell horizontal from vertical stripes in noisy 16x16
-images (synthetic, CPU, a few seconds); ``./dev demo`` or ``summarylog-demo`` runs it.
+A small CNN tells horizontal from vertical stripes in noisy 16x16 synthetic images (CPU, a
+few seconds); ``./dev demo`` or ``summarylog-demo`` runs it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ def _stripes(n: int, seed: int):
     g = torch.Generator().manual_seed(seed)
     y = torch.randint(0, 2, (n,), generator=g)
     phase = torch.rand(n, 1, 1, generator=g) * 6.28
-    grid = torch.arange(16.0)
-    wave = torch.sin(grid * 0.9 + phase)  # (n, 1, 16)
+    wave = torch.sin(torch.arange(16.0) * 0.9 + phase)  # (n, 1, 16)
     img = torch.where(y[:, None, None] == 1, wave.transpose(1, 2).expand(n, 16, 16),
                       wave.expand(n, 16, 16))
     x = (0.35 * img + torch.randn(n, 16, 16, generator=g))[:, None]
@@ -163,8 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"trained {result['steps']} steps in {time.perf_counter() - t0:.1f} s: validation "
           f"accuracy {result['val/accuracy']:.3f}; logged to {run}")
     summarize(run)
-    png = plot(run, os.path.join(run, "scalars.png"))
-    if png:
+    if png := plot(run, os.path.join(run, "scalars.png")):
         print(f"\nplot of the scalars: {png}")
     print(f"see it in TensorBoard: tensorboard --logdir {args.logdir}")
     return 0

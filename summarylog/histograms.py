@@ -1,6 +1,5 @@
-"""Histogram arithmetic for both dialects, in C without the GIL
-(csrc/histogram.c): one pass of statistics, one pass of equal-width counts
-that match ``np.histogram(values, bins=edges)``."""
+"""Histogram arithmetic for both dialects, in C without the GIL (csrc/histogram.c): statistics,
+and equal-width counts that match ``np.histogram(values, bins=edges)``."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ class ValueStats(NamedTuple):
 
 
 def as_float_array(values: np.ndarray) -> np.ndarray:
-    """A contiguous 1-D float32 or float64 view/copy of ``values`` (other
-    dtypes become float64; float16 becomes float32)."""
+    """``values`` as a contiguous 1-D float32/float64 array (float16 to float32, others to 64)."""
     flat = np.ravel(values)
     if flat.dtype in (np.float32, np.float64):
         return np.ascontiguousarray(flat)
@@ -46,8 +44,7 @@ def value_stats(arr: np.ndarray) -> ValueStats:
 
 
 def equal_width_counts(arr: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """int64 counts of ``arr`` in the buckets between equal-width ``edges``
-    (as ``np.histogram(arr, bins=edges)``; non-finite values not counted)."""
+    """int64 counts of ``arr`` between equal-width ``edges`` as ``np.histogram`` (no non-finite)."""
     e = np.ascontiguousarray(edges, dtype=np.float64)
     bins = len(e) - 1
     counts = np.empty(bins, np.int64)

@@ -1,6 +1,5 @@
-"""A small PNG encoder (zlib from the standard library; no PIL needed) of
-uint8 HWC images, gray to RGBA; rows use PNG's "Up" filter, which suits
-photos and plots."""
+"""A small PNG encoder (stdlib zlib, no PIL) of uint8 HWC images, gray to RGBA; rows use
+PNG's "Up" filter, which suits photos and plots."""
 
 from __future__ import annotations
 

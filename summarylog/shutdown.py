@@ -1,10 +1,11 @@
-"""Drain and close every open writer when the process ends: at exit, newest
-first, and on SIGTERM/SIGHUP left at their default disposition (raising
-``SystemExit(128 + signum)``); how and why: docs/reliability.md, "Crashes and shutdown"."""
+"""Drain and close every open writer when the process ends: at exit, newest first, and on
+SIGTERM/SIGHUP left at their default (raising ``SystemExit(128 + signum)``); how and why:
+docs/reliability.md, "Crashes and shutdown"."""
 
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import signal
@@ -18,7 +19,7 @@ log = logging.getLogger("summarylog")
 
 _lock = threading.Lock()
 _open: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
-_order = 0
+_order = itertools.count(1)  # registration order: closed newest first
 _installed = False
 _exiting = False
 _installed_pid = -1  # the process that installed the handlers
@@ -27,10 +28,8 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(si
 
 def register(obj: Any) -> None:
     """Close ``obj`` (held weakly) at exit unless closed before."""
-    global _order
     with _lock:
-        _order += 1
-        _open[_order] = obj
+        _open[next(_order)] = obj
     if not _installed:
         install_signal_handlers()
 
@@ -43,17 +42,15 @@ def unregister(obj: Any) -> None:
 
 
 def close_all() -> None:
-    """Close every registered writer, newest first (a SummaryRecord before
-    the Writer it owns); errors are logged, never raised."""
+    """Close every registered writer, newest first (a SummaryRecord before its Writer)."""
     while True:
         with _lock:
             if not _open:
                 return
             obj = _open.pop(max(_open.keys()), None)
-        if obj is None:
-            continue
         try:
-            obj.close()
+            if obj is not None:  # None: collected meanwhile
+                obj.close()
         except Exception as exc:  # reported, never raised at exit
             log.warning("summarylog: closing %r at exit failed: %s", obj, exc)
 
@@ -61,12 +58,10 @@ def close_all() -> None:
 def _on_signal(signum: int, frame: Any) -> None:
     global _exiting
     if getattr(_forking, "mask", None) is not None and os.getpid() == _installed_pid:
-        # inside this thread's fork hooks, where a raise is swallowed: sent
-        # again once out of them (_restore_mask)
+        # inside this thread's fork hooks, where a raise is swallowed: _restore_mask resends it
         _forking.deferred = signum
         return
-    # the second one, or a fork() child that still has the handler (forked
-    # where the at-fork hooks do not run): die the default way
+    # the second signal, or a fork() child the at-fork hooks missed: die the default way
     if _exiting or os.getpid() != _installed_pid:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
@@ -76,8 +71,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def install_signal_handlers() -> None:
-    """Install the SIGTERM/SIGHUP handler where the disposition is the
-    default; a no-op off the main thread or when already done."""
+    """Install the SIGTERM/SIGHUP handler where they are at their default (main thread, once)."""
     global _installed, _installed_pid
     if _installed or threading.current_thread() is not threading.main_thread():
         return
@@ -96,9 +90,8 @@ def _swap(old: Any, new: Any) -> None:
             pass
 
 
-# per forking thread: .mask, the signal mask to restore after fork() (or
-# _BLOCKING while it is being blocked), and .deferred, a signal that landed
-# inside the fork hooks
+# per forking thread: .mask, the signal mask to restore after fork() (_BLOCKING while
+# being blocked), and .deferred, a signal that landed inside the fork hooks
 _forking = threading.local()
 _BLOCKING = object()
 
@@ -117,8 +110,7 @@ def _before_fork() -> None:
 
 
 def _restore_mask(resend: bool = True) -> None:
-    """Unblock what _before_fork blocked; a signal the hooks deferred is sent
-    again from a thread of its own, so its handler runs outside the hooks."""
+    """Unblock what _before_fork blocked; resend a deferred signal from a thread of its own."""
     mask = getattr(_forking, "mask", None)
     if mask is None:
         return
