@@ -8,7 +8,8 @@ Same arguments and rules as MindSpore's (see summarylog/collector.py), plus
 learning rate, optimizer, loss function, network, dataset path, size and
 batch size, the graph (graph mode) and the dataset graph the way MindSpore
 does, and records summary-operator data (``ops.ScalarSummary`` and friends in
-``construct``).  Values are copied and written on a background thread: no
+``construct``).  Values are copied to the host at a collection (one copy each,
+as any copy of a MindSpore Tensor makes) and written on a background thread: no
 process pool, no waiting at close.
 """
 
