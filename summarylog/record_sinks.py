@@ -30,8 +30,8 @@ import numpy as np
 from google.protobuf import json_format
 
 from .dialects.base import DialectEncoder
-from .pipeline import BATCH
 from .dialects.mindspore import user_info_dict
+from .pipeline import BATCH
 from .record_values import (BORROWED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS,
                             check_summary_tag, export_name, real_subdir, resolve,
                             summary_value)
@@ -127,6 +127,8 @@ def export_dir(base: str, names: Any) -> Callable[[], str]:
 
 
 class MindSporeSink:
+    holds_scalars = False  # (each step is written whole, at once)
+
     def __init__(self, files: Any, encoder: DialectEncoder, builder: StepBuilder) -> None:
         self.files, self.enc, self.builder = files, encoder, builder
         self.last_step = 0
@@ -145,8 +147,6 @@ class MindSporeSink:
         for plugin in LINEAGE_PLUGINS:
             for _, message in pool.get(plugin, []):
                 files.write(enc.lineage(wall, plugin, message), lineage=True)
-
-    holds_scalars = False
 
     def drained(self, final: bool = True) -> None:
         pass

@@ -14,7 +14,7 @@ import numpy as np
 from .._native import ffi, lib
 from ..events import Event
 from ..histograms import as_float_array, equal_width_counts, value_stats
-from ..pb import fields, len_field, message_class, ms, varint
+from ..pb import fields, len_field, ms, varint
 from ..png import encode_png
 from .tensorboard import tensor_elements
 
@@ -27,7 +27,6 @@ VERSION = "MindSpore.Event:1"
 MAX_BUCKETS = 90
 _STATS = struct.Struct("<BdBdBd")  # a Histogram's max, min, sum: keys and doubles
 _WALL = struct.Struct("<Bd")  # an Event's wall_time: key and double
-_VALUE = message_class("summarylog.ms.Summary.Value")
 
 #: numpy dtype -> anf_ir DataType number (``DT_`` and the dtype's name in capitals)
 DTYPES: dict[np.dtype, int] = {
@@ -71,11 +70,11 @@ def histogram_bytes(values: np.ndarray) -> bytes:
                 ffi.from_buffer("int64_t[]", equal_width_counts(arr, edges)), bins]
         buckets = bytearray(lib.slg_ms_buckets(*args, ffi.NULL))
         lib.slg_ms_buckets(*args, ffi.from_buffer(buckets))
-    hi, lo, total = (st.max, st.min, st.sum) if n else (0.0, 0.0, 0.0)
+    top, bottom, total = (st.max, st.min, st.sum) if n else (0.0, 0.0, 0.0)
     # fields in number order: buckets 1, nan/+inf/-inf counts 2-4, max/min/sum 5-7, count 8
     return b"".join((buckets, b"\x10", varint(st.nan_count), b"\x18", varint(st.pos_inf_count),
-                     b"\x20", varint(st.neg_inf_count), _STATS.pack(0x29, hi, 0x31, lo, 0x39, total),
-                     b"\x40", varint(arr.size)))
+                     b"\x20", varint(st.neg_inf_count),
+                     _STATS.pack(0x29, top, 0x31, bottom, 0x39, total), b"\x40", varint(arr.size)))
 
 
 def graph_bytes(value: Any) -> bytes:
@@ -218,7 +217,7 @@ class MindSporeEncoder:
                     f32 = np.float32(float(value)).tobytes()
                 out.append(len_field(1, tag.encode()) + b"\x1d" + f32)
                 continue
-            v = _VALUE(tag=tag)
+            v = ms.Value(tag=tag)
             if plugin == "image":
                 grid = image_grid(value)
                 v.image.height, v.image.width, v.image.colorspace = *grid.shape[:2], 3
