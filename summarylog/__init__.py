@@ -4,11 +4,20 @@ native C core (CRC32C, TFRecord framing, buffered writing, scanning).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._version import __version__
 from .errors import CorruptRecordError, SummarylogError
 
-__all__ = ["__version__", "native_info", "Writer", "Reader", "SummaryRecord", "SummarylogError",
-           "CorruptRecordError", "records"]
+if TYPE_CHECKING:  # what the lazy __getattr__ below returns, for type checkers
+    from . import records
+    from .reader import Reader
+    from .summary_record import SummaryRecord
+    from .summary_writer import SummaryWriter
+    from .writer import Writer
+
+__all__ = ["__version__", "native_info", "Writer", "SummaryWriter", "Reader", "SummaryRecord",
+           "SummarylogError", "CorruptRecordError", "records"]
 
 
 def native_info() -> dict[str, str]:
@@ -20,8 +29,8 @@ def native_info() -> dict[str, str]:
             "crc32c_available": ",".join(crc32c_impls())}
 
 
-_LAZY = {"Writer": ".writer", "SummaryRecord": ".summary_record", "Reader": ".reader",
-         "records": ".records"}
+_LAZY = {"Writer": ".writer", "SummaryWriter": ".summary_writer",
+         "SummaryRecord": ".summary_record", "Reader": ".reader", "records": ".records"}
 
 
 def __getattr__(name: str) -> object:

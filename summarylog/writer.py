@@ -8,7 +8,7 @@ import os
 import struct
 import time
 import weakref
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -216,11 +216,17 @@ class Writer:
         return [self._enc.scalars(wall, step, list(kept), list(kept.values()))] if kept else []
 
     # -- heavy values ------------------------------------------------------------------
-    def _submit(self, fn: Any, *args: Any) -> None:
+    def submit(self, encode: Callable[..., list[bytes]], *args: Any,
+               nbytes: int | None = None) -> None:
+        """Queue ``encode(*args)`` for the background thread (the caller's, with
+        ``async_heavy=False``); it returns TensorBoard event payloads, written in call
+        order.  ``nbytes`` (default: the numpy arguments' sizes) counts toward
+        ``max_buffer``.  The arguments must not change after the call: copy them."""
+        self._check_open()
         if self.async_heavy:
-            self._pipe.put(Job(fn, *args))
+            self._pipe.put(Job(encode, *args, nbytes=nbytes))
         else:  # encoded here, queued encoded
-            self._put_payloads(fn(*args))
+            self._put_payloads(encode(*args))
 
     def _put_payloads(self, payloads: list[bytes]) -> None:
         self._pipe.put(Job(lambda: payloads, nbytes=sum(map(len, payloads))))
@@ -241,7 +247,7 @@ class Writer:
         if arr.size == 0:
             raise ValueError("values must not be empty")
         step = check_step(step)
-        self._submit(lambda *a: [self._enc.histogram(*a)], check_walltime(walltime), step, tag,
+        self.submit(lambda *a: [self._enc.histogram(*a)], check_walltime(walltime), step, tag,
                      np.array(arr, copy=True), bins)  # copied: later changes don't reach us
 
     def add_image(self, tag: str, img: Any, step: int | None = None,
@@ -266,7 +272,7 @@ class Writer:
         check_size(arr.nbytes, name)
         if single:  # encode_images adds the batch axis
             axes = [0] + [a + 1 for a in axes]
-        self._submit(self.encode_images, check_walltime(walltime), check_step(step), tag,
+        self.submit(self.encode_images, check_walltime(walltime), check_step(step), tag,
                      arr, axes, single)
 
     def encode_images(self, walltime: float, step: int, tag: str, arr: np.ndarray,
