@@ -1,0 +1,640 @@
+"""summarylog.SummaryWriter, end to end: one run written through every public
+method, read by TensorBoard itself (issue 22, point 3).
+
+Two checks, both through TensorBoard's own code:
+
+* **parity, in process**: the same calls, with the same inputs, step and wall
+  time, go through ``torch.utils.tensorboard.SummaryWriter`` (the oracle) into
+  ``<root>/torch`` and through ours into ``<root>/ours``.  Each tree is loaded
+  with TensorBoard's plugin event multiplexer (the ``--load_fast=false``
+  loader), and every (run, tag) is decoded as the plugins decode it: plugin
+  metadata parsed, tensors to numpy, PNG/GIF to pixels, WAV to samples, the
+  graph to its GraphDef, the projector's files through the projector plugin's
+  routes.  The two decoded trees must be equal, method by method.
+* **the real server**: ``python -m tensorboard.main`` serves ``<root>`` once per
+  ``--load_fast`` mode (``true``: the Rust data server; the projector and
+  graph plugins read files and are checked on both), and each plugin's HTTP
+  routes, queried as the dashboard queries them, must show the logged values
+  (scalars, images, histograms, distributions, text, graphs, projector,
+  pr_curves, custom_scalars, mesh, audio, hparams) for our run, and the same
+  decoded values as for torch's.
+
+``SLG_SW_UNDER_TEST=torch`` puts torch's SummaryWriter on both sides: that
+proves the harness itself (every comparison holds for the oracle).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import io
+import json
+import math
+import os
+import time
+import warnings
+import wave
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from conftest import IN_CI, require
+
+_NEEDED = ("tensorboard", "torch", "matplotlib", "PIL", "moviepy", "onnx")
+_missing = [m for m in _NEEDED if importlib.util.find_spec(m) is None]
+if _missing:  # require(), at module level: under CI a missing package fails the run
+    if IN_CI:
+        raise ImportError(f"{_missing} required under CI but missing")
+    pytest.skip(f"{_missing} not available", allow_module_level=True)
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # before pyplot: no display here
+
+import torch  # noqa: E402
+from google.protobuf import json_format, text_format  # noqa: E402
+from PIL import Image  # noqa: E402
+from tensorboard import context as tb_context  # noqa: E402
+from tensorboard import plugin_util  # noqa: E402
+from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
+from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
+from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
+from tensorboard.compat.proto import graph_pb2  # noqa: E402
+from tensorboard.plugins import base_plugin  # noqa: E402
+from tensorboard.plugins.audio import metadata as audio_metadata  # noqa: E402
+from tensorboard.plugins.custom_scalar import layout_pb2  # noqa: E402
+from tensorboard.plugins.custom_scalar import metadata as cs_metadata  # noqa: E402
+from tensorboard.plugins.distribution import compressor  # noqa: E402
+from tensorboard.plugins.histogram import metadata as histogram_metadata  # noqa: E402
+from tensorboard.plugins.hparams import api_pb2 as hp_api  # noqa: E402
+from tensorboard.plugins.hparams import backend_context as hp_backend  # noqa: E402
+from tensorboard.plugins.hparams import get_experiment as hp_get_experiment  # noqa: E402
+from tensorboard.plugins.hparams import list_session_groups as hp_list_groups  # noqa: E402
+from tensorboard.plugins.hparams import metadata as hp_metadata  # noqa: E402
+from tensorboard.plugins.image import metadata as image_metadata  # noqa: E402
+from tensorboard.plugins.mesh import metadata as mesh_metadata  # noqa: E402
+from tensorboard.plugins.pr_curve import metadata as pr_metadata  # noqa: E402
+from tensorboard.plugins.projector import projector_plugin  # noqa: E402
+from tensorboard.plugins.scalar import metadata as scalar_metadata  # noqa: E402
+from tensorboard.plugins.text import metadata as text_metadata  # noqa: E402
+from tensorboard.plugins.text import text_plugin  # noqa: E402
+from tensorboard.util import tensor_util  # noqa: E402
+from tb_server import Server, _data_server_usable, _start_server, _stop  # noqa: E402
+
+import summarylog  # noqa: E402
+
+T0 = 1_760_000_000.25  # every call that takes a wall time gets T0 + step: they compare exactly
+RUN = "run"             # each side's log_dir is <side>/run; add_scalars/add_hparams add sub-runs
+ONNX_RUN = "onnx"       # a run holds one graph: the ONNX graph goes through a second writer
+HP_RUN = "hp"           # add_hparams(run_name=...): a sub-run of RUN, as the peers make it
+
+
+# ---------------------------------------------------------------------------
+# the inputs: one call of every public method (several where a keyword matters)
+# ---------------------------------------------------------------------------
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, kernel_size=3)
+        self.fc = torch.nn.Linear(2 * 4 * 4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+def _onnx_model(path: str) -> str:
+    """A small ONNX model (MatMul + Add + Relu) built with onnx.helper."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    w = helper.make_tensor("W", TensorProto.FLOAT, [3, 2], [0.5, -1.0, 2.0, 0.25, -0.75, 1.5])
+    b = helper.make_tensor("B", TensorProto.FLOAT, [2], [0.1, -0.2])
+    nodes = [helper.make_node("MatMul", ["X", "W"], ["XW"], name="matmul"),
+             helper.make_node("Add", ["XW", "B"], ["Z"], name="add"),
+             helper.make_node("Relu", ["Z"], ["Y"], name="relu")]
+    graph = helper.make_graph(
+        nodes, "small", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2])], initializer=[w, b])
+    onnx.save(helper.make_model(graph), path)
+    return path
+
+
+def _figure(kind: int) -> Any:
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(1.6, 1.2), dpi=50)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot([0, 1, 2, 3], [0, 1, 0, 1][::1 if kind == 0 else -1], color="C%d" % kind)
+    ax.set_axis_off()
+    return fig
+
+
+@dataclasses.dataclass
+class Inputs:
+    """Everything logged, so the server checks can compare with it."""
+
+    scalars: dict[str, list[tuple[int, float]]]
+    scalars_groups: dict[str, dict[str, list[tuple[int, float]]]]
+    histogram_values: np.ndarray
+    histogram_raw: dict[str, Any]
+    image_chw: np.ndarray
+    image_hwc_float: np.ndarray
+    images_nchw: np.ndarray
+    boxes_img: np.ndarray
+    video: np.ndarray
+    audio: np.ndarray
+    audio_rate: int
+    texts: dict[str, str]
+    embedding: np.ndarray
+    embedding_meta: list[str]
+    embedding_imgs: np.ndarray
+    pr_labels: np.ndarray
+    pr_predictions: np.ndarray
+    pr_raw: dict[str, np.ndarray]
+    layout: dict[str, Any]
+    mesh: dict[str, np.ndarray]
+    mesh_config: dict[str, Any]
+    hparams: dict[str, Any]
+    metrics: dict[str, float]
+    tensor: np.ndarray
+
+
+def make_inputs() -> Inputs:
+    rng = np.random.default_rng(20261126)
+    palette = np.array([0, 64, 128, 255], np.uint8)  # few colours: GIF palettes are exact
+    return Inputs(
+        scalars={"scalar/plain": [(0, 0.1234)], "scalar/new_style": [(1, 2.5)],
+                 "scalar/double": [(2, 1 / 3)], "scalar/tensor": [(3, 1.5)]},
+        scalars_groups={"group/loss": {"train": [(4, 1.0), (5, 0.5)], "val": [(4, 2.0), (5, 1.25)]}},
+        histogram_values=rng.normal(0.5, 2.0, size=500).astype(np.float64),
+        histogram_raw=dict(min=-1.0, max=3.0, num=10, sum=8.0, sum_squares=20.0,
+                           bucket_limits=[0.0, 1.0, 2.0, 3.0], bucket_counts=[2, 3, 4, 1]),
+        image_chw=rng.integers(0, 256, size=(3, 6, 8), dtype=np.uint8),
+        image_hwc_float=rng.random((5, 7, 3), dtype=np.float32),
+        images_nchw=rng.integers(0, 256, size=(5, 3, 4, 6), dtype=np.uint8),
+        boxes_img=rng.random((3, 24, 32), dtype=np.float32),
+        video=palette[rng.integers(0, 4, size=(1, 3, 3, 8, 10))],
+        audio=np.clip(np.sin(np.arange(400) * 0.07) * 0.8 + rng.normal(0, 0.05, 400), -1, 1)
+        .astype(np.float32)[None, :],
+        audio_rate=8000,
+        texts={"text/plain": "hello world", "text/markdown": "**bold** and `code`\n\n* one\n* two"},
+        embedding=rng.normal(size=(12, 4)).astype(np.float32),
+        embedding_meta=[f"label_{i % 3}" for i in range(12)],
+        embedding_imgs=rng.random((12, 3, 4, 4), dtype=np.float32),
+        pr_labels=rng.integers(0, 2, size=60).astype(np.int64),
+        pr_predictions=rng.random(60).astype(np.float32),
+        pr_raw=dict(true_positive_counts=np.array([75, 64, 21, 5, 0], np.int64),
+                    false_positive_counts=np.array([150, 105, 18, 0, 0], np.int64),
+                    true_negative_counts=np.array([0, 45, 132, 150, 150], np.int64),
+                    false_negative_counts=np.array([0, 11, 54, 70, 75], np.int64),
+                    precision=np.array([0.3333333, 0.3786982, 0.5384616, 1.0, 0.0], np.float64),
+                    recall=np.array([1.0, 0.8533334, 0.28, 0.0666667, 0.0], np.float64)),
+        layout={"Losses": {"both": ["Multiline", ["scalar/plain", "scalar/tensor"]]},
+                "Bands": {"band": ["Margin", ["scalar/plain", "scalar/new_style", "scalar/double"]]}},
+        mesh=dict(vertices=np.array([[[1, 1, 1], [-1, -1, 1], [1, -1, -1], [-1, 1, -1]]], np.float32),
+                  colors=np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 0, 255]]], np.uint8),
+                  faces=np.array([[[0, 2, 3], [0, 3, 1], [0, 1, 2], [1, 3, 2]]], np.int32)),
+        mesh_config={"camera": {"cls": "PerspectiveCamera", "fov": 75}},
+        hparams={"lr": 0.01, "optimizer": "adam", "batch_norm": True, "layers": 3},
+        metrics={"hp/accuracy": 0.75, "hp/loss": 0.25},
+        tensor=np.arange(6, dtype=np.float32).reshape(2, 3) / 7,
+    )
+
+
+# one entry per public method: (method name, tags it writes in RUN unless noted)
+METHODS = ("add_scalar", "add_scalars", "add_histogram", "add_histogram_raw", "add_image",
+           "add_images", "add_image_with_boxes", "add_figure", "add_video", "add_audio",
+           "add_text", "add_graph", "add_onnx_graph", "add_embedding", "add_pr_curve",
+           "add_pr_curve_raw", "add_custom_scalars", "add_custom_scalars_marginchart",
+           "add_custom_scalars_multilinechart", "add_mesh", "add_hparams", "add_tensor")
+
+
+def log_everything(writer_cls: type, root: str, inp: Inputs, onnx_path: str) -> dict[str, str]:
+    """Call every public method once (or a few times, for its keywords) on a
+    ``writer_cls`` writing ``<root>/run`` (+ ``<root>/onnx``); return
+    {method: error} for the methods that raised (the parity test reports them)."""
+    errors: dict[str, str] = {}
+
+    def call(method: str, *args: Any, **kwargs: Any) -> None:
+        try:
+            with warnings.catch_warnings():
+                # torch.jit.trace (add_graph, both sides) is deprecated in torch >= 2.10
+                warnings.simplefilter("ignore", DeprecationWarning)
+                getattr(w, method)(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - reported per method, compared with the oracle
+            errors.setdefault(method, f"{type(exc).__name__}: {exc}")
+
+    def wall(step: int) -> float:
+        return T0 + step
+
+    w = writer_cls(log_dir=os.path.join(root, RUN))
+    (_, v0), = inp.scalars["scalar/plain"]
+    call("add_scalar", "scalar/plain", v0, 0, walltime=wall(0))
+    call("add_scalar", "scalar/new_style", inp.scalars["scalar/new_style"][0][1], 1, walltime=wall(1),
+         new_style=True)
+    call("add_scalar", "scalar/double", inp.scalars["scalar/double"][0][1], 2, walltime=wall(2),
+         new_style=True, double_precision=True)
+    call("add_scalar", "scalar/tensor", torch.tensor(inp.scalars["scalar/tensor"][0][1]), 3,
+         walltime=wall(3))
+    for main_tag, groups in inp.scalars_groups.items():
+        for i in range(2):
+            step = groups["train"][i][0]
+            call("add_scalars", main_tag, {k: v[i][1] for k, v in groups.items()}, step, walltime=wall(step))
+
+    call("add_histogram", "hist/int_bins", torch.from_numpy(inp.histogram_values), 5, bins=16,
+         walltime=wall(5))
+    call("add_histogram", "hist/tensorflow", inp.histogram_values, 6, bins="tensorflow", walltime=wall(6))
+    call("add_histogram", "hist/auto", inp.histogram_values, 7, bins="auto", walltime=wall(7))
+    call("add_histogram_raw", "hist/raw", global_step=8, walltime=wall(8), **inp.histogram_raw)
+
+    call("add_image", "image/chw_uint8", torch.from_numpy(inp.image_chw), 9, walltime=wall(9))
+    call("add_image", "image/hwc_float", inp.image_hwc_float, 9, walltime=wall(9), dataformats="HWC")
+    call("add_images", "images/batch", inp.images_nchw, 10, walltime=wall(10))
+    call("add_image_with_boxes", "image/boxes", torch.from_numpy(inp.boxes_img),
+         torch.tensor([[1.0, 2.0, 12.0, 10.0], [8.0, 5.0, 30.0, 22.0]]), 11, walltime=wall(11),
+         labels=["cat", "dog"])
+    call("add_figure", "figure/one", _figure(0), 12, walltime=wall(12))
+    call("add_figure", "figure/list", [_figure(0), _figure(1)], 13, walltime=wall(13))
+    call("add_video", "video", torch.from_numpy(inp.video), 14, fps=4, walltime=wall(14))
+    call("add_audio", "audio", torch.from_numpy(inp.audio), 15, sample_rate=inp.audio_rate,
+         walltime=wall(15))
+    for i, (tag, text) in enumerate(inp.texts.items()):
+        call("add_text", tag, text, 16 + i, walltime=wall(16 + i))
+
+    torch.manual_seed(0)
+    model = SmallCNN().eval()
+    call("add_graph", model, torch.zeros(1, 1, 6, 6))
+    call("add_embedding", torch.from_numpy(inp.embedding), metadata=inp.embedding_meta,
+         label_img=torch.from_numpy(inp.embedding_imgs), global_step=17, tag="emb")
+    call("add_pr_curve", "pr/curve", torch.from_numpy(inp.pr_labels),
+         torch.from_numpy(inp.pr_predictions), 18, num_thresholds=11, walltime=wall(18))
+    call("add_pr_curve_raw", "pr/raw", global_step=19, num_thresholds=5, walltime=wall(19), **inp.pr_raw)
+    # the three write one tag (the layout); TensorBoard shows the last: the full layout
+    call("add_custom_scalars_multilinechart", ["scalar/plain", "scalar/tensor"], category="Multi",
+         title="two")
+    call("add_custom_scalars_marginchart", ["scalar/plain", "scalar/new_style", "scalar/double"],
+         category="Margin", title="band")
+    call("add_custom_scalars", inp.layout)
+    call("add_mesh", "mesh", torch.from_numpy(inp.mesh["vertices"]),
+         colors=torch.from_numpy(inp.mesh["colors"]), faces=torch.from_numpy(inp.mesh["faces"]),
+         config_dict=inp.mesh_config, global_step=20, walltime=wall(20))
+    call("add_hparams", inp.hparams, inp.metrics,
+         hparam_domain_discrete={"optimizer": ["adam", "sgd"], "batch_norm": [True, False]},
+         run_name=HP_RUN, global_step=21)
+    call("add_tensor", "tensor/raw", torch.from_numpy(inp.tensor), 22, walltime=wall(22))
+    w.close()
+
+    w = writer_cls(log_dir=os.path.join(root, ONNX_RUN))
+    call("add_onnx_graph", onnx_path)
+    w.close()
+    return errors
+
+
+# (run, tag) keys each method writes, relative to a side's root
+def _keys_of(inp: Inputs) -> dict[str, list[tuple[str, str]]]:
+    hp_tags = [hp_metadata.EXPERIMENT_TAG, hp_metadata.SESSION_START_INFO_TAG,
+               hp_metadata.SESSION_END_INFO_TAG, *inp.metrics]
+    return {
+        "add_scalar": [(RUN, t) for t in inp.scalars],
+        "add_scalars": [(f"{RUN}/{m.replace('/', '_')}_{k}", m)
+                        for m, g in inp.scalars_groups.items() for k in g],
+        "add_histogram": [(RUN, t) for t in ("hist/int_bins", "hist/tensorflow", "hist/auto")],
+        "add_histogram_raw": [(RUN, "hist/raw")],
+        "add_image": [(RUN, "image/chw_uint8"), (RUN, "image/hwc_float")],
+        "add_images": [(RUN, "images/batch")],
+        "add_image_with_boxes": [(RUN, "image/boxes")],
+        "add_figure": [(RUN, "figure/one"), (RUN, "figure/list")],
+        "add_video": [(RUN, "video")],
+        "add_audio": [(RUN, "audio")],
+        "add_text": [(RUN, f"{t}/text_summary") for t in inp.texts],
+        "add_graph": [(RUN, "__run_graph__"), (RUN, "step1")],
+        "add_onnx_graph": [(ONNX_RUN, "__run_graph__")],
+        "add_embedding": [(RUN, "projector")],  # files, read through the projector plugin
+        "add_pr_curve": [(RUN, "pr/curve")],
+        "add_pr_curve_raw": [(RUN, "pr/raw")],
+        # one tag, three events in call order: multilinechart, marginchart, add_custom_scalars
+        "add_custom_scalars_multilinechart": [(RUN, cs_metadata.CONFIG_SUMMARY_TAG + "#0")],
+        "add_custom_scalars_marginchart": [(RUN, cs_metadata.CONFIG_SUMMARY_TAG + "#1")],
+        "add_custom_scalars": [(RUN, cs_metadata.CONFIG_SUMMARY_TAG + "#2")],
+        "add_mesh": [(RUN, f"mesh_{c}") for c in ("VERTEX", "FACE", "COLOR")],
+        "add_hparams": [(f"{RUN}/{HP_RUN}", t) for t in hp_tags] + [(".", "hparams_tab")],
+        "add_tensor": [(RUN, "tensor/raw")],
+    }
+
+
+# wall times the peers take from the clock (these methods accept none): not compared
+_CLOCK_TAGS = {"__run_graph__", "step1", cs_metadata.CONFIG_SUMMARY_TAG}
+_CLOCK_RUNS = {f"{RUN}/{HP_RUN}"}
+
+
+# ---------------------------------------------------------------------------
+# decoding, as TensorBoard's plugins decode
+# ---------------------------------------------------------------------------
+
+def decode_image(data: bytes) -> dict[str, Any]:
+    """PNG -> its pixels; GIF -> every frame's RGB pixels, frame durations and loop."""
+    with Image.open(io.BytesIO(data)) as im:
+        if im.format == "GIF":
+            frames, durations = [], []
+            for i in range(getattr(im, "n_frames", 1)):
+                im.seek(i)
+                frames.append(np.asarray(im.convert("RGB")))
+                durations.append(im.info.get("duration"))
+            return {"format": "GIF", "frames": frames, "durations": durations,
+                    "loop": im.info.get("loop")}
+        return {"format": im.format, "mode": im.mode, "pixels": np.asarray(im)}
+
+
+def decode_wav(data: bytes) -> dict[str, Any]:
+    with wave.open(io.BytesIO(data)) as f:
+        assert f.getsampwidth() == 2, f.getsampwidth()
+        return {"rate": f.getframerate(), "channels": f.getnchannels(), "width": f.getsampwidth(),
+                "samples": np.frombuffer(f.readframes(f.getnframes()), "<i2")}
+
+
+_CONTENT_PARSERS: dict[str, Callable[[bytes], Any]] = {
+    "scalars": scalar_metadata.parse_plugin_metadata,
+    "histograms": histogram_metadata.parse_plugin_metadata,
+    "images": image_metadata.parse_plugin_metadata,
+    "audio": audio_metadata.parse_plugin_metadata,
+    "text": text_metadata.parse_plugin_metadata,
+    "pr_curves": pr_metadata.parse_plugin_metadata,
+    "mesh": mesh_metadata.parse_plugin_metadata,
+}
+
+
+def _message(m: Any) -> Any:
+    return json_format.MessageToDict(m, preserving_proto_field_name=True) if hasattr(m, "DESCRIPTOR") else m
+
+
+def decode_metadata(md: Any) -> dict[str, Any]:
+    name = md.plugin_data.plugin_name
+    content: Any = md.plugin_data.content
+    if name in _CONTENT_PARSERS:
+        content = _message(_CONTENT_PARSERS[name](content))
+    if name == "mesh" and content.get("json_config"):
+        content["json_config"] = json.loads(content["json_config"])  # key order is free
+    return {"plugin": name, "content": content, "display_name": md.display_name,
+            "description": md.summary_description, "data_class": md.data_class}
+
+
+def decode_hparams_content(tag: str, content: bytes) -> dict[str, Any]:
+    parse = {hp_metadata.EXPERIMENT_TAG: hp_metadata.parse_experiment_plugin_data,
+             hp_metadata.SESSION_START_INFO_TAG: hp_metadata.parse_session_start_info_plugin_data,
+             hp_metadata.SESSION_END_INFO_TAG: hp_metadata.parse_session_end_info_plugin_data}[tag]
+    d = _message(parse(content))
+    # the peers' add_hparams takes no wall time: its start/end times are the clock's
+    for k in ("start_time_secs", "end_time_secs"):
+        d.pop(k, None)
+    return d
+
+
+def decode_value(plugin: str, tag: str, arr: np.ndarray) -> Any:
+    if plugin == "images":
+        assert arr.dtype == object and arr.ndim == 1, (tag, arr.dtype, arr.shape)
+        return [arr[0], arr[1]] + [decode_image(b) for b in arr[2:]]
+    if plugin == "audio":
+        # [k, 2] (wav, label) as the audio plugin writes; [k] (wav) from a legacy Summary.Audio
+        assert arr.dtype == object and arr.ndim in (1, 2), (tag, arr.dtype, arr.shape)
+        rows = arr if arr.ndim == 2 else arr[:, None]
+        return [[decode_wav(row[0]), *row[1:]] for row in rows]
+    if plugin == "graphs":
+        return _message(graph_pb2.GraphDef.FromString(arr.item()))
+    if plugin == "graph_tagged_run_metadata":
+        from tensorboard.compat.proto import config_pb2
+
+        return _message(config_pb2.RunMetadata.FromString(arr.item()))
+    if plugin == "custom_scalars":
+        return _message(layout_pb2.Layout.FromString(arr.item()))
+    if arr.dtype == object:
+        return {"dtype": "bytes", "shape": arr.shape, "values": arr.ravel().tolist()}
+    return arr
+
+
+@dataclasses.dataclass
+class Decoded:
+    """One (run, tag) as TensorBoard decodes it."""
+
+    metadata: dict[str, Any]
+    events: list[tuple[int, float | None, Any]]
+
+
+def load_mux(root: str) -> Any:
+    m = plugin_event_multiplexer.EventMultiplexer(
+        size_guidance=dict(plugin_event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE),
+        tensor_size_guidance={}, max_reload_threads=1)
+    m.AddRunsFromDirectory(root)
+    m.Reload()
+    return m
+
+
+def tb_context_for(m: Any, root: str) -> base_plugin.TBContext:
+    provider = tb_data_provider.MultiplexerDataProvider(m, root)
+    return base_plugin.TBContext(logdir=root, data_provider=provider, multiplexer=m,
+                                 plugin_name_to_instance={})
+
+
+def projector_view(m: Any, root: str) -> dict[str, Any]:
+    """The projector tab of RUN through the projector plugin's own routes."""
+    from werkzeug import test as wtest
+    from werkzeug import wrappers as wwrappers
+
+    plugin = projector_plugin.ProjectorPlugin(tb_context_for(m, root))
+    apps = plugin.get_plugin_apps()
+    client = wtest.Client(lambda env, start: _route(apps, env, start), wwrappers.Response)
+
+    def get(path: str, **params: str) -> bytes:
+        resp = client.get(path, query_string=params)
+        assert resp.status_code == 200, (path, params, resp.status_code, resp.data[:500])
+        return resp.data
+
+    runs = json.loads(get("/runs"))
+    if RUN not in runs:
+        return {"runs": runs}
+    info = json.loads(get("/info", run=RUN))
+    out: dict[str, Any] = {"runs": sorted(runs), "embeddings": {}}
+    for emb in info.get("embeddings", []):
+        name = emb["tensorName"]
+        tensor = np.frombuffer(get("/tensor", run=RUN, name=name), "<f4")
+        entry = {"info": {k: v for k, v in emb.items() if not k.endswith("Path")},
+                 "tensor": tensor, "metadata": get("/metadata", run=RUN, name=name).decode()}
+        if "sprite" in emb:
+            entry["sprite"] = decode_image(get("/sprite_image", run=RUN, name=name))
+        out["embeddings"][name] = entry
+    return out
+
+
+def _route(apps: dict[str, Any], env: dict[str, Any], start: Any) -> Any:
+    app = apps.get(env["PATH_INFO"])
+    if app is None:
+        start("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"no route"]
+    return app(env, start)
+
+
+def hparams_tab(m: Any, root: str) -> dict[str, Any]:
+    """The HParams tab's two requests (experiment, session groups) as its backend answers them."""
+    bctx = hp_backend.Context(tb_context_for(m, root))
+    rctx = tb_context.RequestContext()
+    exp = hp_get_experiment.Handler(rctx, bctx, "", hp_api.GetExperimentRequest(include_metrics=True)).run()
+    cols = [hp_api.ColParams(hparam=i.name, include_in_result=True) for i in exp.hparam_infos]
+    cols += [hp_api.ColParams(metric=i.name, include_in_result=True) for i in exp.metric_infos]
+    req = hp_api.ListSessionGroupsRequest(
+        allowed_statuses=[hp_api.STATUS_UNKNOWN, hp_api.STATUS_SUCCESS, hp_api.STATUS_FAILURE,
+                          hp_api.STATUS_RUNNING],
+        col_params=cols, start_index=0, slice_size=100, include_metrics=True)
+    groups = hp_list_groups.Handler(rctx, bctx, "", req).run()
+    exp_d = json.loads(plugin_util.proto_to_json(exp))
+    groups_d = json.loads(plugin_util.proto_to_json(groups))
+    for g in groups_d.get("sessionGroups", []):  # the clock's times (add_hparams takes none)
+        for mv in g.get("metricValues", []):
+            mv.pop("wallTimeSecs", None)
+        for s in g["sessions"]:
+            for k in ("startTimeSecs", "endTimeSecs"):
+                s.pop(k, None)
+            for mv in s.get("metricValues", []):
+                mv.pop("wallTimeSecs", None)
+    exp_d.pop("timeCreatedSecs", None)
+    return {"experiment": exp_d, "session_groups": groups_d}
+
+
+def decode_tree(root: str) -> dict[tuple[str, str], Any]:
+    """Every (run, tag) of one side, decoded; plus the projector and hparams tabs."""
+    m = load_mux(root)
+    out: dict[tuple[str, str], Any] = {}
+    for run in m.Runs():
+        for tag in m.Runs()[run].get("tensors", []):
+            md = m.SummaryMetadata(run, tag)
+            meta = decode_metadata(md)
+            if meta["plugin"] == hp_metadata.PLUGIN_NAME:
+                meta["content"] = decode_hparams_content(tag, md.plugin_data.content)
+            events = [(e.step, None if (tag in _CLOCK_TAGS or run in _CLOCK_RUNS) else e.wall_time,
+                       decode_value(meta["plugin"], tag, tensor_util.make_ndarray(e.tensor_proto)))
+                      for e in m.Tensors(run, tag)]
+            if tag == cs_metadata.CONFIG_SUMMARY_TAG:  # one key per call (three methods write it)
+                for i, ev in enumerate(events):
+                    out[(run, f"{tag}#{i}")] = Decoded(meta, [ev])
+            else:
+                out[(run, tag)] = Decoded(meta, events)
+    out[(RUN, "projector")] = projector_view(m, root)
+    out[(".", "hparams_tab")] = hparams_tab(m, root)
+    return out
+
+
+def differences(a: Any, b: Any, path: str = "", out: list[str] | None = None) -> list[str]:
+    """Where two decoded values differ (exactly: same dtype, shape and values; NaN
+    equals NaN), as readable paths; empty when they are equal."""
+    out = [] if out is None else out
+    if len(out) >= 12:
+        return out
+    if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b):
+        return differences(dataclasses.asdict(a), dataclasses.asdict(b), path, out)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a_arr, b_arr = np.asarray(a), np.asarray(b)
+        if a_arr.dtype != b_arr.dtype or a_arr.shape != b_arr.shape:
+            out.append(f"{path}: {a_arr.dtype}{a_arr.shape} != {b_arr.dtype}{b_arr.shape}")
+        elif not np.array_equal(a_arr, b_arr, equal_nan=a_arr.dtype.kind in "fc"):
+            bad = np.argwhere(a_arr != b_arr) if a_arr.ndim else np.zeros((1, 0), int)
+            first = tuple(bad[0]) if len(bad) else ()
+            out.append(f"{path}: {len(bad)} of {a_arr.size} values differ, first at {first}: "
+                       f"{a_arr[first]!r} != {b_arr[first]!r}")
+        return out
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in a or k not in b:
+                out.append(f"{path}.{k}: only in {'ours' if k in a else 'torch'}: "
+                           f"{str(a.get(k, b.get(k)))[:200]}")
+            else:
+                differences(a[k], b[k], f"{path}.{k}", out)
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} items != {len(b)}")
+        for i, (x, y) in enumerate(zip(a, b)):
+            differences(x, y, f"{path}[{i}]", out)
+        return out
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return out
+    if a != b or type(a) is not type(b):
+        out.append(f"{path}: {str(a)[:300]!r} != {str(b)[:300]!r}")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the two sides, written once per module
+# ---------------------------------------------------------------------------
+
+def writer_under_test() -> type:
+    """summarylog.SummaryWriter; torch's own with SLG_SW_UNDER_TEST=torch (harness check)."""
+    if os.environ.get("SLG_SW_UNDER_TEST", "") == "torch":
+        from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+        return TorchWriter
+    return summarylog.SummaryWriter
+
+
+@dataclasses.dataclass
+class Sides:
+    root: str
+    inputs: Inputs
+    errors: dict[str, dict[str, str]]            # side -> {method: error}
+    decoded: dict[str, dict[tuple[str, str], Any]]  # side -> {(run, tag): decoded}
+    keys: dict[str, list[tuple[str, str]]]
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory: pytest.TempPathFactory) -> Sides:
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    root = str(tmp_path_factory.mktemp("sw_tb"))
+    onnx_path = _onnx_model(str(tmp_path_factory.mktemp("onnx_model") / "small.onnx"))
+    inp = make_inputs()
+    errors, decoded = {}, {}
+    t0 = time.perf_counter()
+    for side, cls in (("torch", TorchWriter), ("ours", writer_under_test())):
+        errors[side] = log_everything(cls, os.path.join(root, side), inp, onnx_path)
+        print(f"[{side}] {cls.__module__}.{cls.__name__}: raised in {sorted(errors[side])}")
+    t1 = time.perf_counter()
+    assert not errors["torch"], f"the oracle itself failed: {errors['torch']}"
+    for side in ("torch", "ours"):
+        decoded[side] = decode_tree(os.path.join(root, side))
+    print(f"written both sides in {t1 - t0:.1f} s, decoded in process in {time.perf_counter() - t1:.1f} s")
+    return Sides(root, inp, errors, decoded, _keys_of(inp))
+
+
+def test_every_method_is_covered() -> None:
+    public = {n for n in dir(summarylog.SummaryWriter) if n.startswith("add_")}
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    torch_public = {n for n in dir(TorchWriter) if n.startswith("add_")}
+    # add_event/add_summary are the file writer's plumbing, add_openvino_graph is tensorboardX's
+    plumbing = {"add_event", "add_summary", "add_openvino_graph"}
+    assert set(METHODS) == (torch_public - plumbing), sorted(torch_public ^ set(METHODS))
+    assert set(METHODS) <= public or writer_under_test() is not summarylog.SummaryWriter, \
+        f"missing on summarylog.SummaryWriter: {sorted(set(METHODS) - public)}"
+
+
+def test_same_runs_and_tags(sides: Sides) -> None:
+    """Ours writes the runs and tags torch writes, no more, no fewer."""
+    ours, theirs = set(sides.decoded["ours"]), set(sides.decoded["torch"])
+    assert ours == theirs, f"only ours: {sorted(ours - theirs)}; only torch: {sorted(theirs - ours)}"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_parity_with_torch(sides: Sides, method: str) -> None:
+    """The same call on torch's SummaryWriter and on ours: the same tags, metadata and
+    decoded values (pixels, samples, arrays, graph nodes) in TensorBoard's backend."""
+    assert method not in sides.errors["ours"], f"{method} raised: {sides.errors['ours'][method]}"
+    problems = []
+    for key in sides.keys[method]:
+        theirs = sides.decoded["torch"].get(key)
+        assert theirs is not None, f"harness: torch wrote no {key}"
+        ours = sides.decoded["ours"].get(key)
+        if ours is None:
+            problems.append(f"{key}: missing in ours")
+            continue
+        problems += [f"{key}{d}" for d in differences(ours, theirs)]
+    assert not problems, f"{method} differs from torch's:\n  " + "\n  ".join(problems)
