@@ -334,8 +334,10 @@ _CLOCK_RUNS = {f"{RUN}/{HP_RUN}"}
 # decoding, as TensorBoard's plugins decode
 # ---------------------------------------------------------------------------
 
-def decode_image(data: bytes) -> dict[str, Any]:
-    """PNG -> its pixels; GIF -> every frame's RGB pixels, frame durations and loop."""
+def decode_image(data: bytes, timing: bool = False) -> dict[str, Any]:
+    """PNG -> its pixels; GIF -> every frame's RGB pixels (+ frame durations and loop
+    with ``timing``: torch's GIF timing depends on the installed moviepy/imageio, so
+    it is printed, not compared)."""
     with Image.open(io.BytesIO(data)) as im:
         if im.format == "GIF":
             frames, durations = [], []
@@ -343,8 +345,10 @@ def decode_image(data: bytes) -> dict[str, Any]:
                 im.seek(i)
                 frames.append(np.asarray(im.convert("RGB")))
                 durations.append(im.info.get("duration"))
-            return {"format": "GIF", "frames": frames, "durations": durations,
-                    "loop": im.info.get("loop")}
+            out: dict[str, Any] = {"format": "GIF", "frames": frames}
+            if timing:
+                out.update(durations=durations, loop=im.info.get("loop"))
+            return out
         return {"format": im.format, "mode": im.mode, "pixels": np.asarray(im)}
 
 
@@ -509,6 +513,13 @@ def decode_tree(root: str) -> dict[tuple[str, str], Any]:
         for tag in m.Runs()[run].get("tensors", []):
             md = m.SummaryMetadata(run, tag)
             meta = decode_metadata(md)
+            # TensorBoard's loader converts a legacy Summary value (simple_value, image,
+            # histo, audio) to a tensor, naming it: display_name=tag, converted_to_tensor.
+            # The dashboard shows the same either way, so the two are not told apart.
+            if meta["display_name"] == tag:
+                meta["display_name"] = ""
+            if isinstance(meta["content"], dict):
+                meta["content"].pop("converted_to_tensor", None)
             if meta["plugin"] == hp_metadata.PLUGIN_NAME:
                 meta["content"] = decode_hparams_content(tag, md.plugin_data.content)
             events = [(e.step, None if (tag in _CLOCK_TAGS or run in _CLOCK_RUNS) else e.wall_time,
@@ -576,6 +587,14 @@ def writer_under_test() -> type:
     return summarylog.SummaryWriter
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _runtime() -> Any:
+    t0 = time.perf_counter()
+    yield
+    print(f"\ntest_summary_writer_tb: {time.perf_counter() - t0:.1f} s in all "
+          f"(both sides written, decoded in process, served by two TensorBoard servers)")
+
+
 @dataclasses.dataclass
 class Sides:
     root: str
@@ -638,3 +657,426 @@ def test_parity_with_torch(sides: Sides, method: str) -> None:
             continue
         problems += [f"{key}{d}" for d in differences(ours, theirs)]
     assert not problems, f"{method} differs from torch's:\n  " + "\n  ".join(problems)
+
+
+def test_differences_sees_a_change() -> None:
+    """The comparison itself: equal trees pass, any changed pixel, dtype, key or
+    string is reported."""
+    a = {"x": [np.arange(6, dtype=np.uint8).reshape(2, 3), "s", 1.5], "y": {"z": b"b"}}
+    b = {"x": [np.arange(6, dtype=np.uint8).reshape(2, 3), "s", 1.5], "y": {"z": b"b"}}
+    assert differences(a, b) == []
+    b["x"][0][1, 2] = 9
+    assert "1 of 6 values differ" in differences(a, b)[0]
+    b["x"][0] = b["x"][0].astype(np.int16)
+    assert "uint8(2, 3) != int16(2, 3)" in differences(a, b)[0]
+    assert differences({"k": 1.0}, {"k": 1}) and differences({"k": 1}, {}) and differences([1], [1, 2])
+    assert differences(np.float32(1 / 3), np.float64(1 / 3))
+
+
+# ---------------------------------------------------------------------------
+# the real server, over HTTP, as the dashboard queries it
+# ---------------------------------------------------------------------------
+
+SIDES = ("ours", "torch")
+PLUGINS = ("scalars", "images", "histograms", "distributions", "text", "graphs", "projector",
+           "pr_curves", "custom_scalars", "mesh", "audio", "hparams")
+
+
+@pytest.fixture(scope="module", params=["false", "true"], ids=["load_fast=false", "load_fast=true"])
+def server(request: pytest.FixtureRequest, sides: Sides,
+           tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One server per --load_fast mode over <root> (runs ours/... and torch/...)."""
+    load_fast = request.param
+    if load_fast == "true":
+        ok, why = _data_server_usable()
+        require(ok, f"TensorBoard's data server (tensorboard_data_server) for --load_fast=true: {why}")
+    log_path = str(tmp_path_factory.mktemp(f"sw_tb_server_{load_fast}") / "tensorboard.log")
+    t0 = time.perf_counter()
+    srv = _start_server(sides.root, load_fast, log_path)
+    want = {f"{side}/{r}" for side in SIDES for r in (RUN, ONNX_RUN, f"{RUN}/{HP_RUN}")}
+    runs = srv.eventually(lambda: srv.json("/data/runs"), lambda r: want <= set(r))
+    print(f"tensorboard --load_fast={load_fast}: serving {len(runs)} runs after "
+          f"{time.perf_counter() - t0:.1f} s")
+    try:
+        yield srv
+    finally:
+        _stop(srv.proc)
+
+
+def _fetch(server: Server, path: str, params: dict[str, Any], done: Callable[[Any], bool],
+           raw: bool = False) -> Any:
+    """Poll a route until ``done`` (the server loads in the background); bounded."""
+    got = server.eventually((lambda: server.get(path, params)) if raw else
+                            (lambda: server.json(path, params)), done)
+    assert done(got), f"{path} {params}: {str(got)[:800]}\n{server.log()}"
+    return got
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def test_server_plugins_listing(server: Server) -> None:
+    listing = server.eventually(lambda: server.json("/data/plugins_listing"),
+                                lambda p: all(p.get(k, {}).get("enabled") for k in PLUGINS))
+    off = [k for k in PLUGINS if not listing.get(k, {}).get("enabled")]
+    assert not off, f"plugins not enabled: {off}\n{server.log()}"
+
+
+def test_server_scalars(sides: Sides, server: Server) -> None:
+    inp = sides.inputs
+    for side in SIDES:
+        want: dict[tuple[str, str], list[list[float]]] = {}
+        for tag, points in inp.scalars.items():  # float32 as TensorBoard keeps it, float64 asked for
+            cast = (lambda v: v) if tag == "scalar/double" else _f32
+            want[(f"{side}/{RUN}", tag)] = [[T0 + s, s, cast(v)] for s, v in points]
+        for main_tag, groups in inp.scalars_groups.items():
+            for key, points in groups.items():
+                run = f"{side}/{RUN}/{main_tag.replace('/', '_')}_{key}"
+                want[(run, main_tag)] = [[T0 + s, s, _f32(v)] for s, v in points]
+        double = want.pop((f"{side}/{RUN}", "scalar/double"))
+        for (run, tag), points in want.items():
+            got = _fetch(server, "/data/plugin/scalars/scalars", {"run": run, "tag": tag},
+                         lambda g, n=len(points): isinstance(g, list) and len(g) >= n)
+            assert got == points, (run, tag, got, points)
+        if server.load_fast == "true":
+            # the Rust data server lists no float64 scalar (torch's double_precision one neither)
+            tags = server.json("/data/plugin/scalars/tags")[f"{side}/{RUN}"]
+            assert "scalar/double" not in tags, (side, tags)
+            print(f"[{side}] load_fast=true: scalar/double (float64) not served, as for torch's")
+        else:
+            got = _fetch(server, "/data/plugin/scalars/scalars", {"run": f"{side}/{RUN}", "tag": "scalar/double"},
+                         lambda g: isinstance(g, list) and len(g) >= 1)
+            assert got == double, (side, got, double)
+        # add_hparams' metrics are scalars of its sub-run (wall time from the clock)
+        for tag, v in inp.metrics.items():
+            got = _fetch(server, "/data/plugin/scalars/scalars", {"run": f"{side}/{RUN}/{HP_RUN}", "tag": tag},
+                         lambda g: isinstance(g, list) and len(g) >= 1)
+            assert [(s, x) for _, s, x in got] == [(21, _f32(v))], (side, tag, got)
+
+
+HIST_TAGS = {"hist/int_bins": 16, "hist/tensorflow": None, "hist/auto": None, "hist/raw": None}
+
+
+def test_server_histograms_and_distributions(sides: Sides, server: Server) -> None:
+    inp = sides.inputs
+    values = inp.histogram_values
+    views: dict[str, Any] = {}
+    for side in SIDES:
+        run = f"{side}/{RUN}"
+        tags = _fetch(server, "/data/plugin/histograms/tags", {},
+                      lambda t: set(HIST_TAGS) <= set(t.get(run, {})))
+        assert set(tags[run]) == set(HIST_TAGS), (side, tags[run])
+        for tag, bins in HIST_TAGS.items():
+            (wall, step, buckets), = _fetch(server, "/data/plugin/histograms/histograms",
+                                            {"run": run, "tag": tag},
+                                            lambda g: isinstance(g, list) and len(g) >= 1)
+            assert step == {"hist/int_bins": 5, "hist/tensorflow": 6, "hist/auto": 7, "hist/raw": 8}[tag]
+            assert wall == T0 + step
+            counts = [c for _, _, c in buckets]
+            if tag == "hist/raw":
+                assert sum(counts) == inp.histogram_raw["num"], (side, buckets)
+                assert [r for _, r, _ in buckets][-1] == inp.histogram_raw["max"], (side, buckets)
+            else:
+                assert sum(counts) == values.size, (side, tag, buckets)
+                # the outer edges come from the data's min and max (float32 in the Python loader)
+                assert buckets[0][0] == pytest.approx(values.min(), rel=1e-6), (side, tag, buckets[0])
+                assert buckets[-1][1] == pytest.approx(values.max(), rel=1e-6), (side, tag, buckets[-1])
+                assert all(a[1] <= b[0] for a, b in zip(buckets, buckets[1:])), (side, tag)
+            dist = _fetch(server, "/data/plugin/distributions/distributions", {"run": run, "tag": tag},
+                          lambda g: isinstance(g, list) and len(g) >= 1)
+            (dwall, dstep, points), = dist
+            assert (dwall, dstep) == (wall, step)
+            assert [bp for bp, _ in points] == list(compressor.NORMAL_HISTOGRAM_BPS)
+            vs = [v for _, v in points]
+            assert vs == sorted(vs), (side, tag, points)
+            views[side + tag] = (buckets, points)
+    for tag in HIST_TAGS:
+        assert views["ours" + tag] == views["torch" + tag], f"{tag}: ours and torch's histograms differ"
+
+
+def _image_entries(server: Server, run: str, tag: str, sample: int = 0) -> list[dict[str, Any]]:
+    return _fetch(server, "/data/plugin/images/images", {"run": run, "tag": tag, "sample": sample},
+                  lambda g: isinstance(g, list) and len(g) >= 1)
+
+
+def _individual_image(server: Server, entry: dict[str, Any]) -> dict[str, Any]:
+    return decode_image(server.get("/data/plugin/images/individualImage?" + entry["query"]))
+
+
+def _expected_u8(x: np.ndarray) -> np.ndarray:
+    """The peers' float -> 8 bits: x * 255 in float32, clipped, truncated."""
+    return (x.astype(np.float32) * 255).clip(0, 255).astype(np.uint8)
+
+
+def _grid(nchw: np.ndarray, ncols: int) -> np.ndarray:
+    """The peers' add_images / sprite grid: up to ``ncols`` per row, no padding, HWC."""
+    n, c, h, w = nchw.shape
+    ncols = min(n, ncols)
+    nrows = math.ceil(n / ncols)
+    out = np.zeros((nrows * h, ncols * w, c), nchw.dtype)
+    for i in range(n):
+        y, x = divmod(i, ncols)
+        out[y * h:(y + 1) * h, x * w:(x + 1) * w] = nchw[i].transpose(1, 2, 0)
+    return out
+
+
+IMAGE_TAGS = {"image/chw_uint8": 9, "image/hwc_float": 9, "images/batch": 10, "image/boxes": 11,
+              "figure/one": 12, "figure/list": 13, "video": 14}
+
+
+def test_server_images(sides: Sides, server: Server) -> None:
+    inp = sides.inputs
+    expected = {
+        "image/chw_uint8": inp.image_chw.transpose(1, 2, 0),
+        "image/hwc_float": _expected_u8(inp.image_hwc_float),
+        "images/batch": _grid(inp.images_nchw, 8),
+    }
+    views: dict[str, dict[str, Any]] = {}
+    for side in SIDES:
+        run = f"{side}/{RUN}"
+        tags = _fetch(server, "/data/plugin/images/tags", {}, lambda t: set(IMAGE_TAGS) <= set(t.get(run, {})))
+        assert set(tags[run]) == set(IMAGE_TAGS), (side, sorted(tags[run]))
+        views[side] = {}
+        for tag, step in IMAGE_TAGS.items():
+            assert tags[run][tag]["samples"] == 1, (side, tag, tags[run][tag])
+            (entry,) = _image_entries(server, run, tag)
+            assert (entry["wall_time"], entry["step"]) == (T0 + step, step), (side, tag, entry)
+            img = _individual_image(server, entry)
+            views[side][tag] = img
+            if tag in expected:
+                assert img["format"] == "PNG"
+                np.testing.assert_array_equal(img["pixels"], expected[tag], err_msg=f"{side} {tag}")
+            elif tag == "video":  # a GIF of the T frames; few colours, so its palette is exact
+                assert img["format"] == "GIF", (side, img["format"])
+                want = inp.video[0].transpose(0, 2, 3, 1)
+                assert len(img["frames"]) == len(want), (side, len(img["frames"]))
+                np.testing.assert_array_equal(np.stack(img["frames"]), want, err_msg=side)
+                timed = decode_image(server.get("/data/plugin/images/individualImage?" + entry["query"]), True)
+                print(f"[{side}] GIF frame durations {timed['durations']} ms, loop {timed['loop']}")
+            else:  # rendered (boxes, figures): a real picture, compared with torch's below
+                px = img["pixels"]
+                assert px.ndim == 3 and px.shape[2] in (3, 4) and px.std() > 0, (side, tag, px.shape)
+    for tag in IMAGE_TAGS:
+        d = differences(views["ours"][tag], views["torch"][tag])
+        assert not d, f"{tag}: ours and torch's pixels differ: {d}"
+
+
+def test_server_audio(sides: Sides, server: Server) -> None:
+    inp = sides.inputs
+    want = (inp.audio[0] * np.iinfo(np.int16).max).astype("<i2")  # the peers' float -> PCM16
+    views = {}
+    for side in SIDES:
+        run = f"{side}/{RUN}"
+        tags = _fetch(server, "/data/plugin/audio/tags", {}, lambda t: "audio" in t.get(run, {}))
+        assert tags[run]["audio"]["samples"] == 1, tags[run]
+        (entry,) = _fetch(server, "/data/plugin/audio/audio", {"run": run, "tag": "audio", "sample": 0},
+                          lambda g: isinstance(g, list) and len(g) >= 1)
+        assert (entry["wall_time"], entry["step"]) == (T0 + 15, 15), entry
+        # the Rust data server (load_fast=true) serves torch's legacy audio untyped
+        assert entry["contentType"] in ("audio/wav", "application/octet-stream"), entry
+        views[side] = (entry["contentType"], entry["label"])
+        wav = decode_wav(server.get("/data/plugin/audio/individualAudio?" + entry["query"]))
+        assert (wav["rate"], wav["channels"]) == (inp.audio_rate, 1), (side, wav)
+        np.testing.assert_array_equal(wav["samples"], want, err_msg=side)
+    assert views["ours"] == views["torch"], views
+
+
+def test_server_text(sides: Sides, server: Server) -> None:
+    views = {}
+    for side in SIDES:
+        run = f"{side}/{RUN}"
+        want_tags = {f"{t}/text_summary" for t in sides.inputs.texts}
+        tags = _fetch(server, "/data/plugin/text/tags", {}, lambda t: want_tags <= set(t.get(run, [])))
+        assert set(tags[run]) == want_tags, (side, tags[run])
+        for i, (tag, text) in enumerate(sides.inputs.texts.items()):
+            (entry,) = _fetch(server, "/data/plugin/text/text", {"run": run, "tag": f"{tag}/text_summary"},
+                              lambda g: isinstance(g, list) and len(g) >= 1)
+            assert (entry["wall_time"], entry["step"]) == (T0 + 16 + i, 16 + i), (side, entry)
+            assert plugin_util.markdown_to_safe_html(text.encode()) in entry["text"], (side, entry)
+            views[(side, tag)] = entry["text"]
+    for tag in sides.inputs.texts:
+        assert views[("ours", tag)] == views[("torch", tag)], \
+            f"{tag}: ours shows {views[('ours', tag)]!r}, torch's {views[('torch', tag)]!r}"
+
+
+def _graph(server: Server, run: str) -> Any:
+    pbtxt = _fetch(server, "/data/plugin/graphs/graph", {"run": run, "conceptual": "false"},
+                   lambda g: isinstance(g, bytes) and b"node" in g, raw=True)
+    return text_format.Parse(pbtxt.decode(), graph_pb2.GraphDef())
+
+
+def test_server_graphs(server: Server) -> None:
+    info = _fetch(server, "/data/plugin/graphs/info", {},
+                  lambda i: all(f"{s}/{r}" in i for s in SIDES for r in (RUN, ONNX_RUN)))
+    graphs = {}
+    for side in SIDES:
+        assert info[f"{side}/{RUN}"]["run_graph"], (side, info[f"{side}/{RUN}"])
+        g = _graph(server, f"{side}/{RUN}")
+        names = [n.name for n in g.node]
+        assert any("conv" in n for n in names) and any("fc" in n for n in names), (side, names)
+        assert any(n.op == "aten::_convolution" for n in g.node), (side, {n.op for n in g.node})
+        onnx_g = _graph(server, f"{side}/{ONNX_RUN}")
+        assert {"MatMul", "Add", "Relu"} <= {n.op for n in onnx_g.node}, (side, onnx_g)
+        meta = _fetch(server, "/data/plugin/graphs/run_metadata", {"run": f"{side}/{RUN}", "tag": "step1"},
+                      lambda m: isinstance(m, bytes) and len(m) > 0, raw=True)
+        graphs[side] = (_message(g), _message(onnx_g), meta)
+    d = differences(graphs["ours"], graphs["torch"])
+    assert not d, f"ours and torch's graphs differ: {d}"
+
+
+def test_server_projector(sides: Sides, server: Server) -> None:
+    inp = sides.inputs
+    runs = _fetch(server, "/data/plugin/projector/runs", {},
+                  lambda r: isinstance(r, list) and all(f"{s}/{RUN}" in r for s in SIDES))
+    want_sprite = np.zeros((16, 16, 3), np.uint8)  # 12 4x4 images, 4 per row, in a square canvas
+    grid = _grid(_expected_u8(inp.embedding_imgs), 4)
+    want_sprite[:grid.shape[0], :grid.shape[1]] = grid
+    views = {}
+    for side in SIDES:
+        run = f"{side}/{RUN}"
+        assert run in runs
+        info = _fetch(server, "/data/plugin/projector/info", {"run": run},
+                      lambda i: isinstance(i, dict) and i.get("embeddings"))
+        (emb,) = info["embeddings"]
+        assert emb["tensorName"] == "emb:00017" and emb["tensorShape"] == [12, 4], (side, emb)
+        assert emb["sprite"]["singleImageDim"] == [4, 4], (side, emb)
+        name = emb["tensorName"]
+        tensor = np.frombuffer(server.get("/data/plugin/projector/tensor", {"run": run, "name": name}), "<f4")
+        np.testing.assert_array_equal(tensor.reshape(12, 4), inp.embedding, err_msg=side)
+        meta = server.get("/data/plugin/projector/metadata", {"run": run, "name": name}).decode()
+        assert meta.splitlines() == inp.embedding_meta, (side, meta)
+        sprite = decode_image(server.get("/data/plugin/projector/sprite_image", {"run": run, "name": name}))
+        np.testing.assert_array_equal(sprite["pixels"], want_sprite, err_msg=side)
+        views[side] = ({k: v for k, v in emb.items() if not k.endswith("Path")}, tensor, meta, sprite)
+    d = differences(views["ours"], views["torch"])
+    assert not d, f"ours and torch's projector tabs differ: {d}"
+
+
+def test_server_pr_curves(sides: Sides, server: Server) -> None:
+    raw = sides.inputs.pr_raw
+    labels = sides.inputs.pr_labels
+    views = {}
+    for side in SIDES:
+        run = f"{side}/{RUN}"
+        tags = _fetch(server, "/data/plugin/pr_curves/tags", {},
+                      lambda t: {"pr/curve", "pr/raw"} <= set(t.get(run, {})))
+        assert set(tags[run]) == {"pr/curve", "pr/raw"}, tags[run]
+        for tag, step, n in (("pr/curve", 18, 11), ("pr/raw", 19, 5)):
+            got = _fetch(server, "/data/plugin/pr_curves/pr_curves", {"run": run, "tag": tag},
+                         lambda g: isinstance(g, dict) and len(g.get(run, [])) >= 1)
+            (entry,) = got[run]
+            assert (entry["wall_time"], entry["step"]) == (T0 + step, step), (side, tag, entry)
+            tp, fp, tn, fn = (np.array(entry[k]) for k in ("true_positives", "false_positives",
+                                                            "true_negatives", "false_negatives"))
+            # the plugin drops the trailing thresholds nothing is predicted above
+            assert 1 <= len(tp) <= n and len(entry["thresholds"]) == len(tp), (side, tag, entry)
+            if tag == "pr/raw":
+                for k, v in (("true_positives", tp), ("false_positives", fp), ("true_negatives", tn),
+                             ("false_negatives", fn)):
+                    np.testing.assert_array_equal(v, raw[k[:-1] + "_counts"][:len(v)], err_msg=side)
+                k = len(tp)
+                np.testing.assert_array_equal(entry["precision"], raw["precision"][:k].astype(np.float32))
+                np.testing.assert_array_equal(entry["recall"], raw["recall"][:k].astype(np.float32))
+            else:  # every threshold splits all 60 examples; positives are the labels' ones
+                assert (tp + fp + tn + fn == labels.size).all(), (side, entry)
+                assert (tp + fn == labels.sum()).all(), (side, entry)
+                assert tp[0] == labels.sum() and tn[0] == 0, (side, entry)
+            views[(side, tag)] = {k: v for k, v in entry.items() if k != "wall_time"}
+    for tag in ("pr/curve", "pr/raw"):
+        d = differences(views[("ours", tag)], views[("torch", tag)])
+        assert not d, f"{tag}: ours and torch's pr curves differ: {d}"
+
+
+def test_server_custom_scalars(sides: Sides, server: Server) -> None:
+    layout = _fetch(server, "/data/plugin/custom_scalars/layout", {},
+                    lambda lo: isinstance(lo, dict) and len(lo.get("category", [])) >= 2)
+    # every run's layout is merged; each side's last layout is add_custom_scalars' one
+    got = {c["title"]: {ch["title"]: ch for ch in c["chart"]} for c in layout["category"]}
+    assert set(got) == set(sides.inputs.layout), layout
+    for cat, charts in sides.inputs.layout.items():
+        assert set(got[cat]) == set(charts), (cat, got[cat])
+        for title, (kind, tags) in charts.items():
+            chart = got[cat][title]
+            if kind == "Multiline":
+                assert chart["multiline"]["tag"] == tags, chart
+            else:
+                (series,) = chart["margin"]["series"]  # [value, lower, upper]
+                assert [series["value"], series["lower"], series["upper"]] == tags, chart
+    for side in SIDES:  # the charts' data route: the tags' scalars by regex
+        got = _fetch(server, "/data/plugin/custom_scalars/scalars",
+                     {"run": f"{side}/{RUN}", "tag": "scalar/plain"},
+                     lambda g: isinstance(g, dict) and g.get("tag_to_events", {}).get("scalar/plain"))
+        assert got["regex_valid"] and got["tag_to_events"]["scalar/plain"] == [[T0, 0, _f32(0.1234)]], got
+
+
+def test_server_mesh(sides: Sides, server: Server) -> None:
+    mesh = sides.inputs.mesh
+    views = {}
+    for side in SIDES:
+        run = f"{side}/{RUN}"
+        tags = _fetch(server, "/data/plugin/mesh/tags", {}, lambda t: "mesh" in t.get(run, {}))
+        assert set(tags[run]) == {"mesh"}, tags[run]
+        metas = _fetch(server, "/data/plugin/mesh/meshes", {"run": run, "tag": "mesh", "sample": 0},
+                       lambda g: isinstance(g, list) and len(g) >= 3)
+        kind_name = mesh_metadata.plugin_data_pb2.MeshPluginData.ContentType.Name
+        by_kind = {kind_name(m["content_type"]): m for m in metas}
+        assert set(by_kind) == {"VERTEX", "FACE", "COLOR"}, metas
+        for kind, key, dtype in (("VERTEX", "vertices", "<f4"), ("FACE", "faces", "<i4"),
+                                 ("COLOR", "colors", "u1")):
+            m = by_kind[kind]
+            assert (m["wall_time"], m["step"]) == (T0 + 20, 20), (side, m)
+            assert m["data_shape"] == list(mesh[key].shape), (side, m)
+            assert json.loads(m["config"]) == sides.inputs.mesh_config, (side, m)
+            data = server.get("/data/plugin/mesh/data", {"run": run, "tag": "mesh", "sample": 0,
+                                                          "content_type": kind, "step": 20})
+            arr = np.frombuffer(data, dtype).reshape(mesh[key].shape)
+            np.testing.assert_array_equal(arr, mesh[key], err_msg=f"{side} {kind}")
+            views[(side, kind)] = ({k: (json.loads(v) if k == "config" else v)
+                                    for k, v in m.items() if k != "wall_time"}, arr)
+    for kind in ("VERTEX", "FACE", "COLOR"):
+        d = differences(views[("ours", kind)], views[("torch", kind)])
+        assert not d, f"mesh {kind}: ours and torch's differ: {d}"
+
+
+def test_server_hparams(sides: Sides, server: Server) -> None:
+    inp = sides.inputs
+    sessions_want = {f"{side}/{RUN}/{HP_RUN}" for side in SIDES}
+
+    def fetch() -> tuple[Any, Any]:
+        exp = server.json("/data/plugin/hparams/experiment",
+                          body={"experimentName": "", "includeMetrics": True})
+        cols = [{"hparam": i["name"], "includeInResult": True} for i in exp.get("hparamInfos", [])]
+        cols += [{"metric": i["name"], "includeInResult": True} for i in exp.get("metricInfos", [])]
+        groups = server.json("/data/plugin/hparams/session_groups", body={
+            "experimentName": "",
+            "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"],
+            "colParams": cols, "startIndex": 0, "sliceSize": 100, "includeMetrics": True})
+        return exp, groups
+
+    def complete(r: Any) -> bool:
+        if not isinstance(r, tuple):
+            return False
+        sessions = [s for g in r[1].get("sessionGroups", []) for s in g["sessions"]]
+        return ({s["name"] for s in sessions} >= sessions_want
+                and all(len(s.get("metricValues", [])) >= len(inp.metrics) for s in sessions))
+
+    got = server.eventually(fetch, complete)
+    assert complete(got), got
+    exp, groups = got
+    infos = {i["name"]: i for i in exp["hparamInfos"]}
+    assert set(infos) == set(inp.hparams), infos
+    assert infos["optimizer"]["domainDiscrete"] == ["adam", "sgd"], infos["optimizer"]
+    assert sorted(infos["batch_norm"]["domainDiscrete"]) == [False, True], infos["batch_norm"]
+    # the experiment lists exactly the given metrics
+    assert {i["name"]["tag"] for i in exp["metricInfos"]} == set(inp.metrics), exp["metricInfos"]
+    sessions = {s["name"]: (g, s) for g in groups["sessionGroups"] for s in g["sessions"]}
+    assert set(sessions) == sessions_want, sorted(sessions)
+    for name, (group, session) in sessions.items():
+        want_hp = {k: (float(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+                   for k, v in inp.hparams.items()}
+        assert group["hparams"] == want_hp, (name, group["hparams"])
+        assert session["status"] == "STATUS_SUCCESS", session
+        mv = {m["name"]["tag"]: m for m in session["metricValues"]}
+        for tag, v in inp.metrics.items():
+            assert mv[tag]["value"] == _f32(v) and int(mv[tag]["trainingStep"]) == 21, (name, mv[tag])
