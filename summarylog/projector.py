@@ -223,11 +223,14 @@ def config_entry(emb: Embedding) -> bytes:
     return text_format.MessageToString(config).encode("utf-8")
 
 
-def write_embedding(log_dir: str, emb: Embedding) -> list[bytes]:
+def write_embedding(log_dir: str, emb: Embedding, wall: float) -> list[bytes]:
     """Write the embedding's files, then append its config entry (so TensorBoard
-    never reads an entry whose files are missing).  No event: returns []."""
+    never reads an entry whose files are missing).  Returns one empty event (wall
+    time only, which TensorBoard skips): it makes sure the run has an event file,
+    without which TensorBoard, and so its projector, does not list the run."""
     from .png import encode_png
 
+    os.makedirs(log_dir, exist_ok=True)  # the run directory: the peers make it here too
     with contextlib.ExitStack() as stack:
         run = stack.enter_context(SideDir(log_dir))
         step = stack.enter_context(run.sub(emb.step_dir))
@@ -238,4 +241,6 @@ def write_embedding(log_dir: str, emb: Embedding) -> list[bytes]:
             where.replace("sprite.png", encode_png(sprite_pixels(emb.label_img)))
         where.replace("tensors.tsv", tensors_tsv(emb.mat))
         run.append(CONFIG_NAME, config_entry(emb))
-    return []
+    from .pb import tb
+
+    return [tb.Event(wall_time=wall).SerializeToString()]

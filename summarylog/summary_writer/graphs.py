@@ -97,4 +97,5 @@ class GraphMethods(SummaryWriterBase):
                           stacklevel=2)
         nbytes = emb.mat.nbytes + (0 if emb.label_img is None else emb.label_img.nbytes) + \
             (0 if emb.metadata is None else sum(map(len, emb.metadata)))
-        self.writer.submit(write_embedding, self.log_dir, emb, nbytes=nbytes)
+        _step, wall = self.at(None, None)
+        self.writer.submit(write_embedding, self.log_dir, emb, wall, nbytes=nbytes)
