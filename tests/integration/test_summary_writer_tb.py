@@ -26,7 +26,6 @@ proves the harness itself (every comparison holds for the oracle).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import importlib.util
 import io
 import json
@@ -895,6 +894,9 @@ def test_server_text(sides: Sides, server: Server) -> None:
                               lambda g: isinstance(g, list) and len(g) >= 1)
             assert (entry["wall_time"], entry["step"]) == (T0 + 16 + i, 16 + i), (side, entry)
             assert plugin_util.markdown_to_safe_html(text.encode()) in entry["text"], (side, entry)
+            # the peers log a [1] string tensor: the text tab draws it as a one-cell table
+            want = text_plugin.text_array_to_html(np.array([text.encode()], dtype=object), True)
+            assert entry["text"] == want, f"{side} {tag}: shows {entry['text']!r}, torch's layout is {want!r}"
             views[(side, tag)] = entry["text"]
     for tag in sides.inputs.texts:
         assert views[("ours", tag)] == views[("torch", tag)], \
