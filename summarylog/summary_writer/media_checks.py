@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..checks import check_size
 from ..values import to_numpy
 
-__all__ = ["check_positive", "check_samples", "check_video", "check_boxes", "check_labels",
-           "check_figures", "MAX_SAMPLE_RATE"]
+__all__ = [
+    "MAX_SAMPLE_RATE",
+    "check_boxes",
+    "check_figures",
+    "check_labels",
+    "check_positive",
+    "check_samples",
+    "check_video",
+]
 
 #: the WAV header keeps the byte rate (rate * channels * 2) in 32 bits
 MAX_SAMPLE_RATE = (2**32 - 1) // 4

@@ -6,13 +6,14 @@ the caller's thread, rasterising a matplotlib figure."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..media_codecs import require_pillow
 
-__all__ = ["pcm16", "video_frames", "draw_boxes", "rasterise", "COORD_LIMIT"]
+__all__ = ["COORD_LIMIT", "draw_boxes", "pcm16", "rasterise", "video_frames"]
 
 #: box coordinates are clamped to this (pixels): the edges are axis-aligned, so what
 #: is drawn inside any image a value can carry is unchanged, and Pillow never sees

@@ -349,9 +349,8 @@ def test_missing_package_names_the_extra(tmp_path, monkeypatch, blocked, method,
     monkeypatch.setitem(sys.modules, blocked, None)  # import of it raises ImportError
     args = {"add_video": ("v", VID), "add_image_with_boxes": ("b", IMG, BOXES),
             "add_figure": ("f", object())}[method]
-    with summarylog.SummaryWriter(tmp_path) as w:
-        with pytest.raises(ImportError) as info:
-            getattr(w, method)(*args)
+    with summarylog.SummaryWriter(tmp_path) as w, pytest.raises(ImportError) as info:
+        getattr(w, method)(*args)
     msg = str(info.value)
     print(msg)
     assert "\n" not in msg and f"summarylog[{extra}]" in msg and method in msg
