@@ -198,7 +198,7 @@ def test_add_image_with_boxes_same_as_torch(tmp_path):
                                labels=("x", "y", "z"), walltime=WALL)
         w.add_image_with_boxes("one_label", img_f, boxes[:1], 4, labels="only", walltime=WALL)
         w.add_image_with_boxes("mismatch", img_f, boxes, 5, labels=["a"], walltime=WALL)
-        w.add_image_with_boxes("rgba", img_rgba, boxes, 6, labels=["p", "q", "r"],
+        w.add_image_with_boxes("rgba", img_rgba, boxes, 6, labels=np.array(["p", "q", "r"]),
                                walltime=WALL)
         w.add_image_with_boxes("gray", gray, boxes, 7, dataformats="HW", walltime=WALL)
         w.add_image_with_boxes("none", img_f, np.zeros((0, 4)), 8, walltime=WALL)
@@ -307,8 +307,12 @@ def test_add_video_same_frames_as_torch_when_its_moviepy_runs(tmp_path):
     # few colours: every GIF quantizer keeps them, whichever moviepy/imageio writes
     vid = (np.random.default_rng(5).integers(0, 4, (3, 4, 3, 8, 8)) * 85).astype(np.uint8)
     peer, ours = write_both(tmp_path, lambda w, s: w.add_video("v", vid, 0, walltime=WALL))
-    (_, (_, _, [(_, pf, _)])), (_, (_, _, [(_, of, _)])) = peer.popitem(), ours.popitem()
-    assert np.array_equal(pf, of)
+    key = ("images", ".", "v", 0)
+    assert sorted(peer) == sorted(ours) == [key]
+    (_, peer_frames, _), = peer[key][1][2]
+    (_, our_frames, durations), = ours[key][1][2]
+    assert np.array_equal(peer_frames, our_frames)  # (torch's durations are 0 ms there)
+    assert durations == [250] * 4
 
 
 # ---------------------------------------------------------------------------

@@ -77,6 +77,10 @@ BAD = [
     ("add_video", ("v", np.zeros((1, 2, 2, 4, 4))), {}, ValueError, "vid_tensor"),
     ("add_video", ("v", np.zeros((1, 0, 3, 4, 4))), {}, ValueError, "vid_tensor"),
     ("add_video", ("v", np.zeros((1, 2, 3, 4, 4), complex)), {}, TypeError, "vid_tensor"),
+    ("add_video", ("v", np.zeros((1, 1, 1, 1, 70_000), np.uint8)), {}, ValueError,
+     "vid_tensor"),  # wider than a GIF can be
+    ("add_video", ("v", np.zeros((9, 1, 1, 1, 20_000), np.uint8)), {}, ValueError,
+     "vid_tensor"),  # 9 clips tile 4 wide: 80 000 px
     ("add_video", ("v", VID), {"fps": 0}, ValueError, "fps"),
     ("add_video", ("v", VID), {"fps": -4}, ValueError, "fps"),
     ("add_video", ("v", VID), {"fps": float("inf")}, ValueError, "fps"),
