@@ -80,7 +80,7 @@ BAD = [
     ("add_video", ("v", np.zeros((1, 1, 1, 1, 70_000), np.uint8)), {}, ValueError,
      "vid_tensor"),  # wider than a GIF can be
     ("add_video", ("v", np.zeros((9, 1, 1, 1, 20_000), np.uint8)), {}, ValueError,
-     "vid_tensor"),  # 9 clips tile 4 wide: 80 000 px
+     "vid_tensor"),  # 9 clips pad to 16, 2 rows of 8: 160 000 px wide
     ("add_video", ("v", VID), {"fps": 0}, ValueError, "fps"),
     ("add_video", ("v", VID), {"fps": -4}, ValueError, "fps"),
     ("add_video", ("v", VID), {"fps": float("inf")}, ValueError, "fps"),
