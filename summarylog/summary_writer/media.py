@@ -5,7 +5,8 @@ thread-safe); WAV, GIF and PNG encoding and box drawing run on the writer's thre
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,8 +17,14 @@ from ..png import encode_png
 from ..writer import Writer
 from .base import SummaryWriterBase
 from .images import GRID_COLUMNS, check_image_tensor, to_hwc_uint8
-from .media_checks import (check_boxes, check_figures, check_labels, check_positive,
-                           check_samples, check_video)
+from .media_checks import (
+    check_boxes,
+    check_figures,
+    check_labels,
+    check_positive,
+    check_samples,
+    check_video,
+)
 from .media_prep import draw_boxes, pcm16, rasterise, video_frames
 
 __all__ = ["MediaMethods"]
@@ -26,7 +33,7 @@ __all__ = ["MediaMethods"]
 def _audio_payloads(wall: float, step: int, tag: str, samples: np.ndarray,
                     sample_rate: float) -> list[bytes]:
     pcm = pcm16(samples)
-    wav = encode_wav(pcm, int(round(sample_rate)))
+    wav = encode_wav(pcm, round(sample_rate))
     channels = 1 if pcm.ndim == 1 else pcm.shape[1]
     return [audio_payload(wall, step, tag, wav, float(sample_rate), channels, pcm.shape[0])]
 

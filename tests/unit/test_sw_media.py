@@ -77,6 +77,10 @@ BAD = [
     ("add_video", ("v", np.zeros((1, 2, 2, 4, 4))), {}, ValueError, "vid_tensor"),
     ("add_video", ("v", np.zeros((1, 0, 3, 4, 4))), {}, ValueError, "vid_tensor"),
     ("add_video", ("v", np.zeros((1, 2, 3, 4, 4), complex)), {}, TypeError, "vid_tensor"),
+    ("add_video", ("v", np.zeros((1, 1, 1, 1, 70_000), np.uint8)), {}, ValueError,
+     "vid_tensor"),  # wider than a GIF can be
+    ("add_video", ("v", np.zeros((9, 1, 1, 1, 20_000), np.uint8)), {}, ValueError,
+     "vid_tensor"),  # 9 clips pad to 16, 2 rows of 8: 160 000 px wide
     ("add_video", ("v", VID), {"fps": 0}, ValueError, "fps"),
     ("add_video", ("v", VID), {"fps": -4}, ValueError, "fps"),
     ("add_video", ("v", VID), {"fps": float("inf")}, ValueError, "fps"),
@@ -349,9 +353,8 @@ def test_missing_package_names_the_extra(tmp_path, monkeypatch, blocked, method,
     monkeypatch.setitem(sys.modules, blocked, None)  # import of it raises ImportError
     args = {"add_video": ("v", VID), "add_image_with_boxes": ("b", IMG, BOXES),
             "add_figure": ("f", object())}[method]
-    with summarylog.SummaryWriter(tmp_path) as w:
-        with pytest.raises(ImportError) as info:
-            getattr(w, method)(*args)
+    with summarylog.SummaryWriter(tmp_path) as w, pytest.raises(ImportError) as info:
+        getattr(w, method)(*args)
     msg = str(info.value)
     print(msg)
     assert "\n" not in msg and f"summarylog[{extra}]" in msg and method in msg
