@@ -49,9 +49,9 @@ def _dtype_kind(value: Any) -> str:
 
 
 def numeric_array(value: Any, name: str, kinds: str = "biuf",
-                  empty_ok: bool = False) -> tuple[np.ndarray | Deferred, tuple[int, ...]]:
+                  empty_ok: bool = False) -> tuple[np.ndarray | Deferred, tuple[int, ...], int]:
     """A private copy of a numeric array-like (a Deferred clone of a framework
-    tensor) and its shape."""
+    tensor), its shape and its size in bytes."""
     if value is None:
         raise TypeError(f"{name} must be an array or tensor, got None")
     if isinstance(value, (str, bytes)):
@@ -63,9 +63,15 @@ def numeric_array(value: Any, name: str, kinds: str = "biuf",
                         f"got dtype {getattr(value, 'dtype', getattr(snap, 'dtype', '?'))}")
     if not empty_ok and math.prod(shape) == 0:
         raise ValueError(f"{name} must not be empty, got shape {shape}")
-    itemsize = snap.dtype.itemsize if isinstance(snap, np.ndarray) else 8
-    check_size(math.prod(shape) * itemsize, name)
-    return snap, shape
+    if isinstance(snap, np.ndarray):
+        itemsize = snap.dtype.itemsize
+    elif hasattr(value, "element_size"):  # torch
+        itemsize = int(value.element_size())
+    else:
+        itemsize = int(getattr(getattr(value, "dtype", None), "itemsize", 8) or 8)
+    nbytes = math.prod(shape) * itemsize
+    check_size(nbytes, name)
+    return snap, shape, nbytes
 
 
 def check_bins(bins: Any) -> int | str | np.ndarray:

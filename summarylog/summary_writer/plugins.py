@@ -60,16 +60,22 @@ def _scalar(wall: float, step: int, tag: str, value: Any, *form: Any) -> list[by
     return [tbp.scalar_event(wall, step, tag, v, *form)]
 
 
-def _nbytes(shape: tuple[int, ...]) -> int:
-    """Queue memory of a value of ``shape`` (8 bytes an element: read as float64)."""
-    return int(np.prod(shape, dtype=np.int64)) * 8
-
-
 def _resolved(encode: Any, *head: Any) -> Any:
     """An encoder of ``encode(*head, arrays...)`` that first reads Deferred arrays."""
     def run(*arrays: Any) -> list[bytes]:
         return [encode(*head, *(resolve_array(a) for a in arrays))]
     return run
+
+
+def _refuse_symlinks(log_dir: str, run: str) -> None:
+    """A sub-run whose path inside the run passes a symbolic link could land anywhere:
+    refused (a planted link is not followed out of the run)."""
+    path = log_dir
+    for part in run.replace("\\", "/").split("/"):
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            raise ValueError(f"run_name {run!r}: {path!r} is a symbolic link; "
+                             f"the hparams sub-run must be a directory inside the run")
 
 
 class PluginMethods(SummaryWriterBase):
@@ -94,10 +100,9 @@ class PluginMethods(SummaryWriterBase):
         check_tag(tag)
         bins = check_bins(bins)
         max_bins = check_max_bins(max_bins)
-        snap, shape = numeric_array(values, "values")
+        snap, _, nbytes = numeric_array(values, "values")
         step, wall = self._when(global_step, walltime)
-        self.writer.submit(_histogram, wall, step, tag, snap, bins, max_bins,
-                           nbytes=_nbytes(shape))
+        self.writer.submit(_histogram, wall, step, tag, snap, bins, max_bins, nbytes=nbytes)
 
     def add_histogram_raw(self, tag: str, min: Any, max: Any, num: Any, sum: Any,
                           sum_squares: Any, bucket_limits: Any, bucket_counts: Any,
@@ -128,8 +133,8 @@ class PluginMethods(SummaryWriterBase):
         thread as the peers compute it (``num_thresholds`` above 127 written as 127)."""
         check_tag(tag)
         num_thresholds = check_count(num_thresholds, "num_thresholds")
-        lab, lshape = numeric_array(labels, "labels")
-        pred, pshape = numeric_array(predictions, "predictions", kinds="biuf")
+        lab, lshape, lbytes = numeric_array(labels, "labels")
+        pred, pshape, pbytes = numeric_array(predictions, "predictions")
         n = int(np.prod(pshape))
         if int(np.prod(lshape)) != n:
             raise ValueError(f"labels and predictions must have as many elements, got "
@@ -139,13 +144,13 @@ class PluginMethods(SummaryWriterBase):
             if isinstance(weights, (int, float)) and not isinstance(weights, bool):
                 w = float(weights)
             else:
-                w, wshape = numeric_array(weights, "weights")
+                w, wshape, _ = numeric_array(weights, "weights")
                 if int(np.prod(wshape)) not in (1, n):
                     raise ValueError(f"weights must be one number or one per prediction, "
                                      f"got shape {wshape} for {n} predictions")
         step, wall = self._when(global_step, walltime)
         self.writer.submit(_pr_curve, wall, step, tag, lab, pred, num_thresholds, w,
-                           nbytes=_nbytes(lshape) + _nbytes(pshape))
+                           nbytes=lbytes + pbytes)
 
     def add_pr_curve_raw(self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
                          true_negative_counts: Any, false_negative_counts: Any,
@@ -203,7 +208,7 @@ class PluginMethods(SummaryWriterBase):
                                  ("COLOR", colors, "colors")):
             if value is None and name != "vertices":
                 continue
-            snap, shape = numeric_array(value, name, empty_ok=True)
+            snap, shape, _ = numeric_array(value, name, empty_ok=True)
             if len(shape) != 3:
                 raise ValueError(f"{name} must be [B, N, 3] (3-D), got shape {shape}")
             parts[key] = snap
@@ -247,6 +252,7 @@ class PluginMethods(SummaryWriterBase):
         run = check_sub_run(run_name or str(time.time()), "run_name")
         if not self.write_to_disk:
             return
+        _refuse_symlinks(self.log_dir, run)
         # a file of its own that is closed at once, as the peers write it: a sweep
         # calling this per trial leaves no writer open per trial
         with Writer(os.path.join(self.log_dir, run), **self.writer_options()) as w:
@@ -260,10 +266,9 @@ class PluginMethods(SummaryWriterBase):
         """Log a tensor as it is (dtype and shape kept), with torch's plugin metadata
         (``"tensor"``)."""
         check_tag(tag)
-        snap, shape = numeric_array(tensor, "tensor", kinds="biufcUS", empty_ok=True)
+        snap, _, nbytes = numeric_array(tensor, "tensor", kinds="biufcUS", empty_ok=True)
         step, wall = self._when(global_step, walltime)
-        self.writer.submit(_resolved(tbp.tensor_event, wall, step, tag), snap,
-                           nbytes=_nbytes(shape))
+        self.writer.submit(_resolved(tbp.tensor_event, wall, step, tag), snap, nbytes=nbytes)
 
     def add_scalar_form(self, tag: str, scalar_value: Any, global_step: Any, walltime: Any,
                         new_style: bool, double_precision: bool, display_name: str,
