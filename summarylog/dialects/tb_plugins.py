@@ -6,7 +6,6 @@ methods validate on the caller's thread and run these on the writer's."""
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, Callable, Mapping, Sequence
 
@@ -123,9 +122,9 @@ def _struct_value(Value: Any, v: bool | float | str) -> Any:
     return Value(string_value=v)
 
 
-_HP_TYPE = {kind: POOL.FindEnumTypeByName("summarylog.tb.HParamDataType").values_by_name[name].number
-            for kind, name in ((bool, "DATA_TYPE_BOOL"), (float, "DATA_TYPE_FLOAT64"),
-                               (str, "DATA_TYPE_STRING"))}
+_HP_TYPES = POOL.FindEnumTypeByName("summarylog.tb.HParamDataType").values_by_name
+_HP_TYPE = {bool: _HP_TYPES["DATA_TYPE_BOOL"].number, float: _HP_TYPES["DATA_TYPE_FLOAT64"].number,
+            str: _HP_TYPES["DATA_TYPE_STRING"].number}
 
 
 def hparams_events(wall_time: float, hparam_dict: Mapping[str, Any],

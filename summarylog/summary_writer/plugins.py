@@ -1,4 +1,7 @@
-"""SummaryWriter's add_histogram, add_histogram_raw, add_pr_curve, add_pr_curve_raw, add_custom_scalars (+ _marginchart, _multilinechart), add_mesh, add_hparams, add_tensor, and add_scalar's new_style / double_precision / display_name forms."""
+"""SummaryWriter's add_histogram, add_histogram_raw, add_pr_curve, add_pr_curve_raw,
+add_custom_scalars (+ _marginchart, _multilinechart), add_mesh, add_hparams, add_tensor,
+and add_scalar's new_style / double_precision / display_name forms: checked and copied
+on the caller's thread, encoded by :mod:`summarylog.dialects.tb_plugins` on the writer's."""
 
 from __future__ import annotations
 
@@ -79,7 +82,9 @@ def _refuse_symlinks(log_dir: str, run: str) -> None:
 
 
 class PluginMethods(SummaryWriterBase):
-    """add_histogram, add_histogram_raw, add_pr_curve, add_pr_curve_raw, add_custom_scalars (+ _marginchart, _multilinechart), add_mesh, add_hparams, add_tensor, and add_scalar's new_style / double_precision / display_name forms (the peers' signatures)."""
+    """add_histogram, add_histogram_raw, add_pr_curve, add_pr_curve_raw, add_custom_scalars
+    (+ _marginchart, _multilinechart), add_mesh, add_hparams, add_tensor, and add_scalar's
+    new_style / double_precision / display_name forms (the peers' signatures)."""
 
     def _when(self, global_step: Any, walltime: Any) -> tuple[int, float]:
         check_when(global_step, walltime)
