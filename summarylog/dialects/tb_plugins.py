@@ -130,7 +130,7 @@ _HP_TYPE = {bool: _HP_TYPES["DATA_TYPE_BOOL"].number, float: _HP_TYPES["DATA_TYP
 def hparams_events(wall_time: float, hparam_dict: Mapping[str, Any],
                    metric_dict: Mapping[str, Any],
                    hparam_domain_discrete: Mapping[str, Sequence[Any]] | None = None,
-                   *, step: int = 0) -> list[bytes]:
+                   *, step: int = 0, torch_bools: bool = False) -> list[bytes]:
     """The three hparams-plugin events torch's ``add_hparams`` writes, in its order:
     the experiment record (an HParamInfo per hparam, with ``hparam_domain_discrete``'s
     choices; a MetricInfo for exactly the keys of ``metric_dict``), the session start
@@ -139,7 +139,8 @@ def hparams_events(wall_time: float, hparam_dict: Mapping[str, Any],
 
     Values: bool, int, float, str, one-element arrays or tensors (numbers), callables
     (their name, as tensorboardX); None values are left out.  Bools are written as
-    bools (torch writes them as 1.0/0.0: its int test catches them first).
+    bools (torch writes them as 1.0/0.0: its int test catches them first;
+    ``torch_bools=True`` writes them as torch does, e.g. to match TensorBoardLogger).
     TypeError/ValueError naming the argument for anything else."""
     values = hparam_values(hparam_dict)
     if not isinstance(metric_dict, Mapping):
@@ -148,6 +149,10 @@ def hparams_events(wall_time: float, hparam_dict: Mapping[str, Any],
     for tag in metric_dict:
         check_tag(tag, "metric_dict key")
     domain = check_domain_discrete(hparam_domain_discrete, values)
+    if torch_bools:
+        values = {k: float(v) if isinstance(v, bool) else v for k, v in values.items()}
+        domain = {k: [float(d) if isinstance(d, bool) else d for d in v]
+                  for k, v in domain.items()}
     Value = _value_class()
     ListValue = message_class("google.protobuf.ListValue")
     HParamInfo = tb.HParamInfo

@@ -51,10 +51,12 @@ def _histogram(wall: float, step: int, tag: str, values: Any, bins: Any,
 
 def _pr_curve(wall: float, step: int, tag: str, labels: Any, predictions: Any,
               num_thresholds: int, weights: Any) -> list[bytes]:
+    # each in its own dtype, as the peers take them: a float32 prediction's bucket is
+    # floor of a float32 product
     lab = np.ravel(resolve_array(labels))
-    pred = np.ravel(resolve_array(predictions)).astype(np.float64)
+    pred = np.ravel(resolve_array(predictions))
     w = weights if weights is None or isinstance(weights, float) else np.ravel(
-        resolve_array(weights)).astype(np.float64)
+        resolve_array(weights))
     return [tbp.pr_curve_event(wall, step, tag, lab, pred, num_thresholds, w)]
 
 

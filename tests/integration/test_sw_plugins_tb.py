@@ -55,6 +55,8 @@ VALUES = {
 LABELS = RNG.integers(0, 2, size=500)
 PREDICTIONS = np.clip(LABELS * 0.3 + RNG.random(500) * 0.7, 0, 1)
 WEIGHTS = RNG.random(500)
+# float32 predictions on bucket boundaries: k/126 rounds differently in float32
+PREDICTIONS_F32 = torch.cat([torch.arange(127) / 126.0, torch.rand(373)])
 
 
 def script(w: Any) -> None:
@@ -77,6 +79,8 @@ def script(w: Any) -> None:
         w.add_pr_curve(f"pr/{n}", LABELS, PREDICTIONS, i, num_thresholds=n, walltime=T0 + i)
     w.add_pr_curve("pr/weighted", torch.as_tensor(LABELS), torch.as_tensor(PREDICTIONS), 7,
                    weights=WEIGHTS, walltime=T0 + 7)
+    w.add_pr_curve("pr/float32", torch.as_tensor(LABELS).bool(), PREDICTIONS_F32, 8,
+                   walltime=T0 + 8)
     data = [np.linspace(10, 1, 9), np.linspace(1, 5, 9), np.arange(9.0), np.arange(9.0)[::-1],
             np.linspace(0.2, 1, 9), np.linspace(1, 0, 9)]
     w.add_pr_curve_raw("pr_raw", *data, global_step=2, num_thresholds=9, walltime=T0 + 2)
@@ -200,7 +204,8 @@ def test_histograms_and_distributions_same_as_torch(pair: tuple[TB, TB]) -> None
 def test_pr_curves_same_as_torch(pair: tuple[TB, TB]) -> None:
     theirs, ours = pair
     tags = _tags(theirs, "pr_curves")["."]
-    assert sorted(tags) == ["pr/127", "pr/2", "pr/33", "pr/500", "pr/weighted", "pr_raw"]
+    assert sorted(tags) == ["pr/127", "pr/2", "pr/33", "pr/500", "pr/float32", "pr/weighted",
+                            "pr_raw"]
     for tag in tags:
         t = theirs.get("pr_curves", "/pr_curves", run=".", tag=tag)
         o = ours.get("pr_curves", "/pr_curves", run=".", tag=tag)
