@@ -92,3 +92,10 @@ def test_bad_input_names_the_argument(args, err, words):
         hparams_events(T, *args)
     assert words in str(info.value)
     print(f"{err.__name__}: {info.value}")
+
+
+def test_torch_bools_writes_bools_as_torch_does():
+    hp, metrics, domain = {"aug": True, "lr": 0.1}, {"m": 1.0}, {"aug": [True, False]}
+    ours = _decode(hparams_events(T, hp, metrics, domain, torch_bools=True))
+    assert [o[2:] for o in ours] == list(_torch_summaries(hp, metrics, domain))
+    assert ours[1][5].session_start_info.hparams["aug"].number_value == 1.0
