@@ -349,11 +349,16 @@ def test_add_embedding_layout_and_content(tmp_path: Any) -> None:
     d0 = tmp_path / "00000" / "default"
     assert sorted(os.listdir(d0)) == ["metadata.tsv", "sprite.png", "tensors.tsv"]
     rows = (d0 / "tensors.tsv").read_text().splitlines()
-    assert rows[1].split("\t") == [str(float(np.float32(v))) for v in (1.0, 4 / 3, 5 / 3)]
+    got = np.array([r.split("\t") for r in rows], np.float64).astype(np.float32)
+    np.testing.assert_array_equal(got, np.arange(12, dtype=np.float32).reshape(4, 3) / 3)
     assert (d0 / "metadata.tsv").read_text() == "a\nb\n3\nNone\n"
     d7 = tmp_path / "00007" / "a%2fb%5cc%25"
     assert (d7 / "metadata.tsv").read_text() == "name\tn\nx\t1\ny\t2\nz\t3\nw\t4\n"
-    assert (d7 / "tensors.tsv").read_text().splitlines()[0] == "0\t0\t0"
+    assert (d7 / "tensors.tsv").read_text().splitlines()[0] == "0\t0\t0"  # ints as the peers
+    with SummaryWriter(str(tmp_path / "f64")) as w:
+        w.add_embedding(np.array([[0.1, 1e-300], [np.nan, -np.inf]]))
+    assert (tmp_path / "f64" / "00000" / "default" / "tensors.tsv").read_text() == \
+        "0.1\t1e-300\nnan\t-inf\n"
     config = text_format.Parse((tmp_path / "projector_config.pbtxt").read_text(),
                                tb.ProjectorConfig())
     first, second = config.embeddings
@@ -563,7 +568,7 @@ def test_add_embedding_caller_cost(tmp_path: Any, figure: Any) -> None:
         w.flush()
         bg = time.perf_counter() - t
     rows = (tmp_path / "00001" / "default" / "tensors.tsv").read_text().splitlines()
-    assert len(rows) == 10000 and float(rows[-1].split("\t")[-1]) == float(mat[-1, -1])
+    assert len(rows) == 10000 and np.float32(rows[-1].split("\t")[-1]) == mat[-1, -1]
     figure(f"add_embedding 10000x128 + 10000 labels: caller {min(costs[:2]) * 1e3:.1f} ms "
            f"(+ 10000 8x8 thumbnails: {costs[2] * 1e3:.1f} ms); background wrote all three "
            f"within {bg:.2f} s of the last call")
