@@ -142,16 +142,21 @@ class Inputs:
     image_chw: np.ndarray
     image_hwc_float: np.ndarray
     images_nchw: np.ndarray
+    images_nhwc_float: np.ndarray
+    image_gray: np.ndarray
     boxes_img: np.ndarray
     video: np.ndarray
+    clips: np.ndarray
     audio: np.ndarray
     audio_rate: int
     texts: dict[str, str]
     embedding: np.ndarray
     embedding_meta: list[str]
     embedding_imgs: np.ndarray
+    embedding2_meta: list[list[str]]
     pr_labels: np.ndarray
     pr_predictions: np.ndarray
+    pr_weights: np.ndarray
     pr_raw: dict[str, np.ndarray]
     layout: dict[str, Any]
     mesh: dict[str, np.ndarray]
@@ -174,17 +179,23 @@ def make_inputs() -> Inputs:
         image_chw=rng.integers(0, 256, size=(3, 6, 8), dtype=np.uint8),
         image_hwc_float=rng.random((5, 7, 3), dtype=np.float32),
         images_nchw=rng.integers(0, 256, size=(5, 3, 4, 6), dtype=np.uint8),
+        images_nhwc_float=rng.random((10, 3, 2, 3), dtype=np.float32),  # two rows of the 8-wide grid
+        image_gray=rng.random((1, 5, 6), dtype=np.float32),
         boxes_img=rng.random((3, 24, 32), dtype=np.float32),
         video=palette[rng.integers(0, 4, size=(1, 3, 3, 8, 10))],
+        clips=palette[rng.integers(0, 4, size=(3, 2, 3, 6, 5))],  # padded to 4 clips, a 2x2 grid
         audio=np.clip(np.sin(np.arange(400) * 0.07) * 0.8 + rng.normal(0, 0.05, 400), -1, 1)
         .astype(np.float32)[None, :],
         audio_rate=8000,
-        texts={"text/plain": "hello world", "text/markdown": "**bold** and `code`\n\n* one\n* two"},
+        texts={"text/plain": "hello world", "text/markdown": "**bold** and `code`\n\n* one\n* two",
+               "text/unicode": "héllo ✓ — 日本語 <b>not html</b>"},
         embedding=rng.normal(size=(12, 4)).astype(np.float32),
         embedding_meta=[f"label_{i % 3}" for i in range(12)],
         embedding_imgs=rng.random((12, 3, 4, 4), dtype=np.float32),
+        embedding2_meta=[[f"n{i}", "odd" if i % 2 else "even"] for i in range(12)],
         pr_labels=rng.integers(0, 2, size=60).astype(np.int64),
         pr_predictions=rng.random(60).astype(np.float32),
+        pr_weights=rng.random(60).astype(np.float32),
         pr_raw=dict(true_positive_counts=np.array([75, 64, 21, 5, 0], np.int64),
                     false_positive_counts=np.array([150, 105, 18, 0, 0], np.int64),
                     true_negative_counts=np.array([0, 45, 132, 150, 150], np.int64),
@@ -247,17 +258,22 @@ def log_everything(writer_cls: type, root: str, inp: Inputs, onnx_path: str) -> 
          walltime=wall(5))
     call("add_histogram", "hist/tensorflow", inp.histogram_values, 6, bins="tensorflow", walltime=wall(6))
     call("add_histogram", "hist/auto", inp.histogram_values, 7, bins="auto", walltime=wall(7))
+    call("add_histogram", "hist/fd", inp.histogram_values.astype(np.float32), 7, bins="fd", walltime=wall(7))
+    call("add_histogram", "hist/max_bins", inp.histogram_values, 7, bins=64, walltime=wall(7), max_bins=10)
     call("add_histogram_raw", "hist/raw", global_step=8, walltime=wall(8), **inp.histogram_raw)
 
     call("add_image", "image/chw_uint8", torch.from_numpy(inp.image_chw), 9, walltime=wall(9))
     call("add_image", "image/hwc_float", inp.image_hwc_float, 9, walltime=wall(9), dataformats="HWC")
     call("add_images", "images/batch", inp.images_nchw, 10, walltime=wall(10))
+    call("add_images", "images/nhwc_float", inp.images_nhwc_float, 10, walltime=wall(10), dataformats="NHWC")
+    call("add_image", "image/gray", inp.image_gray, 9, walltime=wall(9))
     call("add_image_with_boxes", "image/boxes", torch.from_numpy(inp.boxes_img),
          torch.tensor([[1.0, 2.0, 12.0, 10.0], [8.0, 5.0, 30.0, 22.0]]), 11, walltime=wall(11),
          labels=["cat", "dog"])
     call("add_figure", "figure/one", _figure(0), 12, walltime=wall(12))
     call("add_figure", "figure/list", [_figure(0), _figure(1)], 13, walltime=wall(13))
     call("add_video", "video", torch.from_numpy(inp.video), 14, fps=4, walltime=wall(14))
+    call("add_video", "video/clips", inp.clips, 14, fps=10, walltime=wall(14))
     call("add_audio", "audio", torch.from_numpy(inp.audio), 15, sample_rate=inp.audio_rate,
          walltime=wall(15))
     for i, (tag, text) in enumerate(inp.texts.items()):
@@ -268,8 +284,12 @@ def log_everything(writer_cls: type, root: str, inp: Inputs, onnx_path: str) -> 
     call("add_graph", model, torch.zeros(1, 1, 6, 6))
     call("add_embedding", torch.from_numpy(inp.embedding), metadata=inp.embedding_meta,
          label_img=torch.from_numpy(inp.embedding_imgs), global_step=17, tag="emb")
+    call("add_embedding", inp.embedding * 2, metadata=inp.embedding2_meta, global_step=18, tag="emb2",
+         metadata_header=["name", "parity"])
     call("add_pr_curve", "pr/curve", torch.from_numpy(inp.pr_labels),
          torch.from_numpy(inp.pr_predictions), 18, num_thresholds=11, walltime=wall(18))
+    call("add_pr_curve", "pr/weighted", inp.pr_labels, inp.pr_predictions, 18, weights=inp.pr_weights,
+         walltime=wall(18))
     call("add_pr_curve_raw", "pr/raw", global_step=19, num_thresholds=5, walltime=wall(19), **inp.pr_raw)
     # the three write one tag (the layout); TensorBoard shows the last: the full layout
     call("add_custom_scalars_multilinechart", ["scalar/plain", "scalar/tensor"], category="Multi",
@@ -300,19 +320,20 @@ def _keys_of(inp: Inputs) -> dict[str, list[tuple[str, str]]]:
         "add_scalar": [(RUN, t) for t in inp.scalars],
         "add_scalars": [(f"{RUN}/{m.replace('/', '_')}_{k}", m)
                         for m, g in inp.scalars_groups.items() for k in g],
-        "add_histogram": [(RUN, t) for t in ("hist/int_bins", "hist/tensorflow", "hist/auto")],
+        "add_histogram": [(RUN, t) for t in ("hist/int_bins", "hist/tensorflow", "hist/auto", "hist/fd",
+                                             "hist/max_bins")],
         "add_histogram_raw": [(RUN, "hist/raw")],
-        "add_image": [(RUN, "image/chw_uint8"), (RUN, "image/hwc_float")],
-        "add_images": [(RUN, "images/batch")],
+        "add_image": [(RUN, "image/chw_uint8"), (RUN, "image/hwc_float"), (RUN, "image/gray")],
+        "add_images": [(RUN, "images/batch"), (RUN, "images/nhwc_float")],
         "add_image_with_boxes": [(RUN, "image/boxes")],
         "add_figure": [(RUN, "figure/one"), (RUN, "figure/list")],
-        "add_video": [(RUN, "video")],
+        "add_video": [(RUN, "video"), (RUN, "video/clips")],
         "add_audio": [(RUN, "audio")],
         "add_text": [(RUN, f"{t}/text_summary") for t in inp.texts],
         "add_graph": [(RUN, "__run_graph__"), (RUN, "step1")],
         "add_onnx_graph": [(ONNX_RUN, "__run_graph__")],
         "add_embedding": [(RUN, "projector")],  # files, read through the projector plugin
-        "add_pr_curve": [(RUN, "pr/curve")],
+        "add_pr_curve": [(RUN, "pr/curve"), (RUN, "pr/weighted")],
         "add_pr_curve_raw": [(RUN, "pr/raw")],
         # one tag, three events in call order: multilinechart, marginchart, add_custom_scalars
         "add_custom_scalars_multilinechart": [(RUN, cs_metadata.CONFIG_SUMMARY_TAG + "#0")],
@@ -755,7 +776,8 @@ def test_server_scalars(sides: Sides, server: Server) -> None:
             assert [(s, x) for _, s, x in got] == [(21, _f32(v))], (side, tag, got)
 
 
-HIST_TAGS = {"hist/int_bins": 16, "hist/tensorflow": None, "hist/auto": None, "hist/raw": None}
+HIST_TAGS = {"hist/int_bins": 5, "hist/tensorflow": 6, "hist/auto": 7, "hist/fd": 7, "hist/max_bins": 7,
+             "hist/raw": 8}  # tag -> step
 
 
 def test_server_histograms_and_distributions(sides: Sides, server: Server) -> None:
@@ -767,11 +789,11 @@ def test_server_histograms_and_distributions(sides: Sides, server: Server) -> No
         tags = _fetch(server, "/data/plugin/histograms/tags", {},
                       lambda t: set(HIST_TAGS) <= set(t.get(run, {})))
         assert set(tags[run]) == set(HIST_TAGS), (side, tags[run])
-        for tag, bins in HIST_TAGS.items():
+        for tag, want_step in HIST_TAGS.items():
             (wall, step, buckets), = _fetch(server, "/data/plugin/histograms/histograms",
                                             {"run": run, "tag": tag},
                                             lambda g: isinstance(g, list) and len(g) >= 1)
-            assert step == {"hist/int_bins": 5, "hist/tensorflow": 6, "hist/auto": 7, "hist/raw": 8}[tag]
+            assert step == want_step, (side, tag, step)
             assert wall == T0 + step
             counts = [c for _, _, c in buckets]
             if tag == "hist/raw":
@@ -821,8 +843,9 @@ def _grid(nchw: np.ndarray, ncols: int) -> np.ndarray:
     return out
 
 
-IMAGE_TAGS = {"image/chw_uint8": 9, "image/hwc_float": 9, "images/batch": 10, "image/boxes": 11,
-              "figure/one": 12, "figure/list": 13, "video": 14}
+IMAGE_TAGS = {"image/chw_uint8": 9, "image/hwc_float": 9, "image/gray": 9, "images/batch": 10,
+              "images/nhwc_float": 10, "image/boxes": 11, "figure/one": 12, "figure/list": 13, "video": 14,
+              "video/clips": 14}
 
 
 def test_server_images(sides: Sides, server: Server) -> None:
@@ -831,6 +854,8 @@ def test_server_images(sides: Sides, server: Server) -> None:
         "image/chw_uint8": inp.image_chw.transpose(1, 2, 0),
         "image/hwc_float": _expected_u8(inp.image_hwc_float),
         "images/batch": _grid(inp.images_nchw, 8),
+        "images/nhwc_float": _grid(_expected_u8(inp.images_nhwc_float).transpose(0, 3, 1, 2), 8),
+        "image/gray": np.repeat(_expected_u8(inp.image_gray).transpose(1, 2, 0), 3, axis=2),
     }
     views: dict[str, dict[str, Any]] = {}
     for side in SIDES:
@@ -847,6 +872,9 @@ def test_server_images(sides: Sides, server: Server) -> None:
             if tag in expected:
                 assert img["format"] == "PNG"
                 np.testing.assert_array_equal(img["pixels"], expected[tag], err_msg=f"{side} {tag}")
+            elif tag == "video/clips":  # 3 clips padded to 4, tiled in one row, a GIF frame per time step
+                assert img["format"] == "GIF" and len(img["frames"]) == 2, (side, img["format"])
+                assert img["frames"][0].shape == (6, 4 * 5, 3), (side, img["frames"][0].shape)
             elif tag == "video":  # a GIF of the T frames; few colours, so its palette is exact
                 assert img["format"] == "GIF", (side, img["format"])
                 want = inp.video[0].transpose(0, 2, 3, 1)
@@ -940,18 +968,31 @@ def test_server_projector(sides: Sides, server: Server) -> None:
         run = f"{side}/{RUN}"
         assert run in runs
         info = _fetch(server, "/data/plugin/projector/info", {"run": run},
-                      lambda i: isinstance(i, dict) and i.get("embeddings"))
-        (emb,) = info["embeddings"]
-        assert emb["tensorName"] == "emb:00017" and emb["tensorShape"] == [12, 4], (side, emb)
-        assert emb["sprite"]["singleImageDim"] == [4, 4], (side, emb)
-        name = emb["tensorName"]
-        tensor = np.frombuffer(server.get("/data/plugin/projector/tensor", {"run": run, "name": name}), "<f4")
-        np.testing.assert_array_equal(tensor.reshape(12, 4), inp.embedding, err_msg=side)
-        meta = server.get("/data/plugin/projector/metadata", {"run": run, "name": name}).decode()
-        assert meta.splitlines() == inp.embedding_meta, (side, meta)
-        sprite = decode_image(server.get("/data/plugin/projector/sprite_image", {"run": run, "name": name}))
-        np.testing.assert_array_equal(sprite["pixels"], want_sprite, err_msg=side)
-        views[side] = ({k: v for k, v in emb.items() if not k.endswith("Path")}, tensor, meta, sprite)
+                      lambda i: isinstance(i, dict) and len(i.get("embeddings", [])) >= 2)
+        embs = {e["tensorName"]: e for e in info["embeddings"]}
+        assert set(embs) == {"emb:00017", "emb2:00018"}, (side, sorted(embs))
+        views[side] = {}
+        for name, mat, want_meta in (
+                ("emb:00017", inp.embedding, inp.embedding_meta),
+                ("emb2:00018", inp.embedding * 2,
+                 ["name\tparity"] + ["\t".join(row) for row in inp.embedding2_meta])):
+            emb = embs[name]
+            assert emb["tensorShape"] == [12, 4], (side, emb)
+            tensor = np.frombuffer(server.get("/data/plugin/projector/tensor", {"run": run, "name": name}),
+                                   "<f4")
+            np.testing.assert_array_equal(tensor.reshape(12, 4), mat, err_msg=f"{side} {name}")
+            meta = server.get("/data/plugin/projector/metadata", {"run": run, "name": name}).decode()
+            assert meta.splitlines() == want_meta, (side, name, meta)
+            view = [{k: v for k, v in emb.items() if not k.endswith("Path")}, tensor, meta]
+            if name == "emb:00017":
+                assert emb["sprite"]["singleImageDim"] == [4, 4], (side, emb)
+                sprite = decode_image(server.get("/data/plugin/projector/sprite_image",
+                                                 {"run": run, "name": name}))
+                np.testing.assert_array_equal(sprite["pixels"], want_sprite, err_msg=side)
+                view.append(sprite)
+            else:
+                assert "sprite" not in emb, (side, emb)
+            views[side][name] = view
     d = differences(views["ours"], views["torch"])
     assert not d, f"ours and torch's projector tabs differ: {d}"
 
@@ -963,9 +1004,9 @@ def test_server_pr_curves(sides: Sides, server: Server) -> None:
     for side in SIDES:
         run = f"{side}/{RUN}"
         tags = _fetch(server, "/data/plugin/pr_curves/tags", {},
-                      lambda t: {"pr/curve", "pr/raw"} <= set(t.get(run, {})))
-        assert set(tags[run]) == {"pr/curve", "pr/raw"}, tags[run]
-        for tag, step, n in (("pr/curve", 18, 11), ("pr/raw", 19, 5)):
+                      lambda t: {"pr/curve", "pr/weighted", "pr/raw"} <= set(t.get(run, {})))
+        assert set(tags[run]) == {"pr/curve", "pr/weighted", "pr/raw"}, tags[run]
+        for tag, step, n in (("pr/curve", 18, 11), ("pr/weighted", 18, 127), ("pr/raw", 19, 5)):
             got = _fetch(server, "/data/plugin/pr_curves/pr_curves", {"run": run, "tag": tag},
                          lambda g: isinstance(g, dict) and len(g.get(run, [])) >= 1)
             (entry,) = got[run]
@@ -981,12 +1022,16 @@ def test_server_pr_curves(sides: Sides, server: Server) -> None:
                 k = len(tp)
                 np.testing.assert_array_equal(entry["precision"], raw["precision"][:k].astype(np.float32))
                 np.testing.assert_array_equal(entry["recall"], raw["recall"][:k].astype(np.float32))
+            elif tag == "pr/weighted":  # counts are sums of weights, which the route truncates to ints
+                w = sides.inputs.pr_weights.astype(np.float64)
+                assert tp[0] == int(w[labels == 1].sum()) and fp[0] == int(w[labels == 0].sum()), \
+                    (side, entry)
             else:  # every threshold splits all 60 examples; positives are the labels' ones
                 assert (tp + fp + tn + fn == labels.size).all(), (side, entry)
                 assert (tp + fn == labels.sum()).all(), (side, entry)
                 assert tp[0] == labels.sum() and tn[0] == 0, (side, entry)
             views[(side, tag)] = {k: v for k, v in entry.items() if k != "wall_time"}
-    for tag in ("pr/curve", "pr/raw"):
+    for tag in ("pr/curve", "pr/weighted", "pr/raw"):
         d = differences(views[("ours", tag)], views[("torch", tag)])
         assert not d, f"{tag}: ours and torch's pr curves differ: {d}"
 
