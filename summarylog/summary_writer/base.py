@@ -10,8 +10,8 @@ import os
 import threading
 from typing import Any, Iterator
 
-from ..checks import check_step, check_walltime
-from ..files import check_local_dir, host_name
+from ..checks import check_flush_secs, check_step, check_walltime
+from ..files import check_local_dir, check_suffix, host_name
 from ..writer import Writer
 
 __all__ = ["SummaryWriterBase"]
@@ -70,10 +70,9 @@ class SummaryWriterBase:
         self._purge_step = None if purge_step is None else check_step(purge_step)
         # flush_secs keeps the peers' meaning, an upper bound on how long an event
         # waits; summarylog hands events to the OS within FLUSH_CAP_SECS regardless
-        self._options = dict(writer_options, filename_suffix=filename_suffix,
-                             flush_secs=min(float(flush_secs), FLUSH_CAP_SECS)
-                             if isinstance(flush_secs, (int, float))
-                             and not isinstance(flush_secs, bool) else flush_secs)
+        self._options = dict(writer_options, filename_suffix=check_suffix(
+            "filename_suffix", filename_suffix),
+            flush_secs=min(check_flush_secs(flush_secs), FLUSH_CAP_SECS))
         self.write_to_disk = bool(write_to_disk)
         self._lock = threading.Lock()
         self._w: Writer | None = None
@@ -81,8 +80,8 @@ class SummaryWriterBase:
         self._closed_run_files: dict[str, list[str]] = {}  # sub-runs' files of closed writers
         self._exported: dict[str, int] = {}  # export_scalars_to_json: rows already exported
         self._defaults: dict[str, Any] = {}
-        if self.write_to_disk:
-            self._open()  # the peers create the directory and file at construction
+        if self.write_to_disk:  # the peers make the directory at construction
+            os.makedirs(self.log_dir, exist_ok=True)
 
     # -- the writer behind -----------------------------------------------------------------
     def _open(self) -> Writer:

@@ -15,7 +15,7 @@ from ..checks import MAX_VALUE_BYTES, check_size, check_tag
 from ..reader import Reader
 from ..values import snapshot_scalar
 from ..writer import Writer
-from .base import SummaryWriterBase
+from .base import SummaryWriterBase, check_sub_run
 from .images import check_image_tensor, to_hwc_uint8
 
 __all__ = ["BasicMethods"]
@@ -85,7 +85,8 @@ class BasicMethods(SummaryWriterBase):
         values = {}
         for key, value in tag_scalar_dict.items():
             check_tag(key, "tag_scalar_dict key")
-            values[f"{main_tag.replace('/', '_')}_{key}"] = snapshot_scalar(
+            run = check_sub_run(f"{main_tag.replace('/', '_')}_{key}", "tag_scalar_dict key")
+            values[run] = snapshot_scalar(
                 value, f"tag_scalar_dict[{key!r}]")
         for run, value in values.items():  # every value checked before any is logged
             self.sub_writer(run).add_scalar(main_tag, value, step, wall)
