@@ -1128,3 +1128,6 @@ def test_server_hparams(sides: Sides, server: Server) -> None:
         mv = {m["name"]["tag"]: m for m in session["metricValues"]}
         for tag, v in inp.metrics.items():
             assert mv[tag]["value"] == _f32(v) and int(mv[tag]["trainingStep"]) == 21, (name, mv[tag])
+    # the same values of the same types (a bool hparam as torch encodes it) for both sides
+    d = differences(sessions[f"ours/{RUN}/{HP_RUN}"][0]["hparams"], sessions[f"torch/{RUN}/{HP_RUN}"][0]["hparams"])
+    assert not d, f"the HParams tab shows ours' hparams unlike torch's: {d}"
