@@ -145,15 +145,15 @@ def peer_buckets(values: np.ndarray, bins: int | str | np.ndarray, max_bins: int
     merged = False
     if isinstance(bins, str):
         n = rule_bucket_count(bins, x)
-        if n is None:
-            counts, edges = np.histogram(x, bins=bins)
-        elif n > MAX_BINS:
+        if n is not None and n > MAX_BINS:
             counts, edges = _capped_rule(x, n, min(max_bins or MAX_BINS, MAX_BINS))
             merged = True
             if on_cap is not None:
                 on_cap(n, len(counts))
-        else:
+        elif n is not None and _numpy_selector(bins) is not None:
             bins = n  # numpy's own count: its equal-width edges follow
+        else:  # a bound from the formulas only: numpy counts
+            counts, edges = np.histogram(x, bins=bins)
     if exact:
         edges = bins
         counts = np.histogram(x, bins=edges)[0]
