@@ -44,17 +44,6 @@ def tensorflow_edges() -> np.ndarray:
     return np.array([-x for x in reversed(pos)] + [0.0] + pos, dtype=np.float64)
 
 
-def _counts_at_edges(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """np.histogram(values, bins=edges)'s counts without sorting the values:
-    ``edges[i] <= x < edges[i+1]``, the last bucket closed; NaN and values
-    outside the edges not counted."""
-    last = len(edges) - 2
-    idx = np.searchsorted(edges, values, side="right") - 1
-    idx[values == edges[-1]] = last
-    idx = idx[(idx >= 0) & (idx <= last)]
-    return np.bincount(idx, minlength=last + 1)
-
-
 def _numpy_selector(rule: str) -> Callable[..., float] | None:
     for mod in ("_histograms_impl", "histograms"):  # numpy 2 / numpy 1
         selectors = getattr(getattr(np.lib, mod, None), "_hist_bin_selectors", None)
@@ -113,7 +102,7 @@ def _capped_rule(x: np.ndarray, n: int, max_bins: int) -> tuple[np.ndarray, np.n
     step = n // max_bins
     starts = np.arange(0, n, step, dtype=np.float64) * ((hi - lo) / n) + lo
     edges = np.concatenate([starts, [hi]])
-    return _counts_at_edges(x, edges), edges
+    return np.histogram(x, bins=edges)[0], edges
 
 
 def _support(counts: np.ndarray, limits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,15 +134,15 @@ def peer_buckets(values: np.ndarray, bins: int | str | np.ndarray, max_bins: int
     merged = False
     if isinstance(bins, str):
         n = rule_bucket_count(bins, x)
-        if n is None:
-            counts, edges = np.histogram(x, bins=bins)
-        elif n > MAX_BINS:
+        if n is not None and n > MAX_BINS:
             counts, edges = _capped_rule(x, n, min(max_bins or MAX_BINS, MAX_BINS))
             merged = True
             if on_cap is not None:
                 on_cap(n, len(counts))
-        else:
+        elif n is not None and _numpy_selector(bins) is not None:
             bins = n  # numpy's own count: its equal-width edges follow
+        else:  # a bound from the formulas only: numpy counts
+            counts, edges = np.histogram(x, bins=bins)
     if exact:
         edges = bins
         counts = np.histogram(x, bins=edges)[0]

@@ -431,3 +431,24 @@ def test_caller_cost_of_add_histogram_vs_torch(tmp_path, figure):
     figure(f"add_histogram(1M float32 tensor, bins='tensorflow') caller's cost: "
            f"summarylog {ours * 1e3:.2f} ms, torch {theirs * 1e3:.1f} ms "
            f"({theirs / ours:.0f}x less)")
+
+
+def test_rule_counts_without_numpys_private_selectors(monkeypatch):
+    """Where numpy has no ``_hist_bin_selectors`` the documented formulas count the
+    unbounded rules: fd and scott as numpy does, auto at least as many (numpy 1's
+    rule, which numpy 2 bounds further), so the cap still holds."""
+    g = np.random.default_rng(5)
+    x = g.lognormal(0, 1.5, size=5000)
+    exact = {r: rule_bucket_count(r, x) for r in ("fd", "scott", "auto", "sqrt")}
+    monkeypatch.setattr(tb_bins, "_numpy_selector", lambda rule: None)
+    fallback = {r: rule_bucket_count(r, x) for r in ("fd", "scott", "auto", "sqrt")}
+    assert fallback["fd"] == exact["fd"] and fallback["scott"] == exact["scott"]
+    assert fallback["auto"] >= exact["auto"] and fallback["sqrt"] is None
+    for rule in ("auto", "sqrt"):  # under the cap: left to np.histogram, exact
+        monkeypatch.undo()
+        expected = peer_buckets(x, rule, None)
+        monkeypatch.setattr(tb_bins, "_numpy_selector", lambda rule: None)
+        b = peer_buckets(x, rule, None)
+        assert b.counts.tolist() == expected.counts.tolist()
+        assert b.limits.tolist() == expected.limits.tolist()
+    print(f"without numpy's selectors: {fallback} (numpy's own: {exact})")
