@@ -576,3 +576,20 @@ def test_add_embedding_caller_cost(tmp_path: Any, figure: Any) -> None:
     figure(f"add_embedding 10000x128 + 10000 labels: caller {min(costs[:2]) * 1e3:.1f} ms "
            f"(+ 10000 8x8 thumbnails: {costs[2] * 1e3:.1f} ms); background wrote all three "
            f"within {bg:.2f} s of the last call")
+
+
+def test_add_embedding_again_replaces_files_and_keeps_one_entry(tmp_path: Any) -> None:
+    """The same call again (a re-run into the same log_dir): the files are replaced, the
+    peers' warning is given, and projector_config.pbtxt keeps one entry for it."""
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_embedding(np.zeros((2, 2)), metadata=["a", "b"])
+        w.flush()
+        with pytest.warns(UserWarning, match="exists; its files are replaced"):
+            w.add_embedding(np.ones((2, 2)), metadata=["c", "d"])
+        w.add_embedding(np.ones((2, 2)), tag="other")
+    with SummaryWriter(str(tmp_path)) as w, pytest.warns(UserWarning):
+        w.add_embedding(np.full((2, 2), 2.0), metadata=["e", "f"])
+    config = (tmp_path / "projector_config.pbtxt").read_text()
+    assert config.count("embeddings {") == 2 and config.count('"default:00000"') == 1
+    assert (tmp_path / "00000" / "default" / "metadata.tsv").read_text() == "e\nf\n"
+    assert (tmp_path / "00000" / "default" / "tensors.tsv").read_text() == "2.0\t2.0\n2.0\t2.0\n"
