@@ -593,3 +593,12 @@ def test_add_embedding_again_replaces_files_and_keeps_one_entry(tmp_path: Any) -
     assert config.count("embeddings {") == 2 and config.count('"default:00000"') == 1
     assert (tmp_path / "00000" / "default" / "metadata.tsv").read_text() == "e\nf\n"
     assert (tmp_path / "00000" / "default" / "tensors.tsv").read_text() == "2.0\t2.0\n2.0\t2.0\n"
+
+
+def test_sprite_over_tensorboards_limit_warns() -> None:
+    """tensorboardX refuses a sprite over 8192 px, torch writes it silently; we write it
+    and say the projector will not show it (checked without writing the 300 MB sprite)."""
+    with pytest.warns(UserWarning, match="10000 pixels wide; TensorBoard's projector shows "
+                                         "sprites up to 8192"):
+        projector.check_embedding(np.zeros((4, 2)), None, np.zeros((4, 1, 1, 5000)), 0,
+                                  "default", None)
