@@ -127,7 +127,7 @@ def _label_images(label_img: Any, n: int) -> np.ndarray:
     if arr.shape[2] == 0 or arr.shape[3] == 0:
         raise ValueError(f"label_img must not be empty, got shape {arr.shape}")
     check_size(arr.nbytes, "label_img")
-    side = _sprite_shape(arr.shape)[1]
+    side = max(_sprite_shape(arr.shape)[2:])
     if side > MAX_SPRITE_SIDE:
         warnings.warn(f"add_embedding: the sprite of label_img {arr.shape} is {side} pixels "
                       f"wide; TensorBoard's projector shows sprites up to {MAX_SPRITE_SIDE}",
