@@ -109,6 +109,12 @@ def _metadata_lines(metadata: Any, n: int, metadata_header: Any) -> list[str]:
         raise ValueError(f"metadata labels and metadata_header must not hold tabs or "
                          f"line breaks (they would split rows or columns of metadata.tsv), "
                          f"got {bad[:60]!r}")
+    if not joined.isascii():
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"metadata labels must be valid Unicode text (one holds a lone "
+                             f"surrogate): {exc}") from None
     return lines
 
 

@@ -522,6 +522,7 @@ def test_add_embedding_argument_errors(tmp_path: Any) -> None:
         (dict(mat=m, metadata="abc"), TypeError, "metadata must be a list"),
         (dict(mat=m, metadata=["a", "b\nc", "d"]), ValueError, "tabs or line breaks"),
         (dict(mat=m, metadata=["a", "b", "c\r"]), ValueError, "tabs or line breaks"),
+        (dict(mat=m, metadata=["a", "\udcff", "é"]), ValueError, "lone surrogate"),
         (dict(mat=m, metadata=["a\tb", "b", "c"]), ValueError, "tabs or line breaks"),
         (dict(mat=m, metadata=[[1, 2]] * 3, metadata_header=["a\tb", "c"]), ValueError,
          "tabs or line breaks"),
