@@ -6,7 +6,8 @@ tensorboardX lay them out, so TensorBoard's Projector loads them:
                                                first for several columns)
     <log_dir>/<step:05d>/<tag>/sprite.png      the thumbnails in a square grid
     <log_dir>/projector_config.pbtxt           one ``embeddings { ... }`` entry
-                                               appended per call
+                                               appended per call (not again when
+                                               the same entry is there already)
 
 :func:`check_embedding` runs on the caller's thread (checks, private copies);
 :func:`write_embedding` on the writer's background thread (text, PNG, files).
@@ -38,6 +39,7 @@ MAX_SPRITE_SIDE = 8192
 _NAME_MAX = 255
 _SPRITE_BLOCK = 1024  # thumbnails converted to pixels at a time (bounds the float64 copy)
 _BAD_CELL = ("\n", "\r", "\t")
+_CONFIG_DEDUP_LIMIT = 16 << 20  # a config larger than this is appended to unread
 
 
 @dataclasses.dataclass
@@ -107,6 +109,12 @@ def _metadata_lines(metadata: Any, n: int, metadata_header: Any) -> list[str]:
         raise ValueError(f"metadata labels and metadata_header must not hold tabs or "
                          f"line breaks (they would split rows or columns of metadata.tsv), "
                          f"got {bad[:60]!r}")
+    if not joined.isascii():
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"metadata labels must be valid Unicode text (one holds a lone "
+                             f"surrogate): {exc}") from None
     return lines
 
 
@@ -125,7 +133,7 @@ def _label_images(label_img: Any, n: int) -> np.ndarray:
     if arr.shape[2] == 0 or arr.shape[3] == 0:
         raise ValueError(f"label_img must not be empty, got shape {arr.shape}")
     check_size(arr.nbytes, "label_img")
-    side = _sprite_shape(arr.shape)[1]
+    side = max(_sprite_shape(arr.shape)[2:])
     if side > MAX_SPRITE_SIDE:
         warnings.warn(f"add_embedding: the sprite of label_img {arr.shape} is {side} pixels "
                       f"wide; TensorBoard's projector shows sprites up to {MAX_SPRITE_SIDE}",
@@ -247,7 +255,10 @@ def write_embedding(log_dir: str, emb: Embedding, wall: float) -> list[bytes]:
         if emb.label_img is not None:
             where.replace("sprite.png", encode_png(sprite_pixels(emb.label_img)))
         where.replace("tensors.tsv", tensors_tsv(emb.mat))
-        run.append(CONFIG_NAME, config_entry(emb))
+        entry = config_entry(emb)
+        current = run.read(CONFIG_NAME, _CONFIG_DEDUP_LIMIT)
+        if current is None or entry not in current:  # the same call again: one entry
+            run.append(CONFIG_NAME, entry)
     from .pb import tb
 
     return [tb.Event(wall_time=wall).SerializeToString()]

@@ -76,6 +76,22 @@ class SideDir:
                 pass
             raise
 
+    def read(self, name: str, limit: int) -> bytes | None:
+        """The contents of the regular file ``name`` (b"" when missing), or None when it
+        is larger than ``limit`` bytes; a link or anything but a regular file raises."""
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _BINARY, dir_fd=self.fd)
+        except FileNotFoundError:
+            return b""
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "exists but is not a regular file",
+                              os.path.join(self.path, name))
+            if st.st_size > limit:
+                return None
+            return f.read(limit + 1)
+
     def append(self, name: str, data: bytes) -> None:
         """Append ``data`` to ``name`` in one write (made if missing; not through a link)."""
         fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK

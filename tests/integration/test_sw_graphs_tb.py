@@ -2,7 +2,8 @@
 compared with the peers writing the same call:
 
 * add_graph of a small CNN: ours vs torch.utils.tensorboard's SummaryWriter, both
-  served by the graphs plugin's ``/graph`` and ``/run_metadata`` routes (node names,
+  served by the graphs plugin's ``/data/plugin/graphs/graph`` and ``/run_metadata``
+  routes (TensorBoard's WSGI app, in process) (node names,
   ops, inputs and attrs equal);
 * add_onnx_graph: ours vs torch's, through the same route;
 * add_openvino_graph: ours vs tensorboardX's;
@@ -28,6 +29,7 @@ torch = require_module("torch")
 require_module("tensorboard")
 
 from google.protobuf import text_format  # noqa: E402
+from tensorboard.backend import application  # noqa: E402
 from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
 from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
 from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
@@ -73,15 +75,30 @@ def _context(logdir: str) -> base_plugin.TBContext:
                                  plugin_name_to_instance={})
 
 
-def _get(app: Any, **args: Any) -> Any:
-    resp = Client(app).get("/", query_string=args)
+class _Routes:
+    """A plugin's HTTP routes, served by TensorBoard's own WSGI app as the dashboard
+    queries them: ``routes["/graph"]`` is ``/data/plugin/<plugin>/graph``."""
+
+    def __init__(self, plugin_class: Any, logdir: str) -> None:
+        context = _context(logdir)
+        plugin = plugin_class(context)
+        self.client = Client(application.TensorBoardWSGI(
+            [plugin], data_provider=context.data_provider))
+        self.prefix = f"/data/plugin/{plugin.plugin_name}"
+
+    def __getitem__(self, route: str) -> Any:
+        return lambda **args: self.client.get(self.prefix + route, query_string=args)
+
+
+def _get(route: Any, **args: Any) -> Any:
+    resp = route(**args)
     assert resp.status_code == 200, (args, resp.get_data(as_text=True))
     return resp
 
 
 def _served_graph(logdir: str, run: str) -> graph_pb2.GraphDef:
-    plugin = graphs_plugin.GraphsPlugin(_context(logdir))
-    body = _get(plugin.get_plugin_apps()["/graph"], run=run).get_data(as_text=True)
+    routes = _Routes(graphs_plugin.GraphsPlugin, logdir)
+    body = _get(routes["/graph"], run=run).get_data(as_text=True)
     return text_format.Parse(body, graph_pb2.GraphDef())
 
 
@@ -106,8 +123,7 @@ def test_add_graph_small_cnn_same_as_torch(tmp_path: Any) -> None:
     assert {"IO Node", "aten::_convolution", "aten::batch_norm", "aten::linear"} <= ops
     assert any(n.name.startswith("SmallCNN/Sequential[block]/Conv2d[0]/") for n in ours.node)
     # the device stats torch logs beside the graph (tag step1)
-    plugin = graphs_plugin.GraphsPlugin(_context(str(tmp_path)))
-    route = plugin.get_plugin_apps()["/run_metadata"]
+    route = _Routes(graphs_plugin.GraphsPlugin, str(tmp_path))["/run_metadata"]
     served = [text_format.Parse(_get(route, run=r, tag="step1").get_data(as_text=True),
                                 config_pb2.RunMetadata()) for r in ("torch", "ours")]
     assert served[0] == served[1]
@@ -209,12 +225,11 @@ def test_add_openvino_graph_same_as_tensorboardx(tmp_path: Any) -> None:
 
 # -- the projector ---------------------------------------------------------------------------
 
-def _projector(logdir: str) -> dict[str, Any]:
-    plugin = projector_plugin.ProjectorPlugin(_context(logdir))
-    return plugin.get_plugin_apps()
+def _projector(logdir: str) -> Any:
+    return _Routes(projector_plugin.ProjectorPlugin, logdir)
 
 
-def _served_embedding(apps: dict[str, Any], run: str, name: str) -> dict[str, Any]:
+def _served_embedding(apps: Any, run: str, name: str) -> dict[str, Any]:
     config = json.loads(_get(apps["/info"], run=run).get_data(as_text=True))
     info = next(e for e in config["embeddings"] if e["tensorName"] == name)
     shape = [int(d) for d in info["tensorShape"]]

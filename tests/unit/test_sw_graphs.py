@@ -522,6 +522,7 @@ def test_add_embedding_argument_errors(tmp_path: Any) -> None:
         (dict(mat=m, metadata="abc"), TypeError, "metadata must be a list"),
         (dict(mat=m, metadata=["a", "b\nc", "d"]), ValueError, "tabs or line breaks"),
         (dict(mat=m, metadata=["a", "b", "c\r"]), ValueError, "tabs or line breaks"),
+        (dict(mat=m, metadata=["a", "\udcff", "é"]), ValueError, "lone surrogate"),
         (dict(mat=m, metadata=["a\tb", "b", "c"]), ValueError, "tabs or line breaks"),
         (dict(mat=m, metadata=[[1, 2]] * 3, metadata_header=["a\tb", "c"]), ValueError,
          "tabs or line breaks"),
@@ -576,3 +577,29 @@ def test_add_embedding_caller_cost(tmp_path: Any, figure: Any) -> None:
     figure(f"add_embedding 10000x128 + 10000 labels: caller {min(costs[:2]) * 1e3:.1f} ms "
            f"(+ 10000 8x8 thumbnails: {costs[2] * 1e3:.1f} ms); background wrote all three "
            f"within {bg:.2f} s of the last call")
+
+
+def test_add_embedding_again_replaces_files_and_keeps_one_entry(tmp_path: Any) -> None:
+    """The same call again (a re-run into the same log_dir): the files are replaced, the
+    peers' warning is given, and projector_config.pbtxt keeps one entry for it."""
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_embedding(np.zeros((2, 2)), metadata=["a", "b"])
+        w.flush()
+        with pytest.warns(UserWarning, match="exists; its files are replaced"):
+            w.add_embedding(np.ones((2, 2)), metadata=["c", "d"])
+        w.add_embedding(np.ones((2, 2)), tag="other")
+    with SummaryWriter(str(tmp_path)) as w, pytest.warns(UserWarning):
+        w.add_embedding(np.full((2, 2), 2.0), metadata=["e", "f"])
+    config = (tmp_path / "projector_config.pbtxt").read_text()
+    assert config.count("embeddings {") == 2 and config.count('"default:00000"') == 1
+    assert (tmp_path / "00000" / "default" / "metadata.tsv").read_text() == "e\nf\n"
+    assert (tmp_path / "00000" / "default" / "tensors.tsv").read_text() == "2.0\t2.0\n2.0\t2.0\n"
+
+
+def test_sprite_over_tensorboards_limit_warns() -> None:
+    """tensorboardX refuses a sprite over 8192 px, torch writes it silently; we write it
+    and say the projector will not show it (checked without writing the 300 MB sprite)."""
+    with pytest.warns(UserWarning, match="10000 pixels wide; TensorBoard's projector shows "
+                                         "sprites up to 8192"):
+        projector.check_embedding(np.zeros((4, 2)), None, np.zeros((4, 1, 1, 5000)), 0,
+                                  "default", None)
