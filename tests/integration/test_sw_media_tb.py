@@ -319,12 +319,15 @@ def test_add_video_same_frames_as_torch_when_its_moviepy_runs(tmp_path):
 # the caller's cost (printed for the lead's bench; no timing assert)
 # ---------------------------------------------------------------------------
 
-def _per_call(fn: Callable[[int], None], n: int) -> float:
+def _per_call(fn: Callable[[int], None], n: int,
+              settle: Callable[[], None] = lambda: None) -> float:
+    """Median seconds of one ``fn(i)``; ``settle()`` (untimed) runs after each."""
     times = []
     for i in range(n):
         t = time.perf_counter()
         fn(i)
         times.append(time.perf_counter() - t)
+        settle()
     return statistics.median(times)
 
 
@@ -353,14 +356,17 @@ def test_print_caller_cost_against_the_peers(tmp_path):
         n = 5 if "video" in what else 10
         costs = {}
         for side, cls in (("peer", peer_cls), ("ours", summarylog.SummaryWriter)):
-            figs = [_figure(k, (6.4, 4.8), 100) for k in range(n + 1)]  # made untimed
-            w = cls(str(tmp_path / side / what.split()[0]))
-            call(w, 0)  # warm-up: imports, fonts, first file
-            costs[side] = _per_call(lambda i, call=call, w=w: call(w, i + 1), n)
-            w.close()
-            for f in figs:
-                plt.close(f)
-        rows.append((what, costs["peer"], costs["ours"]))
+            for mode in ("idle", "busy"):  # idle: flush() (untimed) after each call
+                figs = [_figure(k, (6.4, 4.8), 100) for k in range(n + 1)]  # made untimed
+                w = cls(str(tmp_path / side / mode / what.split()[0]))
+                call(w, 0)  # warm-up: imports, fonts, first file
+                w.flush()
+                costs[side, mode] = _per_call(lambda i, call=call, w=w: call(w, i + 1), n,
+                                              w.flush if mode == "idle" else lambda: None)
+                w.close()
+                for f in figs:
+                    plt.close(f)
+        rows.append((what, costs))
     # add_figure: how its caller cost splits (drawing stays on the caller's thread)
     from summarylog.png import encode_png
     from summarylog.summary_writer.media_prep import rasterise
@@ -370,9 +376,12 @@ def test_print_caller_cost_against_the_peers(tmp_path):
     rgba = rasterise(fig)
     png = _per_call(lambda i: encode_png(np.ascontiguousarray(rgba[:, :, :3])), 10)
     plt.close(fig)
-    for what, peer, ours in rows:
-        print(f"caller cost per call, {what}: peer {peer * 1e3:.2f} ms, ours "
-              f"{ours * 1e3:.3f} ms ({ours / peer:.3f} of the peer's)")
+    for what, c in rows:
+        for mode, how in (("idle", "writer idle at each call"),
+                          ("busy", "back to back, the writer still encoding")):
+            peer, ours = c["peer", mode], c["ours", mode]
+            print(f"caller cost per call, {what}, {how}: peer {peer * 1e3:.2f} ms, ours "
+                  f"{ours * 1e3:.3f} ms ({ours / peer:.3f} of the peer's)")
     print(f"add_figure 640x480 split: Agg drawing + copy {draw * 1e3:.2f} ms on the caller's "
           f"thread, PNG encoding {png * 1e3:.2f} ms on the writer's")
     assert not plt.get_fignums()
