@@ -24,6 +24,7 @@ __all__ = [
     "check_positive",
     "check_samples",
     "check_video",
+    "figure_size",
 ]
 
 #: the WAV header keeps the byte rate (rate * channels * 2) in 32 bits
@@ -136,3 +137,9 @@ def check_figures(figure: Any) -> tuple[list[Any], bool]:
             where = f"figure[{i}]" if isinstance(figure, (list, tuple)) else "figure"
             raise TypeError(f"{where} must be a matplotlib.figure.Figure, got {type(f).__name__}")
     return figures, isinstance(figure, (list, tuple))
+
+
+def figure_size(figure: Any) -> tuple[int, int]:
+    """(width, height) in pixels of the figure as Agg draws it (its bbox, truncated)."""
+    width, height = figure.bbox.size
+    return int(width), int(height)

@@ -369,7 +369,7 @@ def test_print_caller_cost_against_the_peers(tmp_path):
         rows.append((what, costs))
     # add_figure: how its caller cost splits (drawing stays on the caller's thread)
     from summarylog.png import encode_png
-    from summarylog.summary_writer.media_prep import rasterise
+    from summarylog.summary_writer.figure_snapshot import rasterise
 
     fig = _figure(0, (6.4, 4.8), 100)
     draw = _per_call(lambda i: rasterise(fig), 10)
