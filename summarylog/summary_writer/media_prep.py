@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ..media_codecs import require_pillow
 
 __all__ = ["draw_boxes", "pcm16", "video_frames", "video_grid"]
+
 
 def pcm16(samples: np.ndarray) -> np.ndarray:
     """int16 samples of values in [-1, 1] (outside clipped), scaled by 32767 and

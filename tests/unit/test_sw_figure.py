@@ -36,6 +36,8 @@ def pictures_of(logdir: str) -> dict[str, np.ndarray]:
         with RecordReader(os.path.join(logdir, name)) as r:
             for payload in r:
                 for v in tb.Event.FromString(payload).summary.value:
+                    if len(v.tensor.string_val) != 3:  # not an image (a scalar)
+                        continue
                     png = io.BytesIO(v.tensor.string_val[2])
                     out[v.tag] = np.asarray(Image.open(png).convert("RGB"))
     return out
@@ -203,3 +205,20 @@ def test_rcparams_changed_before_the_drawing_are_reported(tmp_path, monkeypatch,
     print(msgs)
     assert len(msgs) == 1 and "xtick.labelsize" in msgs[0]
     assert "rc" in pictures_of(str(tmp_path))
+
+
+@pytest.mark.parametrize("figsize,dpi", [((0, 1), 100), ((0.001, 1), 100),
+                                         ((83886.08, 0.01), 100), ((1, 1e6), 100)])
+def test_sizes_agg_cannot_draw_are_refused_at_the_call(tmp_path, figsize, dpi):
+    """Drawn later on the writer's thread, such a figure would be dropped there; the
+    peers raise at the call (torch: 'cannot write empty image', Agg: 'too large')."""
+    fig = plt.figure(figsize=figsize, dpi=dpi)
+    with summarylog.SummaryWriter(tmp_path) as w:
+        w.add_scalar("before", 1.0, 0)
+        with pytest.raises(ValueError, match="figure") as info:
+            w.add_figure("f", fig, 0)
+        w.add_scalar("after", 2.0, 0)
+    print(f"figsize {figsize} at dpi {dpi}: {info.value}")
+    assert plt.fignum_exists(fig.number)  # refused before anything, close included
+    plt.close(fig)
+    assert pictures_of(str(tmp_path)) == {}
