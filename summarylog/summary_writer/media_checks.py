@@ -24,12 +24,15 @@ __all__ = [
     "check_positive",
     "check_samples",
     "check_video",
+    "figure_size",
 ]
 
 #: the WAV header keeps the byte rate (rate * channels * 2) in 32 bits
 MAX_SAMPLE_RATE = (2**32 - 1) // 4
 #: GIF keeps a frame's width and height in 16 bits
 MAX_GIF_SIDE = 65535
+#: matplotlib's Agg renderer refuses an image 2**23 pixels wide or high
+MAX_AGG_SIDE = 2**23
 
 
 def check_positive(value: Any, name: str, limit: float = math.inf) -> float:
@@ -136,3 +139,13 @@ def check_figures(figure: Any) -> tuple[list[Any], bool]:
             where = f"figure[{i}]" if isinstance(figure, (list, tuple)) else "figure"
             raise TypeError(f"{where} must be a matplotlib.figure.Figure, got {type(f).__name__}")
     return figures, isinstance(figure, (list, tuple))
+
+
+def figure_size(figure: Any) -> tuple[int, int]:
+    """(width, height) in pixels of the figure as Agg draws it (its bbox, truncated),
+    checked at the call: the drawing happens later, on the writer's thread."""
+    width, height = (int(v) for v in figure.bbox.size)
+    if not (0 < width < MAX_AGG_SIDE and 0 < height < MAX_AGG_SIDE):
+        raise ValueError(f"figure is {width}x{height} pixels (figsize times dpi); Agg draws "
+                         f"1 to {MAX_AGG_SIDE - 1} pixels a side")
+    return width, height

@@ -1,19 +1,18 @@
 """Media laid out as torch.utils.tensorboard and tensorboardX lay them out, before
 encoding (on the background thread): 16-bit PCM samples, a video's batch tiled into
-one grid per frame, boxes and labels drawn on an image; and the one step that stays on
-the caller's thread, rasterising a matplotlib figure."""
+one grid per frame, boxes and labels drawn on an image.  (Figures: figure_snapshot.)"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ..media_codecs import require_pillow
 
-__all__ = ["draw_boxes", "pcm16", "rasterise", "video_frames", "video_grid"]
+__all__ = ["draw_boxes", "pcm16", "video_frames", "video_grid"]
+
 
 def pcm16(samples: np.ndarray) -> np.ndarray:
     """int16 samples of values in [-1, 1] (outside clipped), scaled by 32767 and
@@ -84,14 +83,3 @@ def draw_boxes(hwc: np.ndarray, boxes: np.ndarray, labels: Sequence[str] | None,
     if size != (w, h):
         picture = picture.resize(size, image.Resampling.LANCZOS)
     return np.asarray(picture)
-
-
-def rasterise(figure: Any) -> np.ndarray:
-    """The RGBA pixels (H, W, 4) of a figure drawn by Agg, as the peers draw it (which
-    also makes an Agg canvas the figure's canvas); a copy, the canvas reuses its buffer.
-    On the caller's thread: matplotlib figures and their caches are not thread-safe."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(figure)
-    canvas.draw()
-    return np.array(canvas.buffer_rgba(), copy=True)

@@ -319,12 +319,15 @@ def test_add_video_same_frames_as_torch_when_its_moviepy_runs(tmp_path):
 # the caller's cost (printed for the lead's bench; no timing assert)
 # ---------------------------------------------------------------------------
 
-def _per_call(fn: Callable[[int], None], n: int) -> float:
+def _per_call(fn: Callable[[int], None], n: int,
+              settle: Callable[[], None] = lambda: None) -> float:
+    """Median seconds of one ``fn(i)``; ``settle()`` (untimed) runs after each."""
     times = []
     for i in range(n):
         t = time.perf_counter()
         fn(i)
         times.append(time.perf_counter() - t)
+        settle()
     return statistics.median(times)
 
 
@@ -332,6 +335,7 @@ def test_print_caller_cost_against_the_peers(tmp_path):
     tbx = require_module("tensorboardX")
     rng = np.random.default_rng(6)
     snd = rng.uniform(-1, 1, 44100).astype(np.float32)
+    snd10 = rng.uniform(-1, 1, 441000).astype(np.float32)
     vid = rng.random((4, 16, 3, 64, 64)).astype(np.float32)
     img = rng.random((3, 480, 640)).astype(np.float32)
     boxes = np.array([[10 + 40 * i, 10 + 30 * i, 80 + 40 * i, 90 + 30 * i] for i in range(10)],
@@ -340,9 +344,12 @@ def test_print_caller_cost_against_the_peers(tmp_path):
     has_moviepy = importlib.util.find_spec("moviepy") is not None
     calls = {
         "add_audio 1 s 44.1 kHz": lambda w, i: w.add_audio("a", snd, i),
+        "add_audio 10 s 44.1 kHz": lambda w, i: w.add_audio("a", snd10, i),
         "add_image_with_boxes 640x480 10 boxes": lambda w, i: w.add_image_with_boxes(
             "b", img, boxes, i, labels=labels),
         "add_figure 640x480": lambda w, i: w.add_figure("f", figs.pop(), i),
+        "add_figure 640x480 close=False": lambda w, i: w.add_figure("f", figs.pop(), i,
+                                                                    close=False),
     }
     if has_moviepy:
         calls["add_video 4x16x3x64x64 (peer: tensorboardX)"] = lambda w, i: w.add_video(
@@ -353,26 +360,37 @@ def test_print_caller_cost_against_the_peers(tmp_path):
         n = 5 if "video" in what else 10
         costs = {}
         for side, cls in (("peer", peer_cls), ("ours", summarylog.SummaryWriter)):
-            figs = [_figure(k, (6.4, 4.8), 100) for k in range(n + 1)]  # made untimed
-            w = cls(str(tmp_path / side / what.split()[0]))
-            call(w, 0)  # warm-up: imports, fonts, first file
-            costs[side] = _per_call(lambda i, call=call, w=w: call(w, i + 1), n)
-            w.close()
-            for f in figs:
-                plt.close(f)
-        rows.append((what, costs["peer"], costs["ours"]))
-    # add_figure: how its caller cost splits (drawing stays on the caller's thread)
+            for mode in ("idle", "busy"):  # idle: flush() (untimed) after each call
+                figs = [_figure(k, (6.4, 4.8), 100) for k in range(n + 1)]  # made untimed
+                w = cls(str(tmp_path / side / mode / what.split()[0]))
+                call(w, 0)  # warm-up: imports, fonts, first file
+                w.flush()
+                costs[side, mode] = _per_call(lambda i, call=call, w=w: call(w, i + 1), n,
+                                              w.flush if mode == "idle" else lambda: None)
+                w.close()
+                plt.close("all")  # close=False leaves the logged figures open
+        rows.append((what, costs))
+    # add_figure: how its cost splits between the caller's thread and the writer's
+    import pickle
+
     from summarylog.png import encode_png
-    from summarylog.summary_writer.media_prep import rasterise
+    from summarylog.summary_writer.figure_snapshot import rasterise, snapshot
 
     fig = _figure(0, (6.4, 4.8), 100)
-    draw = _per_call(lambda i: rasterise(fig), 10)
+    snap = _per_call(lambda i: snapshot(fig), 10)
+    blob = snapshot(fig).data
+    load = _per_call(lambda i: pickle.loads(blob), 10)
+    draw = _per_call(lambda i: rasterise(pickle.loads(blob)), 10) - load
     rgba = rasterise(fig)
     png = _per_call(lambda i: encode_png(np.ascontiguousarray(rgba[:, :, :3])), 10)
     plt.close(fig)
-    for what, peer, ours in rows:
-        print(f"caller cost per call, {what}: peer {peer * 1e3:.2f} ms, ours "
-              f"{ours * 1e3:.3f} ms ({ours / peer:.3f} of the peer's)")
-    print(f"add_figure 640x480 split: Agg drawing + copy {draw * 1e3:.2f} ms on the caller's "
-          f"thread, PNG encoding {png * 1e3:.2f} ms on the writer's")
+    for what, c in rows:
+        for mode, how in (("idle", "writer idle at each call"),
+                          ("busy", "back to back, the writer still encoding")):
+            peer, ours = c["peer", mode], c["ours", mode]
+            print(f"caller cost per call, {what}, {how}: peer {peer * 1e3:.2f} ms, ours "
+                  f"{ours * 1e3:.3f} ms ({ours / peer:.3f} of the peer's)")
+    print(f"add_figure 640x480 split: pickling {snap * 1e3:.2f} ms ({len(blob)} bytes) on the "
+          f"caller's thread; unpickling {load * 1e3:.2f} ms, Agg drawing {draw * 1e3:.2f} ms, "
+          f"PNG encoding {png * 1e3:.2f} ms on the writer's")
     assert not plt.get_fignums()
