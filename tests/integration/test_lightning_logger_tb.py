@@ -49,6 +49,7 @@ HPARAMS = {
     "arch": Namespace(act="relu", depth=2),
     "layers": [{"w": 4}, {"w": 2}],
     "note": None,
+    "shuffle": True,
 }
 
 
@@ -148,6 +149,16 @@ def _without_times(x: Any) -> Any:
     return x
 
 
+def _bool_as_number(tb_json: Any, ours: Any) -> Any:
+    """torch's JSON with "shuffle" as we write it (a bool, not 1.0)."""
+    text = json.dumps(tb_json).replace('"shuffle": 1.0', '"shuffle": true')
+    out = json.loads(text)
+    for info in out.get("hparamInfos", []):
+        if info["name"] == "shuffle":
+            info["type"] = "DATA_TYPE_BOOL"
+    return out
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("lightning")
@@ -178,8 +189,12 @@ def test_same_hparams_tab(runs: dict[str, Any]) -> None:
     assert {"optim/name", "optim/betas", "optim/sched/gamma", "arch/act", "arch/depth",
             "layers/0/w", "layers/1/w", "lr", "width"} <= names
     assert [i["name"]["tag"] for i in sl_exp["metricInfos"]] == ["hp_metric"]
-    assert _without_times(sl_exp) == _without_times(tb_exp)
-    assert _without_times(sl_groups) == _without_times(tb_groups)
+    # the one deliberate difference: a bool is a bool (torch's add_hparams writes 1.0,
+    # its int test catching bools first)
+    assert _without_times(sl_exp) == _bool_as_number(_without_times(tb_exp), sl_exp)
+    assert _without_times(sl_groups) == _bool_as_number(_without_times(tb_groups), sl_groups)
+    assert next(i for i in sl_exp["hparamInfos"] if i["name"] == "shuffle")["type"] == \
+        "DATA_TYPE_BOOL"
     (group,) = sl_groups["sessionGroups"]
     assert group["hparams"]["optim/betas"] == "[0.9, 0.99]"
     print("hparams tab:", json.dumps(_without_times(sl_groups))[:300])
@@ -215,11 +230,27 @@ def test_version_discovery_and_directories(tmp_path: Any) -> None:
     assert SummarylogLogger(tmp_path).version == 4
 
 
-def test_metrics_prefix_and_tensors(tmp_path: Any) -> None:
-    """prefix joined with "-" as Lightning joins it; a tensor metric logged without a
-    sync here; a value that is not a scalar refused naming its key."""
+def test_metrics_prefix_and_tensors(tmp_path: Any, monkeypatch: Any) -> None:
+    """prefix joined with "-" as Lightning joins it; a tensor metric read on the
+    background thread, not the caller's (TensorBoardLogger calls .item() in the call:
+    a device sync); a value that is not a scalar refused naming its key."""
+    import threading
+
+    readers = []
+    item = torch.Tensor.item
+
+    def spy(self: Any) -> Any:
+        readers.append(threading.current_thread())
+        return item(self)
+
     lg = SummarylogLogger(tmp_path, prefix="exp", default_hp_metric=False)
+    lg.experiment  # the directory and writer made before the spy
+    monkeypatch.setattr(torch.Tensor, "item", spy)
     lg.log_metrics({"loss": torch.tensor(0.25), "acc": 0.5}, step=3)
+    assert threading.current_thread() not in readers
+    lg.experiment.flush()
+    assert readers and threading.current_thread() not in readers
+    print(f"tensor metric read on {readers[0].name!r}, not on the caller's thread")
     lg.log_hyperparams({"a": {"b": 1}})  # no metrics, no default: nothing written for it
     with pytest.raises(ValueError, match="exp-bad"):
         lg.log_metrics({"bad": "text"}, step=4)
