@@ -1,7 +1,8 @@
 """What CLU's TensorBoard writer (``clu.metric_writers.SummaryWriter``, over
 ``tf.summary``) writes, as summarylog event payloads: hyperparameters flattened with
 dots into one session start record, and audio clips as the audio plugin's rows of
-[16-bit WAV, label].  The checks run on the caller's thread; the encoders on the
+[16-bit WAV, label]; and videos, which CLU's writers skip, as torch's add_video writes
+them (an animated GIF).  The checks run on the caller's thread; the encoders on the
 writer's."""
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from ..pb import POOL, message_class, tb
 from ..values import to_numpy
 
 __all__ = ["flatten_hparams", "hparams_values", "hparams_session_payload", "check_clips",
-           "check_sample_rate", "audio_payload", "pcm16_tf"]
+           "check_sample_rate", "audio_payload", "pcm16_tf", "check_clip_video",
+           "video_payload", "VIDEO_FPS"]
+
+#: frames a second of a CLU video (CLU's interface has no rate): torch's add_video default
+VIDEO_FPS = 4.0
 
 _SESSION_START_TAG = "_hparams_/session_start_info"
 _WAV = POOL.FindEnumTypeByName("summarylog.tb.AudioPluginData.Encoding").values_by_name["WAV"].number
@@ -139,3 +144,36 @@ def audio_payload(wall_time: float, step: int, tag: str, clips: np.ndarray,
     ev = tb.Event(wall_time=wall_time, step=step)
     ev.summary.value.add(tag=tag, metadata=md, tensor=tensor)
     return [ev.SerializeToString()]
+
+
+def check_clip_video(key: str, value: Any) -> np.ndarray:
+    """A private (N, T, C, H, W) copy of a CLU video, ``[N, T, H, W, C]`` or
+    ``[T, H, W, C]`` (uint8, or floats in [0, 1]; 1, 3 or 4 channels)."""
+    from ..summary_writer.media_checks import check_video
+
+    name = f"videos[{key!r}]"
+    arr = to_numpy(value, name)
+    if arr.ndim == 4:
+        arr = arr[None]
+    if arr.ndim != 5:
+        raise ValueError(f"{name} must have shape [N, T, H, W, C] or [T, H, W, C], "
+                         f"got {arr.shape}")
+    try:
+        ntchw = check_video(arr, "NTHWC")
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+    check_size(ntchw.nbytes, name)
+    return ntchw
+
+
+def video_payload(wall_time: float, step: int, tag: str, ntchw: np.ndarray,
+                  fps: float) -> list[bytes]:
+    """An animated GIF of the clips tiled into one grid per frame, in the Images tab,
+    as torch's ``add_video`` writes it."""
+    from ..dialects.tb_media import encoded_image_payload
+    from ..media_codecs import encode_gif
+    from ..summary_writer.media_prep import video_frames
+
+    frames = video_frames(ntchw)
+    _, h, w, c = frames.shape
+    return [encoded_image_payload(wall_time, step, tag, encode_gif(frames, fps), h, w, c)]
