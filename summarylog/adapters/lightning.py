@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import tempfile
 from argparse import Namespace
 from typing import Any, Mapping
 
@@ -136,6 +137,26 @@ def _hparam_number(v: Any) -> Any:
     if isinstance(v, torch.Tensor) and v.numel() >= 1:
         return v.detach().reshape(-1)[0].item()
     return v
+
+
+def _create_once(path: str, hparams: Any) -> None:
+    """``hparams`` as Lightning's ``save_hparams_to_yaml`` writes them, into ``path``
+    unless something is there already, a symlink included: the file is created with
+    O_EXCL (a planted link, even dangling, is never followed), never overwritten."""
+    if os.path.lexists(path):
+        return
+    with tempfile.TemporaryDirectory(prefix="summarylog-hparams-") as tmp:
+        staged = os.path.join(tmp, "hparams.yaml")
+        save_hparams_to_yaml(staged, hparams)
+        with open(staged, "rb") as f:
+            data = f.read()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileExistsError:  # made meanwhile: kept, as TensorBoardLogger keeps it
+        return
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 class SummarylogLogger(Logger):
@@ -340,9 +361,8 @@ class SummarylogLogger(Logger):
         """Flush; write ``hparams.yaml`` in the log directory if it is not there yet."""
         self.experiment.flush()
         dir_path = self.log_dir
-        hparams_file = os.path.join(dir_path, self.NAME_HPARAMS_FILE)
-        if os.path.isdir(dir_path) and not os.path.isfile(hparams_file):
-            save_hparams_to_yaml(hparams_file, self.hparams)
+        if os.path.isdir(dir_path):
+            _create_once(os.path.join(dir_path, self.NAME_HPARAMS_FILE), self.hparams)
 
     @rank_zero_only
     def finalize(self, status: str) -> None:

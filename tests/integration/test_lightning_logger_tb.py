@@ -306,3 +306,31 @@ def test_unpicklable_experiment_is_left_out(tmp_path: Any) -> None:
     clone = pickle.loads(pickle.dumps(lg))
     assert clone._experiment is None and clone.log_dir == lg.log_dir
     lg.finalize("success")
+
+
+def test_hparams_yaml_never_follows_a_planted_link(tmp_path: Any) -> None:
+    """A symlink planted where hparams.yaml goes (dangling, or to a file) is left as it
+    is: nothing is written through it (TensorBoardLogger writes through a dangling one)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("keep me")
+    for target, name in ((outside / "created.yaml", "dangling"), (victim, "to_a_file")):
+        lg = SummarylogLogger(tmp_path / "logs", version=name)
+        os.makedirs(lg.log_dir)
+        link = os.path.join(lg.log_dir, "hparams.yaml")
+        os.symlink(target, link)
+        lg.log_hyperparams({"lr": 0.1})
+        lg.finalize("success")
+        assert os.path.islink(link) and os.readlink(link) == str(target)
+    assert not (outside / "created.yaml").exists() and victim.read_text() == "keep me"
+    lg = SummarylogLogger(tmp_path / "logs", version="plain")
+    lg.log_hyperparams({"lr": 0.1})
+    lg.finalize("success")
+    path = os.path.join(lg.log_dir, "hparams.yaml")
+    assert open(path).read() == "lr: 0.1\n"
+    mode = os.stat(path).st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask  # as open(path, "w") makes it, not a temp file's 0600
+    print(f"2 planted links left alone, nothing written outside; plain file mode {mode:o}")
