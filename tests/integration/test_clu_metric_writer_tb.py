@@ -290,3 +290,70 @@ def test_bad_hparams_are_refused_naming_the_key(tmp_path: Any) -> None:
     with pytest.raises(ValueError, match="'a.b'"):
         w.write_hparams({"a.b": 1, "a": {"b": 2}})
     w.close()
+
+
+def test_encoding_runs_on_the_writers_thread(tmp_path: Any, monkeypatch: Any) -> None:
+    """WAV and GIF encoding never run on the caller's thread: it checks and copies
+    (the arrays may change right after the call), the writer's thread encodes."""
+    import threading
+
+    import summarylog.adapters.clu_payloads as codecs
+
+    threads: dict[str, list[str]] = {"wav": [], "gif": []}
+    spent = {"wav": 0.0, "gif": 0.0}
+    for kind, name in (("wav", "audio_payload"), ("gif", "video_payload")):
+        orig = getattr(codecs, name)
+
+        def spy(*a: Any, _orig: Any = orig, _kind: str = kind) -> Any:
+            threads[_kind].append(threading.current_thread().name)
+            t0 = time.perf_counter()
+            try:
+                return _orig(*a)
+            finally:
+                spent[_kind] += time.perf_counter() - t0
+
+        monkeypatch.setattr(codecs, name, spy)
+    audio = np.random.default_rng(1).uniform(-1, 1, (8, 48000, 2)).astype(np.float32)
+    video = np.random.default_rng(2).integers(0, 255, (4, 16, 64, 64, 3), dtype=np.uint8)
+    w = _writer(tmp_path)
+    t0 = time.perf_counter()
+    w.write_audios(1, {"a": audio}, sample_rate=48000)
+    caller_audio = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    w.write_videos(1, {"v": video})
+    caller_video = time.perf_counter() - t0
+    audio[:] = 0
+    video[:] = 0
+    w.close()
+    me = threading.current_thread().name
+    assert len(threads["wav"]) == 1 and me not in threads["wav"]
+    assert len(threads["gif"]) == 1 and me not in threads["gif"]
+    seqs = _context(str(tmp_path)).data_provider
+    rctx = tb_context.RequestContext()
+    (clip0,) = seqs.read_blob_sequences(rctx, experiment_id="", plugin_name="audio",
+                                        downsample=10)["."]["a"][:1]
+    with wave.open(io.BytesIO(seqs.read_blob(rctx, blob_key=clip0.values[0].blob_key))) as f:
+        assert np.frombuffer(f.readframes(10), "<i2").any()  # the values at the call, not 0s
+    print(f"write_audios of 8 x 1 s stereo 48 kHz: caller {caller_audio * 1e3:.1f} ms, "
+          f"encoding 8 WAVs {spent['wav'] * 1e3:.1f} ms on {threads['wav'][0]!r}; "
+          f"write_videos of 4 x 16 frames 64x64: caller {caller_video * 1e3:.1f} ms, "
+          f"GIF encoding {spent['gif'] * 1e3:.1f} ms")
+
+
+def test_huge_media_refused_before_any_copy(tmp_path: Any) -> None:
+    """A clip or video no event could carry is refused naming it, before it is copied
+    (broadcast views: gigabytes claimed, a few bytes held)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    w = _writer(tmp_path)
+    huge_audio = np.broadcast_to(np.float32(0.5), (1, 600_000_000, 2))
+    with pytest.raises(ValueError, match=r"audios\['a'\].*nothing was logged"):
+        w.write_audios(1, {"a": huge_audio}, sample_rate=8000)
+    huge_video = np.broadcast_to(np.uint8(7), (1, 100_000, 200, 200, 3))
+    with pytest.raises(ValueError, match=r"videos\['v'\].*nothing was logged"):
+        w.write_videos(1, {"v": huge_video})
+    w.close()
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown < 200 * 1024, grown  # KiB: no copy of the 2.4 GB / 12 GB views
+    print(f"2.4 GB audio and 12 GB video views refused; peak RSS grew {grown / 1024:.1f} MiB")
