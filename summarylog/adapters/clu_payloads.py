@@ -26,7 +26,8 @@ __all__ = ["flatten_hparams", "hparams_values", "hparams_session_payload", "chec
 VIDEO_FPS = 4.0
 
 _SESSION_START_TAG = "_hparams_/session_start_info"
-_WAV = POOL.FindEnumTypeByName("summarylog.tb.AudioPluginData.Encoding").values_by_name["WAV"].number
+_WAV = POOL.FindEnumTypeByName(
+    "summarylog.tb.AudioPluginData.Encoding").values_by_name["WAV"].number
 _DT_FLOAT = tb.DataType.values_by_name["DT_FLOAT"].number
 _DT_STRING = tb.DataType.values_by_name["DT_STRING"].number
 

@@ -39,6 +39,7 @@ except ImportError:  # the standalone package
     from pytorch_lightning.utilities.imports import _OMEGACONF_AVAILABLE
     from pytorch_lightning.utilities.rank_zero import rank_zero_warn
 
+from ..files import check_local_dir
 from ..summary_writer import SummaryWriter
 from .torch import SummaryCollector
 
@@ -188,8 +189,8 @@ class SummarylogLogger(Logger):
                  default_hp_metric: bool = True, prefix: str = "",
                  sub_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__()
-        if not isinstance(save_dir, (str, os.PathLike)):
-            raise TypeError(f"save_dir must be a str or PathLike, got {type(save_dir).__name__}")
+        # fsspec URLs (s3://...) are TensorBoardLogger's; summarylog writes local files
+        save_dir = check_local_dir("save_dir", save_dir)
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
         if version is not None and (isinstance(version, bool)
@@ -201,7 +202,7 @@ class SummarylogLogger(Logger):
         if unknown:
             raise TypeError(f"SummarylogLogger got unexpected keyword argument(s) {unknown}: "
                             f"kwargs go to summarylog.SummaryWriter")
-        self._root_dir = os.fspath(save_dir)
+        self._root_dir = save_dir
         self._name = name or ""
         self._version = version
         self._sub_dir = None if sub_dir is None else os.fspath(sub_dir)

@@ -246,7 +246,7 @@ def test_metrics_prefix_and_tensors(tmp_path: Any, monkeypatch: Any) -> None:
         return item(self)
 
     lg = SummarylogLogger(tmp_path, prefix="exp", default_hp_metric=False)
-    lg.experiment  # the directory and writer made before the spy
+    assert lg.experiment is not None  # the directory and writer made before the spy
     monkeypatch.setattr(torch.Tensor, "item", spy)
     lg.log_metrics({"loss": torch.tensor(0.25), "acc": 0.5}, step=3)
     assert threading.current_thread() not in readers
@@ -289,6 +289,10 @@ def test_bad_constructor_arguments(tmp_path: Any) -> None:
         SummarylogLogger(tmp_path, log_dir="elsewhere")
     with pytest.raises(TypeError, match="version"):
         SummarylogLogger(tmp_path, version=1.5)
+    with pytest.raises(ValueError, match="save_dir.*URL"):
+        SummarylogLogger("s3://bucket/logs")  # not a local folder named "s3:"
+    with pytest.raises(TypeError, match="save_dir"):
+        SummarylogLogger(None)
     lg = SummarylogLogger(tmp_path, durability="fsync", flush_secs=5, max_queue=3,
                           filename_suffix=".x")
     assert isinstance(lg.experiment, SummaryWriter)
@@ -328,7 +332,8 @@ def test_hparams_yaml_never_follows_a_planted_link(tmp_path: Any) -> None:
     lg.log_hyperparams({"lr": 0.1})
     lg.finalize("success")
     path = os.path.join(lg.log_dir, "hparams.yaml")
-    assert open(path).read() == "lr: 0.1\n"
+    with open(path) as f:
+        assert f.read() == "lr: 0.1\n"
     mode = os.stat(path).st_mode & 0o777
     umask = os.umask(0)
     os.umask(umask)
