@@ -357,3 +357,15 @@ def test_huge_media_refused_before_any_copy(tmp_path: Any) -> None:
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown < 200 * 1024, grown  # KiB: no copy of the 2.4 GB / 12 GB views
     print(f"2.4 GB audio and 12 GB video views refused; peak RSS grew {grown / 1024:.1f} MiB")
+
+
+def test_videos_without_pillow_name_the_extra(tmp_path: Any, monkeypatch: Any) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "PIL.Image", None)  # import fails as if not installed
+    w = _writer(tmp_path)
+    with pytest.raises(ImportError, match=r"write_videos needs Pillow: pip install "
+                                          r"'summarylog\[video\]'"):
+        w.write_videos(1, {"v": np.zeros((2, 4, 4, 3), np.uint8)})
+    w.write_scalars(1, {"still": 1.0})  # the writer goes on
+    w.close()
