@@ -274,8 +274,11 @@ _Base: Any = _iface.MetricWriter if _iface is not None else object
 
 class MetricWriter(_Base):  # type: ignore[misc, valid-type]
     """``clu.metric_writers.MetricWriter`` over summarylog.Writer (TensorBoard
-    files): scalars, images (NHWC), texts, histograms and hparams; videos
-    and audio are not supported (logged once, skipped)."""
+    files): scalars, images (NHWC), texts, histograms, audio ``[N, T, C]`` and
+    hparams as CLU's TensorBoard writer writes them (hparams flattened with
+    dots); videos ``[N, T, H, W, C]`` as torch's ``add_video`` (an animated GIF
+    at 4 frames a second; needs Pillow, ``summarylog[video]``).  Point clouds
+    are not supported (logged once, skipped)."""
 
     def __init__(self, logdir: str | os.PathLike[str], **writer_kwargs: Any) -> None:
         from ..writer import Writer
@@ -304,10 +307,33 @@ class MetricWriter(_Base):  # type: ignore[misc, valid-type]
             log.warning("summarylog MetricWriter: %s are not supported; skipped", what)
 
     def write_videos(self, step: int, videos: Mapping[str, Any]) -> None:
-        self._unsupported("videos")
+        """Each video ``[N, T, H, W, C]`` or ``[T, H, W, C]`` (uint8, or floats in
+        [0, 1]) as one GIF of its clips tiled, as torch's ``add_video`` tiles them."""
+        from .. import media_codecs
+        from ..checks import check_step, check_tag, check_walltime
+        from . import clu_payloads as clu
+
+        media_codecs.require_pillow("MetricWriter.write_videos", "video")
+        step = check_step(step)
+        clips = {check_tag(key, "videos key"): clu.check_clip_video(key, value)
+                 for key, value in videos.items()}  # every value checked before any is written
+        wall = check_walltime(None)
+        for key, ntchw in clips.items():
+            self._writer.submit(clu.video_payload, wall, step, key, ntchw, clu.VIDEO_FPS)
 
     def write_audios(self, step: int, audios: Mapping[str, Any], *, sample_rate: int) -> None:
-        self._unsupported("audios")
+        """Each ``[N, T, C]`` batch of clips (floats in [-1, 1]) as tf.summary.audio
+        writes it: N 16-bit WAVs of C channels under one tag (the Audio tab's samples)."""
+        from ..checks import check_step, check_tag, check_walltime
+        from . import clu_payloads as clu
+
+        rate = clu.check_sample_rate(sample_rate)
+        step = check_step(step)
+        clips = {check_tag(key, "audios key"): clu.check_clips(key, value)
+                 for key, value in audios.items()}
+        wall = check_walltime(None)
+        for key, arr in clips.items():
+            self._writer.submit(clu.audio_payload, wall, step, key, arr, rate)
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         for key, text in texts.items():
@@ -324,10 +350,15 @@ class MetricWriter(_Base):  # type: ignore[misc, valid-type]
         self._unsupported("point clouds")
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
-        clean = {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
-                 for k, v in hparams.items()}
-        if clean:
-            self._writer.add_hparams(clean, {})
+        """Nested hparams flattened as CLU does (``"model.depth"``, list items by index,
+        None as ""), written at step 0 as one session start whose group is named by
+        the values (runs with equal hparams group together, as tf.summary does)."""
+        from ..checks import check_walltime
+        from . import clu_payloads as clu
+
+        values = clu.hparams_values(hparams)
+        payload = clu.hparams_session_payload(check_walltime(None), values)
+        self._writer.submit(lambda: [payload])
 
     def flush(self) -> None:
         self._writer.flush()

@@ -290,9 +290,9 @@ class SummaryCollector(CollectorBase):
                 with warnings.catch_warnings():  # torch 2.13 deprecates jit.trace (it works)
                     warnings.simplefilter("ignore")
                     args = inputs if isinstance(inputs, tuple) else (inputs,)
-                    if self.policy.format == "tensorboard":  # torch's own GraphDef builder
-                        from torch.utils.tensorboard._pytorch_graph import graph
-                        return graph(model, args)[0]
+                    if self.policy.format == "tensorboard":  # SummaryWriter.add_graph's builder
+                        from ..torch_graph import graph_def_bytes, trace_nodes
+                        return graph_def_bytes(trace_nodes(model, args))
                     return _ms_graph(model, args)
             finally:
                 model.train(was_training)

@@ -99,6 +99,17 @@ class SummaryWriterBase:
             return _Discard()  # type: ignore[return-value]
         return self._w or self._open()
 
+    def sub_run_dir(self, name: str, what: str) -> str:
+        """``<log_dir>/<name>``, refused (ValueError naming ``what``) when it would leave
+        the run: an absolute name, a ``..`` component, or a symbolic link on the way."""
+        path = self.log_dir
+        for part in check_sub_run(name, what).replace("\\", "/").split("/"):
+            path = os.path.join(path, part)
+            if os.path.islink(path):
+                raise ValueError(f"{what} {name!r}: {path!r} is a symbolic link; a sub-run "
+                                 f"must be a directory inside the run")
+        return os.path.join(self.log_dir, name)
+
     def sub_writer(self, name: str) -> Writer:
         """The Writer of the sub-run ``<log_dir>/<name>`` (kept open until close())."""
         if not self.write_to_disk:
@@ -106,7 +117,7 @@ class SummaryWriterBase:
         with self._lock:
             w = self._runs.get(name)
             if w is None:
-                sub = os.path.join(self.log_dir, check_sub_run(name, "sub-run name"))
+                sub = self.sub_run_dir(name, "sub-run name")
                 opts = {k: v for k, v in self._options.items() if k != "filename_suffix"}
                 w = self._runs[name] = Writer(sub, filename_suffix=self._options["filename_suffix"],
                                               **opts)

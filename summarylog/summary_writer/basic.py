@@ -88,8 +88,9 @@ class BasicMethods(SummaryWriterBase):
             run = check_sub_run(f"{main_tag.replace('/', '_')}_{key}", "tag_scalar_dict key")
             values[run] = snapshot_scalar(
                 value, f"tag_scalar_dict[{key!r}]")
-        for run, value in values.items():  # every value checked before any is logged
-            self.sub_writer(run).add_scalar(main_tag, value, step, wall)
+        # every value and sub-run checked before any is logged
+        for w, value in [(self.sub_writer(run), value) for run, value in values.items()]:
+            w.add_scalar(main_tag, value, step, wall)
 
     def add_image(self, tag: str, img_tensor: Any, global_step: int | None = None,
                   walltime: float | None = None, dataformats: str = "CHW") -> None:

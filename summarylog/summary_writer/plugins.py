@@ -6,7 +6,6 @@ on the caller's thread, encoded by :mod:`summarylog.dialects.tb_plugins` on the 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from typing import Any, Mapping
@@ -70,17 +69,6 @@ def _resolved(encode: Any, *head: Any) -> Any:
     def run(*arrays: Any) -> list[bytes]:
         return [encode(*head, *(resolve_array(a) for a in arrays))]
     return run
-
-
-def _refuse_symlinks(log_dir: str, run: str) -> None:
-    """A sub-run whose path inside the run passes a symbolic link could land anywhere:
-    refused (a planted link is not followed out of the run)."""
-    path = log_dir
-    for part in run.replace("\\", "/").split("/"):
-        path = os.path.join(path, part)
-        if os.path.islink(path):
-            raise ValueError(f"run_name {run!r}: {path!r} is a symbolic link; "
-                             f"the hparams sub-run must be a directory inside the run")
 
 
 class PluginMethods(SummaryWriterBase):
@@ -259,10 +247,9 @@ class PluginMethods(SummaryWriterBase):
         run = check_sub_run(run_name or str(time.time()), "run_name")
         if not self.write_to_disk:
             return
-        _refuse_symlinks(self.log_dir, run)
         # a file of its own that is closed at once, as the peers write it: a sweep
         # calling this per trial leaves no writer open per trial
-        with Writer(os.path.join(self.log_dir, run), **self.writer_options()) as w:
+        with Writer(self.sub_run_dir(run, "run_name"), **self.writer_options()) as w:
             w.submit(lambda: events, nbytes=0)
             for tag, value in metric_dict.items():
                 w.add_scalar(tag, value, step, wall)
