@@ -11,7 +11,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["encode_wav", "encode_gif", "require_pillow"]
+__all__ = ["encode_gif", "encode_wav", "require_pillow"]
 
 
 def require_pillow(method: str, extra: str) -> ModuleType:

@@ -1,11 +1,12 @@
 """SummaryWriter's add_audio, add_video, add_figure, add_image_with_boxes, as
 torch.utils.tensorboard and tensorboardX lay them out and TensorBoard shows them.  The
-caller's thread checks and copies (and rasterises a figure: matplotlib is not
-thread-safe); WAV, GIF and PNG encoding and box drawing run on the writer's thread."""
+caller's thread checks and copies (a figure: pickles it); WAV, GIF and PNG encoding, box
+drawing and figure drawing run on the writer's thread."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,9 +17,17 @@ from ..png import encode_png
 from ..writer import Writer
 from .base import SummaryWriterBase
 from .images import GRID_COLUMNS, check_image_tensor, to_hwc_uint8
-from .media_checks import (check_boxes, check_figures, check_labels, check_positive,
-                           check_samples, check_video)
-from .media_prep import draw_boxes, pcm16, rasterise, video_frames
+from .media_checks import (
+    check_boxes,
+    check_figures,
+    figure_size,
+    check_labels,
+    check_positive,
+    check_samples,
+    check_video,
+)
+from .figure_snapshot import FigureSnapshot, pixels, rasterise, snapshot
+from .media_prep import draw_boxes, pcm16, video_frames
 
 __all__ = ["MediaMethods"]
 
@@ -26,7 +35,7 @@ __all__ = ["MediaMethods"]
 def _audio_payloads(wall: float, step: int, tag: str, samples: np.ndarray,
                     sample_rate: float) -> list[bytes]:
     pcm = pcm16(samples)
-    wav = encode_wav(pcm, int(round(sample_rate)))
+    wav = encode_wav(pcm, round(sample_rate))
     channels = 1 if pcm.ndim == 1 else pcm.shape[1]
     return [audio_payload(wall, step, tag, wav, float(sample_rate), channels, pcm.shape[0])]
 
@@ -47,7 +56,11 @@ def _boxes_payloads(wall: float, step: int, tag: str, img: np.ndarray, fmt: str,
 
 
 def _figure_payloads(writer: Writer, wall: float, step: int, tag: str,
-                     rgba: list[np.ndarray], batch: bool) -> list[bytes]:
+                     items: list[FigureSnapshot | np.ndarray], batch: bool) -> list[bytes]:
+    rgba = [pixels(item) for item in items]  # snapshots unpickled and drawn here
+    if len({p.shape for p in rgba}) > 1:  # sizes were checked at the call; a figure
+        raise ValueError(f"add_figure {tag!r}: the figures drew at different sizes "
+                         f"{sorted({p.shape[1::-1] for p in rgba})}")  # that resizes itself
     if batch:  # as the peers: the figures stacked and tiled as add_images tiles them
         hwc = to_hwc_uint8(np.stack([p[:, :, :3] for p in rgba]), "NHWC")
     else:
@@ -85,24 +98,30 @@ class MediaMethods(SummaryWriterBase):
     def add_figure(self, tag: str, figure: Any, global_step: int | None = None,
                    close: bool = True, walltime: float | None = None) -> None:
         """Log a matplotlib figure, or a list of same-sized figures tiled as add_images
-        tiles a batch, as RGB; ``close`` closes them (pyplot) once drawn.  Drawn on the
-        caller's thread (matplotlib is not thread-safe), PNG-encoded on the writer's.
-        Needs matplotlib (``summarylog[figure]``)."""
+        tiles a batch, as RGB; ``close`` closes them (pyplot) before returning.  The
+        figure is pickled at the call (later changes to it are not logged) and drawn by
+        Agg on the writer's thread; one that does not pickle is drawn at the call.
+        rcParams read while drawing (tick label sizes, hinting) are those in force when
+        the writer draws.  Needs matplotlib (``summarylog[figure]``)."""
         check_tag(tag)
         figures, batch = check_figures(figure)
         step, wall = self.at(global_step, walltime)
-        rgba = [rasterise(f) for f in figures]
-        if len({p.shape for p in rgba}) > 1:
+        sizes = {figure_size(f) for f in figures}
+        if len(sizes) > 1:
             raise ValueError(f"figure: the figures of a list must have one size, got "
-                             f"{sorted({p.shape[1::-1] for p in rgba})} (width, height)")
-        check_size(sum(p.nbytes for p in rgba), "figure")
+                             f"{sorted(sizes)} (width, height)")
+        w, h = sizes.pop()
+        check_size(len(figures) * w * h * 4, "figure")
+        # a snapshot each (pickled), or the pixels of one that does not pickle
+        items = [snapshot(f) or rasterise(f) for f in figures]
         if close:
             import matplotlib.pyplot as plt
 
             for f in figures:
                 plt.close(f)
-        w = self.writer
-        w.submit(_figure_payloads, w, wall, step, tag, rgba, batch)
+        nbytes = sum(len(i.data) if isinstance(i, FigureSnapshot) else i.nbytes for i in items)
+        self.writer.submit(_figure_payloads, self.writer, wall, step, tag, items, batch,
+                           nbytes=nbytes)
 
     def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any,
                              global_step: int | None = None, walltime: float | None = None,

@@ -7,18 +7,32 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..checks import check_size
 from ..values import to_numpy
+from .media_prep import video_grid
 
-__all__ = ["check_positive", "check_samples", "check_video", "check_boxes", "check_labels",
-           "check_figures", "MAX_SAMPLE_RATE"]
+__all__ = [
+    "MAX_SAMPLE_RATE",
+    "check_boxes",
+    "check_figures",
+    "check_labels",
+    "check_positive",
+    "check_samples",
+    "check_video",
+    "figure_size",
+]
 
 #: the WAV header keeps the byte rate (rate * channels * 2) in 32 bits
 MAX_SAMPLE_RATE = (2**32 - 1) // 4
+#: GIF keeps a frame's width and height in 16 bits
+MAX_GIF_SIDE = 65535
+#: matplotlib's Agg renderer refuses an image 2**23 pixels wide or high
+MAX_AGG_SIDE = 2**23
 
 
 def check_positive(value: Any, name: str, limit: float = math.inf) -> float:
@@ -71,6 +85,11 @@ def check_video(vid_tensor: Any, dataformats: Any) -> np.ndarray:
     if ntchw.shape[2] not in (1, 3, 4):
         raise ValueError(f"vid_tensor must have 1, 3 or 4 channels, got {ntchw.shape[2]} "
                          f"(shape {arr.shape}, dataformats {dataformats!r})")
+    n, _, _, h, w = ntchw.shape
+    rows, cols = video_grid(n)
+    if max(rows * h, cols * w) > MAX_GIF_SIDE:
+        raise ValueError(f"vid_tensor tiles into frames of {cols * w}x{rows * h} pixels; "
+                         f"a GIF side is at most {MAX_GIF_SIDE}")
     return np.array(ntchw, copy=True)
 
 
@@ -96,6 +115,8 @@ def check_labels(labels: Any, n_boxes: int) -> list[str] | None:
         return None
     if isinstance(labels, str):
         labels = [labels]
+    if isinstance(labels, np.ndarray) and labels.ndim == 1:
+        labels = labels.tolist()
     if not isinstance(labels, Sequence):
         raise TypeError(f"labels must be a list of str, got {type(labels).__name__}")
     for i, text in enumerate(labels):
@@ -118,3 +139,13 @@ def check_figures(figure: Any) -> tuple[list[Any], bool]:
             where = f"figure[{i}]" if isinstance(figure, (list, tuple)) else "figure"
             raise TypeError(f"{where} must be a matplotlib.figure.Figure, got {type(f).__name__}")
     return figures, isinstance(figure, (list, tuple))
+
+
+def figure_size(figure: Any) -> tuple[int, int]:
+    """(width, height) in pixels of the figure as Agg draws it (its bbox, truncated),
+    checked at the call: the drawing happens later, on the writer's thread."""
+    width, height = (int(v) for v in figure.bbox.size)
+    if not (0 < width < MAX_AGG_SIDE and 0 < height < MAX_AGG_SIDE):
+        raise ValueError(f"figure is {width}x{height} pixels (figsize times dpi); Agg draws "
+                         f"1 to {MAX_AGG_SIDE - 1} pixels a side")
+    return width, height
