@@ -103,8 +103,9 @@ def frames_of(data: bytes) -> tuple[str, np.ndarray, list[Any]]:
     return im.format, np.stack(frames), durations
 
 
-def same(a: dict, b: dict, skip_size: bool = False) -> None:
-    """The two servings are equal value for value."""
+def same(a: dict, b: dict, skip_size: bool = False, durations: bool = True) -> None:
+    """The two servings are equal value for value (GIF frame durations too, unless
+    ``durations=False``: moviepy 1.0.3, which torch's add_video needs, writes none)."""
     assert sorted(a) == sorted(b)
     for key, (wall_a, va) in a.items():
         wall_b, vb = b[key]
@@ -118,7 +119,7 @@ def same(a: dict, b: dict, skip_size: bool = False) -> None:
             assert va[:2] == vb[:2], key
         assert len(va[2]) == len(vb[2]), key
         for (fa, pa, da), (fb, pb, db) in zip(va[2], vb[2]):
-            assert fa == fb and da == db, key
+            assert fa == fb and (da == db or not durations), key
             assert pa.shape == pb.shape, key
             assert np.array_equal(pa, pb), (key, int(np.abs(pa.astype(int) - pb).max()))
 
@@ -292,18 +293,17 @@ def test_add_video_same_as_tensorboardx(tmp_path):
 
     peer, ours = write_both(tmp_path, log, tbx.SummaryWriter)
     print(f"video: {len(ours)} GIFs frame- and pixel-equal to tensorboardX's")
-    same(peer, ours)
+    same(peer, ours, durations=False)
+    for i, (_, fps, _) in enumerate(VIDEOS):  # each frame shown 1/fps s, as moviepy 2 writes
+        (_, _, frame_ms), = ours[("images", ".", f"v{i}", i)][1][2]
+        # (a GIF keeps centiseconds)
+        assert frame_ms == [round(1000 / fps) // 10 * 10] * len(frame_ms), (i, frame_ms)
     assert ours[("images", ".", "nthwc", 0)][1][2][0][1].shape == (3, 8, 16, 3)
     assert ours[("images", ".", "v2", 2)][1][2][0][2] == [100] * 6  # fps=10: 100 ms
 
 
 def test_add_video_same_frames_as_torch_when_its_moviepy_runs(tmp_path):
-    if importlib.util.find_spec("moviepy") is None:
-        pytest.skip("moviepy not installed")
-    try:
-        import moviepy.editor  # noqa: F401
-    except ImportError:
-        pytest.skip("torch's add_video needs moviepy.editor (moviepy < 2)")
+    require_module("moviepy.editor")  # torch's add_video imports it: moviepy 1.x
     # few colours: every GIF quantizer keeps them, whichever moviepy/imageio writes
     vid = (np.random.default_rng(5).integers(0, 4, (3, 4, 3, 8, 8)) * 85).astype(np.uint8)
     peer, ours = write_both(tmp_path, lambda w, s: w.add_video("v", vid, 0, walltime=WALL))
