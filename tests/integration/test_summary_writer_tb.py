@@ -598,6 +598,10 @@ def differences(a: Any, b: Any, path: str = "", out: list[str] | None = None) ->
             else:
                 differences(a[k], b[k], f"{path}.{k}", out)
         return out
+    if isinstance(a, tuple) and isinstance(b, tuple) and path.endswith(".shape"):
+        if a != b:
+            out.append(f"{path}: {a} != {b}")
+        return out
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
             out.append(f"{path}: {len(a)} items != {len(b)}")
