@@ -18,7 +18,7 @@ from ..histograms import as_float_array, equal_width_counts, value_stats
 from ..pb import message_class, tb
 from ..png import encode_png
 
-__all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES"]
+__all__ = ["TensorBoardEncoder", "FILE_VERSION", "DTYPES", "text_event"]
 
 FILE_VERSION = "brain.Event:2"
 WRITER_NAME = "summarylog"
@@ -123,6 +123,15 @@ def _hparam_value(name: str, v: Any) -> Any:
     raise TypeError(f"hparams[{name!r}] must be bool, int, float or str, got {type(v).__name__}")
 
 
+def text_event(wall_time: float, step: int, tag: str, text: str,
+               shape: Sequence[int] = ()) -> bytes:
+    """A text event: one string, a scalar as tf.summary writes it, or ``shape=(1,)`` as
+    torch's and tensorboardX's writers do (the Text tab draws that as a table)."""
+    t = tb.TensorProto(dtype=_DT_STRING, tensor_shape={"dim": [{"size": d} for d in shape]},
+                       string_val=[text.encode("utf-8")])
+    return _event(wall_time, step, tag=tag, metadata=_TEXT_MD, tensor=t).SerializeToString()
+
+
 class TensorBoardEncoder:
     """Event payloads in TensorBoard's dialect."""
 
@@ -192,8 +201,7 @@ class TensorBoardEncoder:
         return _event(wall_time, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
 
     def text(self, wall_time: float, step: int, tag: str, text: str) -> bytes:
-        t = tb.TensorProto(dtype=_DT_STRING, string_val=[text.encode("utf-8")])
-        return _event(wall_time, step, tag=tag, metadata=_TEXT_MD, tensor=t).SerializeToString()
+        return text_event(wall_time, step, tag, text)
 
     def tensor(self, wall_time: float, step: int, tag: str, array: np.ndarray) -> bytes:
         md = tb.SummaryMetadata(data_class=_TENSOR)

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..checks import MAX_VALUE_BYTES, check_size, check_tag
+from ..dialects.tensorboard import text_event
 from ..reader import Reader
 from ..values import snapshot_scalar
 from ..writer import Writer
@@ -40,6 +41,10 @@ def _image_payloads(writer: Writer, wall: float, step: int, tag: str, arr: np.nd
                     fmt: str) -> list[bytes]:
     hwc = to_hwc_uint8(arr, fmt)
     return writer.encode_images(wall, step, tag, hwc, [0, 1, 2, 3], True)
+
+
+def _text_payloads(wall: float, step: int, tag: str, text: str) -> list[bytes]:
+    return [text_event(wall, step, tag, text, (1,))]  # a 1-vector, as the peers write it
 
 
 class BasicMethods(SummaryWriterBase):
@@ -125,7 +130,8 @@ class BasicMethods(SummaryWriterBase):
         if len(text_string) > MAX_VALUE_BYTES // 4:
             check_size(len(text_string.encode("utf-8", "surrogatepass")), "text_string")
         step, wall = self.at(global_step, walltime)
-        self.writer.add_text(f"{tag}/text_summary", text_string, step, wall)
+        self.writer.submit(_text_payloads, wall, step, f"{tag}/text_summary", text_string,
+                           nbytes=len(text_string))
 
     def export_scalars_to_json(self, path: str | os.PathLike[str]) -> None:
         """Write ``{sub-run directory: [[wall_time, step, value], ...]}`` for the
