@@ -204,9 +204,10 @@ def format_table(facts: dict[str, Any], results: list[Result], *, repeat: int,
     lines.append("")
     summary = f"goals met: {len(met)} of {len(results)}"
     if missed:
-        summary += "; not met: " + ", ".join(
-            f"{res.spec.name} ({_ratio(res.primary.ratio if res.primary else None)} "
-            f"< {res.spec.goal:g}x)" for res in missed)
+        summary += "; not met: " + ", ".join(  # each primary row that misses the goal
+            f"{r.workload if r.label == r.workload else f'{r.workload} / {r.label}'} "
+            f"({_ratio(r.ratio)} < {res.spec.goal:g}x)"
+            for res in missed for r in res.rows if r.primary and r.met is False)
     unjudged = [res.spec.name for res in results if res.met is None]
     if unjudged:
         summary += "; not judged (peer missing or error): " + ", ".join(unjudged)

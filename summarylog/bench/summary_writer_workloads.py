@@ -85,9 +85,10 @@ def _heavy_calls(ctx: Context) -> list[tuple[str, str, Callable[[Any, int], None
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig = plt.figure(figsize=(4, 3), dpi=100)
+        fig = plt.figure()  # matplotlib's default size: 640x480
         plt.plot(rng.standard_normal(200).cumsum())
-        out.append(("figure", "a 400x300 matplotlib line plot (close=False)",
+        plt.title("loss")
+        out.append(("figure", "a 640x480 matplotlib line plot (close=False)",
                     lambda w, i: w.add_figure("fig", fig, max(i, 0), close=False),
                     ctx.pick(30, 3)))
     except ImportError:
