@@ -54,6 +54,19 @@ class Server:
         with open(self.log_path, errors="replace") as f:
             return f.read()[-4000:]
 
+    def hparams_tab(self) -> tuple[Any, Any]:
+        """What the HParams tab asks for: the experiment, then its session groups with
+        every hparam and metric column."""
+        exp = self.json("/data/plugin/hparams/experiment",
+                        body={"experimentName": "", "includeMetrics": True})
+        cols = [{"hparam": i["name"], "includeInResult": True} for i in exp.get("hparamInfos", [])]
+        cols += [{"metric": i["name"], "includeInResult": True} for i in exp.get("metricInfos", [])]
+        groups = self.json("/data/plugin/hparams/session_groups", body={
+            "experimentName": "",
+            "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"],
+            "colParams": cols, "startIndex": 0, "sliceSize": 100, "includeMetrics": True})
+        return exp, groups
+
     def eventually(self, fetch: Callable[[], Any], done: Callable[[Any], bool],
                    timeout: float = DATA_TIMEOUT) -> Any:
         """Poll ``fetch`` until ``done(result)`` (the server loads in the
@@ -163,3 +176,27 @@ def _start_server(logdir: str, load_fast: str, log_path: str) -> Server:
         require(False, f"tensorboard --load_fast=true (its Rust data server) starting; log:\n{last_log}")
     raise AssertionError(f"tensorboard --load_fast={load_fast} did not start within "
                          f"{SERVER_START_TIMEOUT}s; log:\n{last_log}")
+
+
+def loaded_multiplexer(logdir: str) -> Any:
+    """TensorBoard's in-process loader (the ``--load_fast=false`` path) over ``logdir``,
+    everything kept, loaded once."""
+    from tensorboard.backend.event_processing import plugin_event_accumulator
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+    m = plugin_event_multiplexer.EventMultiplexer(
+        size_guidance=dict(plugin_event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE),
+        tensor_size_guidance={}, max_reload_threads=1)
+    m.AddRunsFromDirectory(logdir)
+    m.Reload()
+    return m
+
+
+def plugin_context(logdir: str) -> Any:
+    """A TBContext over ``logdir`` for constructing TensorBoard's plugins in process."""
+    from tensorboard.backend.event_processing import data_provider
+    from tensorboard.plugins import base_plugin
+
+    m = loaded_multiplexer(logdir)
+    return base_plugin.TBContext(logdir=logdir, multiplexer=m, plugin_name_to_instance={},
+                                 data_provider=data_provider.MultiplexerDataProvider(m, logdir))

@@ -27,11 +27,7 @@ Image = require_module("PIL.Image")
 
 from tensorboard import context as tb_context  # noqa: E402
 from tensorboard import plugin_util  # noqa: E402
-from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
 from tensorboard.compat.proto import event_pb2  # noqa: E402
-from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.audio import audio_plugin  # noqa: E402
 from tensorboard.plugins.hparams import api_pb2 as hp_api  # noqa: E402
 from tensorboard.plugins.hparams import backend_context as hp_backend  # noqa: E402
@@ -42,17 +38,7 @@ from tensorboard.plugins.image import images_plugin  # noqa: E402
 from werkzeug.test import Client  # noqa: E402
 
 from summarylog.adapters.jax import MetricWriter, _clu_interface  # noqa: E402
-
-
-def _context(logdir: str) -> base_plugin.TBContext:
-    m = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance=dict(plugin_event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE),
-        tensor_size_guidance={}, max_reload_threads=1)
-    m.AddRunsFromDirectory(logdir)
-    m.Reload()
-    provider = tb_data_provider.MultiplexerDataProvider(m, logdir)
-    return base_plugin.TBContext(logdir=logdir, data_provider=provider, multiplexer=m,
-                                 plugin_name_to_instance={})
+from tb_server import plugin_context as _context  # noqa: E402
 
 
 def _get(plugin: Any, route: str, **args: Any) -> Any:

@@ -25,8 +25,6 @@ from pytorch_lightning.loggers import TensorBoardLogger  # noqa: E402
 from tensorboard import context as tb_context  # noqa: E402
 from tensorboard import plugin_util  # noqa: E402
 from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
 from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.hparams import api_pb2 as hp_api  # noqa: E402
 from tensorboard.plugins.hparams import backend_context as hp_backend  # noqa: E402
@@ -36,6 +34,7 @@ from tensorboard.util import tensor_util  # noqa: E402
 
 from summarylog import SummaryWriter  # noqa: E402
 from summarylog.adapters.lightning import SummarylogLogger  # noqa: E402
+from tb_server import loaded_multiplexer as _mux  # noqa: E402
 
 # Lightning 2.6 on torch 2.13 warns about its own use of torch internals, and about
 # the tiny data loaders
@@ -99,15 +98,6 @@ def _fit(logger: Any) -> None:
                          enable_progress_bar=False, enable_model_summary=False,
                          enable_checkpointing=False, logger=logger)
     trainer.fit(Lit(**HPARAMS), train, val)
-
-
-def _mux(logdir: str) -> plugin_event_multiplexer.EventMultiplexer:
-    m = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance=dict(plugin_event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE),
-        tensor_size_guidance={}, max_reload_threads=1)
-    m.AddRunsFromDirectory(logdir)
-    m.Reload()
-    return m
 
 
 def _scalars(m: Any) -> dict[tuple[str, str], list[tuple[int, float]]]:

@@ -75,8 +75,6 @@ from PIL import Image  # noqa: E402
 from tensorboard import context as tb_context  # noqa: E402
 from tensorboard import plugin_util  # noqa: E402
 from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
 from tensorboard.compat.proto import graph_pb2  # noqa: E402
 from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.audio import metadata as audio_metadata  # noqa: E402
@@ -98,6 +96,7 @@ from tensorboard.plugins.text import metadata as text_metadata  # noqa: E402
 from tensorboard.plugins.text import text_plugin  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402
 from tb_server import Server, _data_server_usable, _start_server, _stop  # noqa: E402
+from tb_server import loaded_multiplexer as load_mux  # noqa: E402
 
 import summarylog  # noqa: E402
 
@@ -461,15 +460,6 @@ class Decoded:
 
     metadata: dict[str, Any]
     events: list[tuple[int, float | None, Any]]
-
-
-def load_mux(root: str) -> Any:
-    m = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance=dict(plugin_event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE),
-        tensor_size_guidance={}, max_reload_threads=1)
-    m.AddRunsFromDirectory(root)
-    m.Reload()
-    return m
 
 
 def tb_context_for(m: Any, root: str) -> base_plugin.TBContext:
@@ -1133,16 +1123,6 @@ def test_server_hparams(sides: Sides, server: Server) -> None:
     inp = sides.inputs
     sessions_want = {f"{side}/{RUN}/{HP_RUN}" for side in SIDES}
 
-    def fetch() -> tuple[Any, Any]:
-        exp = server.json("/data/plugin/hparams/experiment",
-                          body={"experimentName": "", "includeMetrics": True})
-        cols = [{"hparam": i["name"], "includeInResult": True} for i in exp.get("hparamInfos", [])]
-        cols += [{"metric": i["name"], "includeInResult": True} for i in exp.get("metricInfos", [])]
-        groups = server.json("/data/plugin/hparams/session_groups", body={
-            "experimentName": "",
-            "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"],
-            "colParams": cols, "startIndex": 0, "sliceSize": 100, "includeMetrics": True})
-        return exp, groups
 
     def complete(r: Any) -> bool:
         if not isinstance(r, tuple):
@@ -1151,7 +1131,7 @@ def test_server_hparams(sides: Sides, server: Server) -> None:
         return ({s["name"] for s in sessions} >= sessions_want
                 and all(len(s.get("metricValues", [])) >= len(inp.metrics) for s in sessions))
 
-    got = server.eventually(fetch, complete)
+    got = server.eventually(server.hparams_tab, complete)
     assert complete(got), got
     exp, groups = got
     infos = {i["name"]: i for i in exp["hparamInfos"]}

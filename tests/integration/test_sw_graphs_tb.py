@@ -30,16 +30,13 @@ require_module("tensorboard")
 
 from google.protobuf import text_format  # noqa: E402
 from tensorboard.backend import application  # noqa: E402
-from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
 from tensorboard.compat.proto import config_pb2, graph_pb2  # noqa: E402
-from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.graph import graphs_plugin  # noqa: E402
 from tensorboard.plugins.projector import projector_plugin  # noqa: E402
 from werkzeug.test import Client  # noqa: E402
 
 from summarylog import SummaryWriter  # noqa: E402
+from tb_server import plugin_context as _context  # noqa: E402
 
 nn = torch.nn
 
@@ -62,17 +59,6 @@ class SmallCNN(nn.Module):
         x = torch.relu(self.bn1(self.conv1(x)))
         x = self.pool(self.block(x))
         return self.fc(torch.flatten(x, 1))
-
-
-def _context(logdir: str) -> base_plugin.TBContext:
-    m = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance=dict(plugin_event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE),
-        tensor_size_guidance={}, max_reload_threads=1)
-    m.AddRunsFromDirectory(logdir)
-    m.Reload()
-    provider = tb_data_provider.MultiplexerDataProvider(m, logdir)
-    return base_plugin.TBContext(logdir=logdir, data_provider=provider, multiplexer=m,
-                                 plugin_name_to_instance={})
 
 
 class _Routes:

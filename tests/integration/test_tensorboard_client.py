@@ -885,16 +885,6 @@ def test_server_text(written: Written, server: Server) -> None:
 
 
 def test_server_hparams(written: Written, server: Server) -> None:
-    def fetch() -> tuple[Any, Any]:
-        exp = server.json("/data/plugin/hparams/experiment",
-                          body={"experimentName": "", "includeMetrics": True})
-        cols = [{"hparam": i["name"], "includeInResult": True} for i in exp.get("hparamInfos", [])]
-        cols += [{"metric": i["name"], "includeInResult": True} for i in exp.get("metricInfos", [])]
-        groups = server.json("/data/plugin/hparams/session_groups", body={
-            "experimentName": "",
-            "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"],
-            "colParams": cols, "startIndex": 0, "sliceSize": 100, "includeMetrics": True})
-        return exp, groups
 
     def complete(r: Any) -> bool:
         if not isinstance(r, tuple):
@@ -904,6 +894,6 @@ def test_server_hparams(written: Written, server: Server) -> None:
                 and all(len(s.get("metricValues", [])) >= len(written.hparams[s["name"]][1])
                         for s in sessions if s["name"] in written.hparams))
 
-    got = server.eventually(fetch, complete)
+    got = server.eventually(server.hparams_tab, complete)
     assert isinstance(got, tuple), got
     _check_hparams_tab(written.hparams, *got)
