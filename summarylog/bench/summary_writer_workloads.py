@@ -18,7 +18,7 @@ import numpy as np
 
 from .registry import Context, PeerMissing, Row, bench, need_peer, per_second
 from .workloads import _ver
-from .writer_workloads import _caller_cost, _scalar_loop
+from .writer_workloads import caller_cost, scalar_loop
 
 __all__ = ["bench_sw_add_scalar", "bench_sw_heavy"]
 
@@ -46,9 +46,9 @@ def bench_sw_add_scalar(ctx: Context) -> list[Row]:
     n, n_peer = ctx.pick(200_000, 20_000), ctx.pick(20_000, 2_000)
     rows = []
     for key, label, make, status in _peers():
-        candidates = {"ours": _scalar_loop(ctx, lambda d: SummaryWriter(d), n)}
+        candidates = {"ours": scalar_loop(ctx, lambda d: SummaryWriter(d), n)}
         if make is not None:
-            candidates["peer"] = _scalar_loop(ctx, make, n_peer)
+            candidates["peer"] = scalar_loop(ctx, make, n_peer)
         ctx.log(f"sw_add_scalar vs {key}: {n:,} calls (peer: {n_peer:,}), {ctx.repeat} rounds")
         res = ctx.rounds(candidates)
         ours = per_second(n, res["ours"])
@@ -105,9 +105,9 @@ def bench_sw_heavy(ctx: Context) -> list[Row]:
     key, label, make, status = _peers()[0]
     rows = []
     for kind, what, call, n in _heavy_calls(ctx):
-        candidates = {"ours": _caller_cost(ctx, lambda d: SummaryWriter(d), call, n)}
+        candidates = {"ours": caller_cost(ctx, lambda d: SummaryWriter(d), call, n)}
         if make is not None:
-            candidates["peer"] = _caller_cost(ctx, make, call, n)
+            candidates["peer"] = caller_cost(ctx, make, call, n)
         ctx.log(f"sw_heavy {kind}: {n} calls of {what}, {ctx.repeat} rounds")
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")  # torch warns when an embedding dir exists

@@ -26,7 +26,7 @@ def _scratch(ctx: Context) -> str:
     return tempfile.mkdtemp(prefix="slg-bench-", dir=ctx.tmpdir)
 
 
-def _scalar_loop(ctx: Context, make: Callable[[str], Any], n: int) -> Callable[[], float]:
+def scalar_loop(ctx: Context, make: Callable[[str], Any], n: int) -> Callable[[], float]:
     """n add_scalar calls plus close() on a fresh writer from ``make(dir)``."""
     def run() -> float:
         d = _scratch(ctx)
@@ -47,7 +47,7 @@ def _scalar_loop(ctx: Context, make: Callable[[str], Any], n: int) -> Callable[[
 def _ours_scalar_loop(ctx: Context, n: int) -> Callable[[], float]:
     from ..writer import Writer
 
-    return _scalar_loop(ctx, lambda d: Writer(d), n)
+    return scalar_loop(ctx, lambda d: Writer(d), n)
 
 
 def _scalar_rows(ctx: Context, name: str, peer_label: str, make: Callable[[str], Any] | None,
@@ -56,7 +56,7 @@ def _scalar_rows(ctx: Context, name: str, peer_label: str, make: Callable[[str],
     n_peer = ctx.pick(20_000, 2_000)
     candidates = {"ours": _ours_scalar_loop(ctx, n)}
     if make is not None:
-        candidates["peer"] = _scalar_loop(ctx, make, n_peer)
+        candidates["peer"] = scalar_loop(ctx, make, n_peer)
     ctx.log(f"{name}: {n:,} add_scalar calls (peer: {n_peer:,}), {ctx.repeat} rounds")
     res = ctx.rounds(candidates)
     peer_runs = per_second(n_peer, res["peer"]) if "peer" in res else None
@@ -124,7 +124,7 @@ def bench_log10(ctx: Context) -> list[Row]:
                      ">= 0.5 means a 10-tag log() costs at most two add_scalar calls")]
 
 
-def _caller_cost(ctx: Context, make: Callable[[str], Any], call: Callable[[Any, int], None],
+def caller_cost(ctx: Context, make: Callable[[str], Any], call: Callable[[Any, int], None],
                  n: int) -> Callable[[], float]:
     """Seconds the caller spends in n calls (close() untimed: the work the
     writer does later on its own thread is not the caller's)."""
@@ -149,12 +149,12 @@ def _heavy_rows(ctx: Context, name: str, what: str, call: Callable[[Any, int], N
                 n: int) -> list[Row]:
     from ..writer import Writer
 
-    candidates = {"ours": _caller_cost(ctx, lambda d: Writer(d), call, n)}
+    candidates = {"ours": caller_cost(ctx, lambda d: Writer(d), call, n)}
     label, status = "tensorboardX SummaryWriter", "ok"
     try:
         tbx = need_peer("tensorboardX")
         label = f"tensorboardX {_ver('tensorboardX')} SummaryWriter"
-        candidates["peer"] = _caller_cost(ctx, lambda d: tbx.SummaryWriter(d), call, n)
+        candidates["peer"] = caller_cost(ctx, lambda d: tbx.SummaryWriter(d), call, n)
     except PeerMissing as exc:
         status = str(exc)
     ctx.log(f"{name}: {n} calls of {what}, {ctx.repeat} rounds")
