@@ -111,7 +111,7 @@ def test_add_graph_needs_no_tensorboard_package(tmp_path: Any) -> None:
         assert not [k for k in sys.modules if k.startswith("tensorboard")]
         print("ok")
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
     assert len(_graphs(str(tmp_path))[0].node) == 6  # input, output, weight, bias, linear, tanh
@@ -213,7 +213,7 @@ def test_add_onnx_graph_without_onnx_names_the_extra(tmp_path: Any) -> None:
         except ImportError as e:
             print("ERR", e)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, text=True,
                          timeout=120)
     line = out.stdout.strip()
     assert line == "ERR add_onnx_graph needs onnx: pip install 'summarylog[onnx]'", out.stderr
@@ -289,7 +289,7 @@ def test_add_openvino_graph_refuses_entity_definitions(tmp_path: Any) -> None:
         w.close()
         print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, text=True,
                          timeout=60)
     lines = out.stdout.splitlines()
     assert out.returncode == 0, out.stderr[-2000:]
