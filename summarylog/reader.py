@@ -19,6 +19,7 @@ import numpy as np
 from .discovery import Discovery, dialect_of, discover, is_event_file, is_lineage_file, natural_key
 from .events import Event
 from .read_columns import ColumnLoader, RunColumns
+from .read_frame import scalars_frame
 from .pb import len_field
 from .read_events import EventDecoder
 from .read_lineage import read_lineage
@@ -114,19 +115,8 @@ class Reader:
             import pandas as pd
         except ImportError:
             raise ImportError("Reader.to_pandas() needs pandas: pip install pandas") from None
-        frames = []
-        for run in runs if runs is not None else self.runs():
-            cols = self._load_columns(run)
-            for tag in tags if tags is not None else sorted(cols.series):
-                if (s := cols.series.get(tag)) is not None:
-                    codes = np.zeros(len(s.step), np.int8)
-                    frames.append(pd.DataFrame({
-                        "run": pd.Categorical.from_codes(codes, [run]),
-                        "tag": pd.Categorical.from_codes(codes, [tag]),
-                        "step": s.step, "wall_time": s.wall_time, "value": s.value}))
-        if not frames:
-            return pd.DataFrame(columns=["run", "tag", "step", "wall_time", "value"])
-        return pd.concat(frames, ignore_index=True)
+        runs = runs if runs is not None else self.runs()
+        return scalars_frame(pd, [(run, self._load_columns(run).series) for run in runs], tags)
 
     # -- every event ---------------------------------------------------------------
     def tag_kinds(self, run: str) -> dict[str, list[str]]:

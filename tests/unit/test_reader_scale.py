@@ -1,0 +1,96 @@
+"""Reading at scale (issue 23, points 3, 4's damage cap and 6): to_pandas() built in one
+go, the damage list of a ruined file capped, a root of runs read on several threads."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+
+import summarylog
+from summarylog import Reader, SummaryRecord
+
+
+def old_to_pandas(r: Reader, runs=None, tags=None):
+    """Reader.to_pandas() before issue 23: one small DataFrame per tag, then concat."""
+    pd = require_module("pandas")
+    frames = []
+    for run in runs if runs is not None else r.runs():
+        for tag in tags if tags is not None else r.scalar_tags(run):
+            if tag in r.scalar_tags(run):
+                s = r.scalars(run, tag)
+                codes = np.zeros(len(s.step), np.int8)
+                frames.append(pd.DataFrame({
+                    "run": pd.Categorical.from_codes(codes, [run]),
+                    "tag": pd.Categorical.from_codes(codes, [tag]),
+                    "step": s.step, "wall_time": s.wall_time, "value": s.value}))
+    if not frames:
+        return pd.DataFrame(columns=["run", "tag", "step", "wall_time", "value"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def mixed_logdir(root, rng) -> None:
+    """TensorBoard runs (several tags, text, a resumed run, a nested run, rotated
+    files) and a MindSpore run with a step written twice."""
+    for run, n in (("r1", 30), ("r2", 7), ("deep/er/r3", 12)):
+        with summarylog.Writer(root / run) as w:
+            for i in range(n):
+                w.log({"loss": rng.random(), "acc": rng.random(), f"only_{run[-1]}": i},
+                      step=i * 3 - 5, walltime=1e9 + rng.random())
+            w.add_text("note", "not a scalar", 0)
+    with summarylog.Writer(root / "r2", purge_step=4) as w:  # resumed: points >= 4 purged
+        for i in range(4, 9):
+            w.log({"loss": -float(i)}, step=i)
+    with SummaryRecord(root / "ms") as rec:
+        for step in (1, 2, 2, 3):
+            rec.add_value("scalar", "loss", float(step) * rng.random())
+            rec.add_value("scalar", "lr", 0.1)
+            rec.record(step)
+
+
+def same_frame(new, old) -> None:
+    pd = require_module("pandas")
+    assert list(new.columns) == list(old.columns)
+    # run and tag are categoricals now everywhere (concat made them object when categories differed)
+    for col in ("run", "tag"):
+        assert isinstance(new[col].dtype, pd.CategoricalDtype)
+        assert new[col].astype(str).tolist() == old[col].astype(str).tolist()
+    for col in ("step", "wall_time", "value"):
+        assert new[col].dtype == old[col].dtype
+        np.testing.assert_array_equal(new[col].to_numpy(), old[col].to_numpy())
+
+
+class TestToPandasInOneGo:
+    def test_equal_to_old_output_on_mixed_logdir(self, tmp_path, rng) -> None:
+        mixed_logdir(tmp_path, rng)
+        r = Reader(tmp_path)
+        assert len(r.runs()) == 4
+        same_frame(r.to_pandas(), old_to_pandas(r))
+        for runs, tags in ((["ms", "r1"], None), (None, ["loss", "nope", "acc"]),
+                           (["r2", "r2"], ["loss"]), (["deep/er/r3"], ["only_3"])):
+            same_frame(r.to_pandas(runs, tags), old_to_pandas(r, runs, tags))
+        assert len(r.to_pandas(runs=[])) == 0 and len(r.to_pandas(tags=["nope"])) == 0
+
+    def test_20k_tags_scale_with_rows(self, tmp_path) -> None:
+        require_module("pandas")
+        ntags, npoints = 20_000, 10
+        names = [f"group{t // 100}/tag{t}" for t in range(ntags)]
+        with summarylog.Writer(tmp_path) as w:
+            for step in range(npoints):
+                w.log(dict(zip(names, np.arange(ntags, dtype=float) + step)), step=step)
+        r = Reader(tmp_path)
+        t0 = time.perf_counter()
+        r.scalar_tags(".")
+        t1 = time.perf_counter()
+        df = r.to_pandas()
+        t2 = time.perf_counter()
+        assert len(df) == ntags * npoints and df["tag"].nunique() == ntags
+        s = r.scalars(".", names[12_345])
+        part = df[df["tag"] == names[12_345]]
+        np.testing.assert_array_equal(part["value"].to_numpy(), s.value)
+        np.testing.assert_array_equal(part["step"].to_numpy(), np.arange(npoints))
+        print(f"\nto_pandas() of {ntags} tags x {npoints} points: load {t1 - t0:.2f} s, "
+              f"frame {t2 - t1:.3f} s")
