@@ -149,7 +149,7 @@ class ColumnLoader:
         report = FileReport(path, loaded.records, bad_events=loaded.dec.bad_events,
                             size=loaded.size, bad_values=loaded.dec.bad_values)
         if loaded.n_damage:
-            report.damage = damage_list(self._damage_buf, loaded.n_damage)
+            report.set_damage(damage_list(self._damage_buf, loaded.n_damage))
         if loaded.tail_kind:
             report.tail = Tail(loaded.tail_offset, TAIL_KINDS[loaded.tail_kind], loaded.tail_length)
         return report
@@ -191,9 +191,11 @@ class ColumnLoader:
             report = reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
                 spans = rr.spans
+                zstd_seen = 0  # rr.damage holds only bad zstd frames: the scan's go to report
                 for buf, base, nsp, damage in rr.scan_batches():
-                    for d in damage:
-                        rr.add_damage(d)
+                    for d in [*rr.damage[zstd_seen:], *damage]:  # file order, as rr would list
+                        report.add_damage(d)
+                    zstd_seen = len(rr.damage)
                     report.records += nsp
                     done = 0
                     while done < nsp:
@@ -217,7 +219,9 @@ class ColumnLoader:
                             n = 0
                             event_max = spans[done].length // _MIN_VALUE_BYTES + 1
                             arrays, ptrs = _columns(max(1 << 16, offset // 2, event_max))
-                report.damage, report.tail, report.size = list(rr.damage), rr.tail, rr.size
+                for d in rr.damage[zstd_seen:]:
+                    report.add_damage(d)
+                report.tail, report.size = rr.tail, rr.size
         del ptrs  # no pointers into the arrays past this point
         for arr in arrays:
             arr.resize(n, refcheck=False)  # give back the unused tail in place

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
 from .records.reader import Damage, Tail
 
-__all__ = ["Scalars", "FileReport"]
+__all__ = ["Scalars", "FileReport", "DAMAGE_CAP"]
+
+#: damaged regions a FileReport lists; past it they are only counted (a crafted file
+#: can hold one per 16 bytes: listing them all made reports grow with the file)
+DAMAGE_CAP = 1000
 
 
 class Scalars(NamedTuple):
@@ -31,6 +35,25 @@ class FileReport:
     bad_events: int = 0  #: records with valid CRCs that are not Events
     size: int | None = None  #: the file's size when it was opened for this report (bytes)
     bad_values: int = 0  #: values not decoded, or kept despite a defect (a non-UTF-8 tag)
+    damage_past_cap: int = 0  #: damaged regions after the first DAMAGE_CAP, counted, not listed
+
+    @property
+    def damage_count(self) -> int:
+        """Every damaged region found, listed or not."""
+        return len(self.damage) + self.damage_past_cap
+
+    def add_damage(self, d: Damage) -> None:
+        """List ``d``, or count it once DAMAGE_CAP regions are listed."""
+        if len(self.damage) < DAMAGE_CAP:
+            self.damage.append(d)
+        else:
+            self.damage_past_cap += 1
+
+    def set_damage(self, found: Iterable[Damage]) -> None:
+        """Replace the damage with a full pass's ``found`` (capped)."""
+        self.damage, self.damage_past_cap = [], 0
+        for d in found:
+            self.add_damage(d)
 
     @property
     def ok(self) -> bool:

@@ -162,7 +162,8 @@ class Reader:
                 rep.records = max(rep.records, rr.records_read)
                 rep.bad_events = max(rep.bad_events, dec.bad_events)
                 rep.bad_values = max(rep.bad_values, dec.bad_values)
-                rep.damage, rep.tail, rep.size = list(rr.damage), rr.tail, rr.size
+                rep.set_damage(rr.damage)
+                rep.tail, rep.size = rr.tail, rr.size
 
     # -- damage ----------------------------------------------------------------------
     def damage(self, run: str | None = None, *, deep: bool = False) -> dict[str, FileReport]:

@@ -3,7 +3,13 @@ go, the damage list of a ruined file capped, a root of runs read on several thre
 
 from __future__ import annotations
 
+import json
+import os
+import struct
+import subprocess
+import sys
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -12,6 +18,8 @@ from conftest import require_module
 
 import summarylog
 from summarylog import Reader, SummaryRecord
+from summarylog._native import lib
+from summarylog.read_types import DAMAGE_CAP
 
 
 def old_to_pandas(r: Reader, runs=None, tags=None):
@@ -94,3 +102,79 @@ class TestToPandasInOneGo:
         np.testing.assert_array_equal(part["step"].to_numpy(), np.arange(npoints))
         print(f"\nto_pandas() of {ntags} tags x {npoints} points: load {t1 - t0:.2f} s, "
               f"frame {t2 - t1:.3f} s")
+
+
+# ---- the damage list of a ruined file is capped ----------------------------------------------
+
+GARBAGE = 16 << 20
+
+
+def crafted_garbage(path) -> int:
+    """16 MiB of 16-byte records whose length CRC holds and data CRC does not: one
+    damaged region per record, the most a file can hold.  Returns how many."""
+    hdr = struct.pack("<Q", 0)
+    rec = hdr + struct.pack("<I", lib.slg_masked_crc32c(hdr, 8)) + b"\xde\xad\xbe\xef"
+    with open(path, "wb") as f:
+        f.write(rec * (GARBAGE // len(rec)))
+    return GARBAGE // len(rec)
+
+
+def inspect_json(root) -> tuple[dict, int, int]:
+    """``summarylog inspect --json root`` in a child: (document, bytes of JSON, peak RSS)."""
+    code = ("import resource, runpy, sys\n"
+            "sys.argv = ['summarylog', 'inspect', '--json', sys.argv[1]]\n"
+            "try:\n    runpy.run_module('summarylog', run_name='__main__')\n"
+            "finally:\n    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
+            "file=sys.stderr)\n")
+    p = subprocess.run([sys.executable, "-P", "-c", code, str(root)], cwd="/",
+                       capture_output=True, timeout=120)
+    rss_kib = int(p.stderr.decode().strip().splitlines()[-1])
+    return json.loads(p.stdout), len(p.stdout), rss_kib << 10
+
+
+class TestDamageCap:
+    def test_random_garbage_inspect_json_small(self, tmp_path) -> None:
+        (tmp_path / "events.out.tfevents.1.garbage").write_bytes(os.urandom(GARBAGE))
+        doc, size, rss = inspect_json(tmp_path)
+        (f,) = doc["runs"]["."]["files"]
+        assert not f["ok"] and f["records"] == 0 and f["damage"]
+        assert size < 64 << 10
+        print(f"\ninspect --json of 16 MiB of random bytes: {size} B of JSON, "
+              f"{rss / 2**20:.0f} MiB peak RSS")
+
+    def test_crafted_garbage_damage_capped_and_counted(self, tmp_path) -> None:
+        path = tmp_path / "events.out.tfevents.1.crafted"
+        n = crafted_garbage(path)
+        tracemalloc.start()
+        try:
+            t0 = time.perf_counter()
+            rep = Reader(tmp_path).damage()[str(path)]
+            took = time.perf_counter() - t0
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert len(rep.damage) == DAMAGE_CAP and rep.damage_count == n and not rep.ok
+        assert [d.offset for d in rep.damage] == [16 * i for i in range(DAMAGE_CAP)]
+        assert {(d.kind, d.length) for d in rep.damage} == {("bad_data_crc", 16)}
+        assert peak < 64 << 20  # listing every region took > 100 MiB more
+        doc, size, rss = inspect_json(tmp_path)
+        (f,) = doc["runs"]["."]["files"]
+        assert len(f["damage"]) == DAMAGE_CAP and size < 256 << 10
+        print(f"\n16 MiB of {n} damaged records: Reader.damage() {took:.1f} s, "
+              f"{peak / 2**20:.1f} MiB traced peak; inspect --json {size} B of JSON, "
+              f"{rss / 2**20:.0f} MiB peak RSS")
+
+    def test_deep_pass_capped_too(self, tmp_path) -> None:
+        path = tmp_path / "events.out.tfevents.1.crafted"
+        n = crafted_garbage(path)
+        r = Reader(tmp_path)
+        rep = r.damage(deep=True)[str(path)]  # the events pass replaces the scalar pass's list
+        assert len(rep.damage) == DAMAGE_CAP and rep.damage_count == n
+
+    def test_small_file_under_cap_listed_whole(self, tmp_path) -> None:
+        path = tmp_path / "events.out.tfevents.1.crafted"
+        hdr = struct.pack("<Q", 0)
+        rec = hdr + struct.pack("<I", lib.slg_masked_crc32c(hdr, 8)) + b"\xde\xad\xbe\xef"
+        path.write_bytes(rec * 10)
+        rep = Reader(tmp_path).damage()[str(path)]
+        assert len(rep.damage) == 10 and rep.damage_past_cap == 0 and rep.damage_count == 10
