@@ -57,15 +57,13 @@ def _columns(cap: int) -> tuple[tuple[np.ndarray, ...], list[Any]]:
     return arrays, _pointers(*arrays)
 
 
-_TAG_OUT = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
-
-
 def _run_columns(tags: Any, ids: np.ndarray, steps: np.ndarray, walls: np.ndarray,
                  vals: np.ndarray) -> RunColumns:
     """The tags of a slg_tags table, in id order, with their series: slices of the
     columns grouped in place by tag.  Non-UTF-8 tags are surrogate-escaped (kept distinct)."""
     cols = RunColumns()
-    data, length, kind = _TAG_OUT
+    # per call: runs load on several threads (Reader(threads=...))
+    data, length, kind = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
     for t in range(lib.slg_tags_count(tags)):
         lib.slg_tags_get(tags, t, data, length, kind)
         cols.tags.append(ffi.unpack(data[0], length[0]).decode("utf-8", "surrogateescape"))

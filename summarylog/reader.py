@@ -20,6 +20,7 @@ from .discovery import Discovery, dialect_of, discover, is_event_file, is_lineag
 from .events import Event
 from .read_columns import ColumnLoader, RunColumns
 from .read_frame import scalars_frame
+from .read_pool import load_runs, thread_count
 from .pb import len_field
 from .read_events import EventDecoder
 from .read_lineage import read_lineage
@@ -40,13 +41,18 @@ class Reader:
       purge: apply TensorBoard's resume rule to TensorBoard files and MindInsight's
         one-value-per-step rule to MindSpore files (module docstring; default True).
       verify: check data CRCs (default True).
+      threads: threads reading runs side by side when many runs' scalars are wanted
+        (:meth:`load`, :meth:`scalars_all`, :meth:`to_pandas`, :meth:`damage` of all
+        runs); default None: min(usable CPUs, 8).  Results do not depend on it.
 
-    Raises FileNotFoundError for a missing path.
+    Raises FileNotFoundError for a missing path; TypeError or ValueError for a bad
+    ``threads``.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, purge: bool = True,
-                 verify: bool = True) -> None:
+                 verify: bool = True, threads: int | None = None) -> None:
         self.path = os.fspath(path)
+        self.threads = thread_count(threads)
         if not os.path.exists(self.path):
             raise FileNotFoundError(2, "No such file or directory", self.path)
         self.purge = purge
@@ -59,6 +65,8 @@ class Reader:
         self._loader = ColumnLoader(verify)
         #: what the last discovery could not list: OSErrors whose ``filename`` names it
         self.discovery_errors: list[OSError] = []
+        #: runs the last :meth:`load` could not read, with why (tried again on next use)
+        self.run_errors: dict[str, OSError] = {}
 
     # -- discovery ------------------------------------------------------------
     def _discover(self) -> Discovery:
@@ -76,6 +84,7 @@ class Reader:
         self._columns.clear()
         self._reports.clear()
         self._decoded.clear()
+        self.run_errors = {}
 
     def runs(self) -> list[str]:
         """Run names, sorted (``"."`` is the root itself)."""
@@ -94,6 +103,31 @@ class Reader:
             self._columns[run] = self._loader.load(self.files(run), self.purge, self._reports)
         return self._columns[run]
 
+    def load(self, runs: list[str] | None = None) -> dict[str, OSError]:
+        """Read the scalars of ``runs`` (default: all) not read yet, on :attr:`threads`
+        threads.  A run that cannot be read (a file gone or unreadable) does not stop
+        the others: it is returned with its OSError (and in :attr:`run_errors`), and
+        read again when next used.  KeyError for an unknown run."""
+        wanted = runs if runs is not None else self.runs()
+        jobs = {r: self.files(r) for r in wanted if r not in self._columns}
+        self.run_errors = {}
+        for got in load_runs(jobs, self.purge, self.verify, self.threads):
+            self._reports.update(got.reports)
+            if got.error is not None:
+                self.run_errors[got.run] = got.error
+            else:
+                self._columns[got.run] = got.columns  # type: ignore[assignment]
+        return dict(self.run_errors)
+
+    def scalars_all(self, runs: list[str] | None = None) -> dict[str, dict[str, Scalars]]:
+        """Every scalar series of ``runs`` (default: all), read on :attr:`threads`
+        threads: run -> tag -> :class:`Scalars`, runs and tags sorted.  Runs that
+        cannot be read are left out and listed in :attr:`run_errors`."""
+        self.load(runs)
+        return {run: {tag: cols.series[tag] for tag in sorted(cols.series)}
+                for run in sorted(runs if runs is not None else self.runs())
+                if (cols := self._columns.get(run)) is not None}
+
     def scalar_tags(self, run: str) -> list[str]:
         """Tags of the run that hold scalars, sorted."""
         return sorted(self._load_columns(run).series)
@@ -109,13 +143,16 @@ class Reader:
                            f"(scalar tags: {sorted(cols.series)})") from None
 
     def to_pandas(self, runs: list[str] | None = None, tags: list[str] | None = None) -> Any:
-        """All scalars as a long DataFrame: run, tag, step, wall_time, value.
-        Needs pandas (not a dependency of summarylog)."""
+        """All scalars as a long DataFrame: run, tag, step, wall_time, value (``run`` and
+        ``tag`` categorical), runs read on :attr:`threads` threads.  Raises the OSError
+        of the first run (in order) that cannot be read.  Needs pandas (not a
+        dependency of summarylog)."""
         try:
             import pandas as pd
         except ImportError:
             raise ImportError("Reader.to_pandas() needs pandas: pip install pandas") from None
         runs = runs if runs is not None else self.runs()
+        self.load(runs)  # side by side; a run that failed raises below, as on one thread
         return scalars_frame(pd, [(run, self._load_columns(run).series) for run in runs], tags)
 
     # -- every event ---------------------------------------------------------------
@@ -171,6 +208,8 @@ class Reader:
         values) for one run, or all runs, reading what was not read yet.  ``deep=True``
         also decodes every value (tensors, histograms, ...) in Python once, as :meth:`events`."""
         out: dict[str, FileReport] = {}
+        if run is None:
+            self.load()  # side by side; a run that failed raises below, as on one thread
         for r in [run] if run is not None else self.runs():
             self._load_columns(r)
             if deep and r not in self._decoded:

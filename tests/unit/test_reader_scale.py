@@ -178,3 +178,87 @@ class TestDamageCap:
         path.write_bytes(rec * 10)
         rep = Reader(tmp_path).damage()[str(path)]
         assert len(rep.damage) == 10 and rep.damage_past_cap == 0 and rep.damage_count == 10
+
+
+# ---- a root of runs read on several threads ----------------------------------------------------
+
+def many_runs(root, rng, n: int = 200) -> None:
+    """n runs of different sizes and shapes: plain and zstd files, rotated segments,
+    a resumed run, MindSpore runs, a damaged file."""
+    for k in range(n):
+        run = root / f"run{k:03d}"
+        if k % 50 == 7:
+            with SummaryRecord(run) as rec:
+                for step in (1, 2, 2, 3):
+                    rec.add_value("scalar", "loss", rng.random())
+                    rec.record(step)
+            continue
+        kw = {"compression": "zstd"} if k % 10 == 3 else {}
+        with summarylog.Writer(run, **kw) as w:
+            for i in range(rng.randrange(1, 400)):
+                w.log({"loss": rng.random(), f"t{k % 7}": float(i)}, step=i)
+        if k % 40 == 5:
+            with summarylog.Writer(run, purge_step=3) as w:
+                w.log({"loss": -1.0}, step=3)
+    bad = next((root / "run011").iterdir())  # damaged mid-file: read up to it, reported
+    with open(bad, "r+b") as f:
+        f.seek(100)
+        f.write(b"\xff" * 40)
+
+
+def assert_same_reads(a: Reader, b: Reader) -> None:
+    sa, sb = a.scalars_all(), b.scalars_all()
+    assert list(sa) == list(sb) and a.run_errors == b.run_errors == {}
+    for run in sa:
+        assert list(sa[run]) == list(sb[run]), run
+        for tag, s in sa[run].items():
+            for x, y in zip(s, sb[run][tag]):
+                assert x.dtype == y.dtype
+                np.testing.assert_array_equal(x, y)
+    assert a.damage() == b.damage()
+
+
+class TestThreads:
+    def test_threads_1_and_4_read_the_same(self, tmp_path, rng) -> None:
+        many_runs(tmp_path, rng)
+        one, four = Reader(tmp_path, threads=1), Reader(tmp_path, threads=4)
+        assert four.threads == 4 and one.threads == 1
+        t0 = time.perf_counter()
+        assert_same_reads(one, four)
+        assert not four.damage()[str(next((tmp_path / "run011").iterdir()))].ok
+        pd = require_module("pandas")
+        fresh1, fresh4 = Reader(tmp_path, threads=1), Reader(tmp_path, threads=4)
+        pd.testing.assert_frame_equal(fresh1.to_pandas(), fresh4.to_pandas())
+        same_frame(fresh4.to_pandas(), old_to_pandas(fresh1))
+        print(f"\n200 runs read on 1 and 4 threads alike ({time.perf_counter() - t0:.1f} s)")
+
+    def test_default_threads(self, tmp_path) -> None:
+        r = Reader(tmp_path)
+        assert 1 <= r.threads <= 8 and r.threads <= (os.cpu_count() or 1)
+        for bad, exc in (("2", TypeError), (2.0, TypeError), (True, TypeError), (0, ValueError),
+                         (-3, ValueError)):
+            with pytest.raises(exc, match="threads"):
+                Reader(tmp_path, threads=bad)
+
+    def test_unreadable_run_does_not_stop_the_others(self, tmp_path, rng) -> None:
+        many_runs(tmp_path, rng, n=40)
+        want = Reader(tmp_path, threads=1).scalars_all()
+        r = Reader(tmp_path, threads=4)
+        runs = r.runs()  # discovered; then a run's file vanishes before it is read
+        gone = next((tmp_path / "run020").iterdir())
+        gone.unlink()
+        errors = r.load()
+        assert list(errors) == ["run020"] and isinstance(errors["run020"], FileNotFoundError)
+        assert errors["run020"].filename == str(gone)
+        got = r.scalars_all()
+        assert r.run_errors == {"run020": r.run_errors["run020"]}
+        assert sorted(got) == [x for x in runs if x != "run020"]
+        for run in got:
+            for tag, s in got[run].items():
+                np.testing.assert_array_equal(s.value, want[run][tag].value)
+        require_module("pandas")
+        with pytest.raises(FileNotFoundError):  # as on one thread: to_pandas names the failure
+            r.to_pandas()
+        (tmp_path / "run020").rmdir()
+        r.refresh()
+        assert r.load() == {} and len(r.scalars_all()) == len(runs) - 1
