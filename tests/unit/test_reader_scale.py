@@ -124,8 +124,13 @@ def inspect_json(root) -> tuple[dict, int, int]:
     code = ("import resource, runpy, sys\n"
             "sys.argv = ['summarylog', 'inspect', '--json', sys.argv[1]]\n"
             "try:\n    runpy.run_module('summarylog', run_name='__main__')\n"
-            "finally:\n    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-            "file=sys.stderr)\n")
+            "finally:\n"
+            "    try:  # VmHWM: ru_maxrss keeps the forking parent's peak across exec\n"
+            "        kib = next(int(l.split()[1]) for l in open('/proc/self/status')\n"
+            "                   if l.startswith('VmHWM'))\n"
+            "    except OSError:\n"
+            "        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "    print(kib, file=sys.stderr)\n")
     p = subprocess.run([sys.executable, "-P", "-c", code, str(root)], cwd="/",
                        capture_output=True, timeout=120)
     rss_kib = int(p.stderr.decode().strip().splitlines()[-1])
