@@ -14,7 +14,8 @@ from .read_types import FileReport
 
 __all__ = ["RunLoad", "load_runs", "thread_count", "MAX_DEFAULT_THREADS"]
 
-MAX_DEFAULT_THREADS = 8  #: the default thread count's ceiling (past it, disks and memory bandwidth bind)
+#: the default thread count's ceiling (past it, disks and memory bandwidth bind)
+MAX_DEFAULT_THREADS = 8
 
 
 def thread_count(threads: int | None) -> int:
