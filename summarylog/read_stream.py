@@ -88,6 +88,7 @@ def _decode_files(files: list[str], verify: bool, cap: int, tags: Any,
                         else:  # one event holds more values than a chunk: a block for it
                             want = spans[done].length // _MIN_VALUE_BYTES + 1
                             scratch = _Scratch(max(want, cap))
+                buf = b""  # not held while the next file's first window is read
             report.damage, report.tail, report.size = list(rr.damage), rr.tail, rr.size
             if scratch.cap > cap and not n:
                 scratch = _Scratch(cap)
