@@ -31,8 +31,9 @@ def main() -> None:
         for c in iter_scalars(files, chunk=chunk, purge=False):
             n += len(c.step)
             checksum += float(c.value.sum())
-    elif mode == "reader":  # the Reader on the run's directory (files in it only)
-        r = Reader(files[0].rsplit("/", 1)[0], purge=False)
+    elif mode in ("reader", "reader_file"):  # the run's directory, or its one file
+        r = Reader(files[0] if mode == "reader_file" else files[0].rsplit("/", 1)[0],
+                   purge=False)
         for tag in r.scalar_tags("."):
             s = r.scalars(".", tag)
             n += len(s.step)
