@@ -96,7 +96,7 @@ def _decode_files(files: list[str], verify: bool, cap: int, tags: Any,
         yield tuple(a[:n] for a in scratch.arrays), purges
 
 
-class _Markers:
+class ResumeRule:
     """Resume markers of a whole run, as the staircase of suffix minima that decides
     which points survive: a point at index i is kept iff its step is below the
     smallest marker step after i."""
@@ -155,7 +155,7 @@ def _stream(files: list[str], tag: str | None, chunk: int, purge: bool, verify: 
         probe = ffi.gc(lib.slg_tags_new(), lib.slg_tags_free)
         for _, purges in _decode_files(files, verify, chunk, probe, None):
             found += purges
-        markers = _Markers(found)
+        markers = ResumeRule(found)
     tags = ffi.gc(lib.slg_tags_new(), lib.slg_tags_free)
     if tags == ffi.NULL:
         raise MemoryError("slg_tags_new")
