@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
 from .registry import Context, Row, bench
