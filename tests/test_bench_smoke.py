@@ -20,7 +20,7 @@ from conftest import IN_CI, require
 
 WORKLOADS = ("crc32c", "write_many", "fsync_1mib", "scan", "read_scalars", "read_scalars_tbparse",
              "rust_server", "read_memory", "inspect_many", "sw_add_scalar", "sw_heavy",
-             "read_many_runs")
+             "read_many_runs", "stream_scalars")
 PEER_MODULES = ("crc32c", "tensorboardX", "tensorboard", "tbparse", "tensorboard_data_server")
 
 
@@ -74,7 +74,8 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
     ms_python = _mindspore_python()
     if ms_python is None:  # every other bench
         from summarylog.bench import (collector_workloads, reader_workloads,  # noqa: F401
-                                      scale_workloads, summary_writer_workloads, workloads,
+                                      scale_workloads, stream_workloads,
+                                      summary_writer_workloads, workloads,
                                       writer_workloads)
         from summarylog.bench.registry import REGISTRY
 

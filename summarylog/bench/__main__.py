@@ -23,7 +23,7 @@ def _names(value: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     from . import (collector_workloads, reader_workloads,  # noqa: F401
-                   scale_workloads, summary_writer_workloads, workloads,
+                   scale_workloads, stream_workloads, summary_writer_workloads, workloads,
                    writer_workloads)  # (importing registers the benches)
     from .registry import REGISTRY
 

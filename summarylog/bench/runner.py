@@ -47,7 +47,7 @@ class Result:
 
 def _load_workloads() -> None:
     from . import (collector_workloads, reader_workloads,  # noqa: F401
-                   scale_workloads, summary_writer_workloads, workloads,
+                   scale_workloads, stream_workloads, summary_writer_workloads, workloads,
                    writer_workloads)  # (importing registers the benches)
 
 
