@@ -120,13 +120,16 @@ def report_dict(rep: Any) -> dict[str, Any]:
     return {"path": rep.path, "size": size, "records": rep.records, "ok": rep.ok,
             "damage": [d._asdict() for d in rep.damage],  # Damage and Tail: offset, kind, length
             "tail": None if rep.tail is None else rep.tail._asdict(),
-            "bad_events": rep.bad_events, "bad_values": rep.bad_values}  # values not decoded
+            "bad_events": rep.bad_events, "bad_values": rep.bad_values,  # values not decoded
+            # damaged regions past the list's cap, counted (only when there are some)
+            **({"damage_past_cap": n} if (n := getattr(rep, "damage_past_cap", 0)) else {})}
 
 
 def damage_text(rep: dict[str, Any], limit: int = 8) -> list[str]:
     parts = [f"{d['kind']} at {d['offset']} ({d['length']} bytes)" for d in rep["damage"][:limit]]
-    if len(rep["damage"]) > limit:
-        parts.append(f"... {len(rep['damage']) - limit} more")
+    more = len(rep["damage"]) - limit + rep.get("damage_past_cap", 0)
+    if more > 0:
+        parts.append(f"... {more} more")
     if rep["bad_events"]:
         parts.append(plural(rep["bad_events"], "malformed event"))
     if rep.get("bad_values", 0):

@@ -21,6 +21,9 @@ __all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
 _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call path
+# the most values the columns are sized for before any is read (the file's size is a
+# guess: a file of images holds few); past it they grow with what is read
+_FIRST_VALUES = 1 << 20
 _MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event: bounds a record's values
 _DIALECTS = {"tensorboard": lib.SLG_DIALECT_TB, "mindspore": lib.SLG_DIALECT_MS}
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
@@ -162,10 +165,8 @@ class ColumnLoader:
         for p in files if len(files) > 1 else ():
             with contextlib.suppress(OSError):  # reported when the file is opened
                 total += os.path.getsize(p)
-        arrays, ptrs = _columns(max(1024, total // 36 + 1024))
-        n = 0  # values in the current arrays
-        offset = 0  # values in the chunks before them
-        chunks: list[tuple[np.ndarray, ...]] = []
+        arrays, ptrs = _columns(min(max(1024, total // 36 + 1024), _FIRST_VALUES))
+        n = 0  # values in the arrays
         purges: list[tuple[int, int]] = []
         res = ffi.new("slg_decode_result *")
         loaded = self._loaded
@@ -178,14 +179,14 @@ class ColumnLoader:
                                       self._damage_buf, _MAX_DAMAGE, loaded)
             if rc == 0:
                 dec = loaded.dec
-                purges += [(offset + n + dec.purge_index[k], dec.purge_step[k])
+                purges += [(n + dec.purge_index[k], dec.purge_step[k])
                            for k in range(dec.n_purges)]
                 n += dec.n_values
                 reports[path] = self._loaded_report(path, loaded)
                 continue
             if len(files) == 1 and n == 0 and loaded.size // 36 + 1024 > len(arrays[0]):
-                # a lone big file: size the columns for it once
-                arrays, ptrs = _columns(loaded.size // 36 + 1024)
+                # a lone big file: size the columns for it once (up to _FIRST_VALUES)
+                arrays, ptrs = _columns(min(loaded.size // 36 + 1024, _FIRST_VALUES))
             report = reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
                 spans = rr.spans
@@ -201,32 +202,29 @@ class ColumnLoader:
                                     *[p + n for p in ptrs], len(arrays[0]) - n, res)
                         if rc < 0:
                             raise MemoryError("slg_tb_decode_scalars")
-                        purges += [(offset + n + res.purge_index[k], res.purge_step[k])
+                        purges += [(n + res.purge_index[k], res.purge_step[k])
                                    for k in range(res.n_purges)]
                         n += res.n_values
                         done += res.spans_done
                         report.bad_events += res.bad_events
                         report.bad_values += res.bad_values
                         if rc == lib.SLG_DECODE_OUT_FULL:
-                            # past the estimate: a new chunk (no copy) fitting that event
-                            ptrs = []
-                            for arr in arrays:
-                                arr.resize(n, refcheck=False)
-                            chunks.append(arrays)
-                            offset += n
-                            n = 0
+                            # full: grow in place by half (realloc of a big block remaps
+                            # its pages, no copy), so reserved memory follows the values
                             event_max = spans[done].length // _MIN_VALUE_BYTES + 1
-                            arrays, ptrs = _columns(max(1 << 16, offset // 2, event_max))
+                            ptrs = []
+                            grow = max(len(arrays[0]) * 3 // 2, n + event_max)
+                            for arr in arrays:
+                                arr.resize(grow, refcheck=False)
+                            ptrs = _pointers(*arrays)
                 for d in rr.damage[zstd_seen:]:
                     report.add_damage(d)
                 report.tail, report.size = rr.tail, rr.size
         del ptrs  # no pointers into the arrays past this point
         for arr in arrays:
             arr.resize(n, refcheck=False)  # give back the unused tail in place
-        chunks.append(arrays)
-        ids, steps, walls, vals = (np.concatenate(parts) if len(parts) > 1 else parts[0]
-                                   for parts in zip(*chunks))
-        del chunks
+        ids, steps, walls, vals = arrays
+        del arrays
         if purge and purges:
             keep = purge_keep(steps, purges)
             ids, steps, walls, vals = ids[keep], steps[keep], walls[keep], vals[keep]

@@ -80,7 +80,8 @@ def read_lineage(run: str, files: list[str], verify: bool,
                     row["dataset_graph"] = fields
                 elif member == "user_defined_info":
                     user.update(user_info_dict(fields))
-            reports[path] = FileReport(path, rr.records_read, list(rr.damage), rr.tail, bad,
-                                       rr.size, bad_values)
+            reports[path] = FileReport(path, rr.records_read, [], rr.tail, bad, rr.size,
+                                       bad_values)
+            reports[path].set_damage(rr.damage)  # capped: a ruined file's list stays small
     row["user_defined"] = user
     return row

@@ -21,6 +21,7 @@ from .events import Event
 from .read_columns import ColumnLoader, RunColumns
 from .read_frame import scalars_frame
 from .read_pool import load_runs, thread_count
+from .read_stream import ScalarChunk, iter_scalars
 from .pb import len_field
 from .read_events import EventDecoder
 from .read_lineage import read_lineage
@@ -141,6 +142,14 @@ class Reader:
         except KeyError:
             raise KeyError(f"no scalar tag {tag!r} in run {run!r} "
                            f"(scalar tags: {sorted(cols.series)})") from None
+
+    def iter_scalars(self, run: str, tag: str | None = None, *,
+                     chunk: int = 65536) -> Iterator[ScalarChunk]:
+        """The run's scalars (only ``tag``'s if given) in chunks of ``chunk`` values, in
+        memory independent of the run's size, with the values and order of
+        :meth:`scalars`.  With ``purge``, the files are read twice (the resume rule looks
+        ahead) and a MindSpore run raises ValueError (its rule sorts the whole run)."""
+        return iter_scalars(self.files(run), tag, chunk, purge=self.purge, verify=self.verify)
 
     def to_pandas(self, runs: list[str] | None = None, tags: list[str] | None = None) -> Any:
         """All scalars as a long DataFrame: run, tag, step, wall_time, value (``run`` and

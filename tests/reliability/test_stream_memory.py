@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import summarylog
-from summarylog import read_columns
 
 from .conftest import run_script
 
@@ -73,10 +72,8 @@ def _image_file(path, images: int) -> str:
     return out
 
 
-# until the read_columns.py change proposed with this test is merged (the columns were
-# sized from the file's bytes: 0.78 B reserved per byte even for a file of images)
-@pytest.mark.xfail(not hasattr(read_columns, "_FIRST_VALUES"), strict=True,
-                   reason="Reader columns sized from the file's size")
+# the columns were once sized from the file's bytes: 0.78 B reserved per byte even for a
+# file of images
 @pytest.mark.parametrize("layout", ["one_file", "many_files"])
 def test_reader_virtual_memory_does_not_follow_file_size(tmp_path, layout, figure) -> None:
     small = _image_file(tmp_path / "small", 200)  # about 10 MB
