@@ -1,0 +1,102 @@
+"""One event file's values as tbparse-shaped column dicts (the leaves of SummaryReader).
+
+Scalars come from the Reader's columnar C path; the other kinds from its decoded events,
+only when the file holds tags that are not plain scalars.  Like tbparse (which runs one
+EventAccumulator per file), every file is read on its own, its resume markers applied
+within the file only."""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from typing import Any
+
+import numpy as np
+
+from .discovery import is_event_file
+from .pb import len_field
+from .reader import Reader
+
+__all__ = ["Leaf", "SCALARS", "TENSORS", "HISTOGRAMS", "IMAGES", "AUDIO", "HPARAMS", "TEXT"]
+
+SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO = "scalars", "tensors", "histograms", "images", "audio"
+HPARAMS, TEXT = "hparams", "text"
+_TEXT_SUFFIX = "/text_summary"  # torch and tensorboardX append it to text tags; tbparse drops it
+_SSI = "_hparams_/session_start_info"
+_HIST_FIELDS = ("counts", "limits", "max", "min", "num", "sum", "sum_squares")
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _simple_value_tags(path: str, tags: list[str]) -> set[str] | None:
+    """Tags written as ``simple_value`` (a Value's tag field directly followed by field 2,
+    fixed32); the others were written as scalars-plugin tensors.  None when the file
+    cannot be searched as bytes (compressed): then every tag counts as simple."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            if m[:4] == _ZSTD_MAGIC:
+                return None
+            return {t for t in tags
+                    if m.find(len_field(1, t.encode("utf-8", "surrogateescape")) + b"\x15") >= 0}
+    except (OSError, ValueError):  # empty file (mmap of 0 bytes) or unreadable
+        return None
+
+
+class Leaf:
+    """The values of one event file, decoded once, by tbparse's kinds."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.scalars: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.tensor_scalars: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        #: kind -> tag -> list of (step, wall_time, value)
+        self.events: dict[str, dict[str, list[tuple[int, float, Any]]]] = {
+            TENSORS: {}, HISTOGRAMS: {}, TEXT: {}, IMAGES: {}, AUDIO: {}}
+        self.hparams: dict[str, Any] = {}
+        if not is_event_file(os.path.basename(path)):
+            return  # tbparse finds nothing in a file that is not an event file either
+        with contextlib.suppress(OSError):
+            self._read()
+
+    def _read(self) -> None:
+        reader = Reader(self.path)
+        run = reader.runs()[0]
+        tags = reader.scalar_tags(run)
+        simple = _simple_value_tags(self.path, tags)
+        for tag in tags:
+            s = reader.scalars(run, tag)
+            into = self.scalars if simple is None or tag in simple else self.tensor_scalars
+            into[tag] = (s.step, s.wall_time, s.value)
+        kinds = reader.tag_kinds(run)
+        if all(k == ["scalar"] for k in kinds.values()):
+            return  # nothing but scalars: no Python decoding
+        for ev in reader.events(run):
+            self._add(ev)
+
+    def _add(self, ev: Any) -> None:
+        if ev.kind == "histogram":
+            self.events[HISTOGRAMS].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
+        elif ev.kind == "text":
+            tag = ev.tag[: -len(_TEXT_SUFFIX)] if ev.tag.endswith(_TEXT_SUFFIX) else ev.tag
+            value = np.asarray(ev.value)
+            text = value.item() if value.size == 1 else value
+            if isinstance(text, bytes):
+                text = text.decode("utf-8")
+            self.events[TEXT].setdefault(tag, []).append((ev.step, ev.wall_time, text))
+        elif ev.kind == "tensor":
+            value = np.asarray(ev.value)
+            self.events[TENSORS].setdefault(ev.tag, []).append(
+                (ev.step, ev.wall_time, value.item() if value.shape == () else value))
+        elif ev.kind == "hparams" and ev.tag == _SSI:
+            # tbparse keeps the plugin content of the tag's last value
+            self.hparams = dict((ev.value.get("session_start_info") or {}).get("hparams") or {})
+
+    # -- tbparse's tag lists ----------------------------------------------------------
+    def tags(self, kind: str) -> list[str]:
+        if kind == SCALARS:
+            return list(self.scalars)
+        if kind == TENSORS:
+            return list(self.tensor_scalars) + list(self.events[TENSORS])
+        if kind == HPARAMS:
+            return list(self.hparams)
+        return list(self.events[kind])

@@ -1,0 +1,363 @@
+"""summarylog.SummaryReader: a drop-in for ``tbparse.SummaryReader`` on summarylog's Reader.
+
+The same constructor, properties and DataFrames (columns, dtypes, values, row order) as
+tbparse on the same logdir: a tree of readers mirroring the directories, one leaf per file;
+scalars from the columnar C path.  Needs pandas (not a dependency of summarylog)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import numpy as np
+
+from .frames_leaf import AUDIO, HISTOGRAMS, HPARAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf
+
+__all__ = ["SummaryReader", "ALL_EVENT_TYPES", "ALL_EXTRA_COLUMNS"]
+
+ALL_EVENT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO, HPARAMS, TEXT}
+_DONE_TYPES = {SCALARS, TENSORS, HISTOGRAMS, HPARAMS, TEXT}  # images and audio: not yet
+ALL_EXTRA_COLUMNS = {"dir_name", "file_name", "wall_time", "min", "max", "num", "sum",
+                     "sum_squares", "width", "height", "content_type", "length_frames",
+                     "sample_rate"}
+_HIST_FIELDS = ("counts", "limits", "max", "min", "num", "sum", "sum_squares")
+_PLACE = ("step", "wall_time", "dir_name", "file_name")
+
+
+def _pd() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("summarylog.SummaryReader needs pandas: pip install pandas") from None
+    return pandas
+
+
+def _merge(s: Any) -> Any:
+    """Values of one tag at one step (pivot): NaNs dropped, lists flattened, a lone value
+    as itself, several as a list."""
+    if len(s) == 1:
+        return s
+    out: list[Any] = []
+    for x in s:
+        if isinstance(x, list):
+            out.extend(x)
+        elif np.isscalar(x):
+            if not _pd().isnull(x):
+                out.append(x)
+        else:
+            out.append(x)
+    return np.nan if not out else out[0] if len(out) == 1 else out
+
+
+class SummaryReader:
+    """Every event file under ``log_path`` (a file or a directory) as DataFrames.
+
+    Args:
+      log_path: an event file or a directory (read recursively, one child per entry).
+      pivot: wide DataFrames (one column per tag, one row per step) instead of long ones.
+      extra_columns: a set of ``dir_name``, ``file_name``, ``wall_time``, and per kind
+        ``min``, ``max``, ``num``, ``sum``, ``sum_squares`` (histograms).
+      event_types: a set of the kinds to read (default: all but images and audio).
+
+    Raises ValueError (not a set, missing path) and KeyError (unknown names), as tbparse.
+    """
+
+    def __init__(self, log_path: str, *, pivot: bool = False,
+                 extra_columns: set[str] | None = None,
+                 event_types: set[str] | None = None) -> None:
+        self._log_path = log_path
+        extra = (extra_columns or set()).copy()
+        if not isinstance(extra, set):
+            raise ValueError(f"extra_columns must be a set, not {type(extra)}")
+        if bad := extra - ALL_EXTRA_COLUMNS:
+            raise KeyError(f"Invalid columns entries: {bad}")
+        types = (event_types or _DONE_TYPES).copy()
+        if not isinstance(types, set):
+            raise ValueError(f"event_types must be a set, not {type(types)}")
+        if bad := types - ALL_EVENT_TYPES:
+            raise KeyError(f"Invalid event types: {bad}")
+        self._extra = extra
+        self._pivot = pivot
+        self._types = types
+        self._children: dict[str, SummaryReader] = {}
+        self._leaf: Leaf | None = None
+        self._frames: dict[str, Any] = {}
+        if not os.path.exists(log_path):
+            raise ValueError(f"File or directory not found: {log_path}")
+        if os.path.isfile(log_path):
+            self._leaf = Leaf(log_path)
+        else:
+            for name in sorted(os.listdir(log_path)):
+                self._children[name] = SummaryReader(
+                    os.path.join(log_path, name), pivot=pivot, extra_columns=extra,
+                    event_types=types)
+
+    # -- tree --------------------------------------------------------------------------
+    @property
+    def log_path(self) -> str:
+        return self._log_path
+
+    @property
+    def children(self) -> dict[str, SummaryReader]:
+        return self._children.copy()
+
+    def __getitem__(self, name: str) -> SummaryReader:
+        return self.children[name]
+
+    def __repr__(self) -> str:
+        return f"SummaryReader(log_path='{self.log_path}')"
+
+    # -- tags --------------------------------------------------------------------------
+    @property
+    def tags(self) -> dict[str, list[str]]:
+        return self.get_tags()  # type: ignore[return-value]
+
+    def get_tags(self, event_type: str | None = None) -> list[str] | dict[str, list[str]]:
+        """Tags of one kind (a list), or of every kind (a dict of lists)."""
+        if event_type is not None and event_type not in ALL_EVENT_TYPES:
+            raise ValueError(f"Unknown event_type: {event_type}")
+        kinds = [event_type] if event_type is not None else sorted(ALL_EVENT_TYPES)
+        out: dict[str, list[str]] = {}
+        for kind in kinds:
+            if self._leaf is not None:
+                out[kind] = self._leaf.tags(kind) if kind in self._types else []
+            else:
+                tags = [t for c in self._children.values() for t in c.get_tags(kind)]
+                out[kind] = list(dict.fromkeys(tags))
+        return out[event_type] if event_type is not None else copy.deepcopy(out)
+
+    # -- frames ------------------------------------------------------------------------
+    @property
+    def scalars(self) -> Any:
+        return self.get_events(SCALARS)
+
+    @property
+    def tensors(self) -> Any:
+        return self.get_events(TENSORS)
+
+    @property
+    def histograms(self) -> Any:
+        return self.get_events(HISTOGRAMS)
+
+    @property
+    def images(self) -> Any:
+        return self.get_events(IMAGES)
+
+    @property
+    def audio(self) -> Any:
+        return self.get_events(AUDIO)
+
+    @property
+    def hparams(self) -> Any:
+        return self.get_events(HPARAMS)
+
+    @property
+    def text(self) -> Any:
+        return self.get_events(TEXT)
+
+    def get_events(self, event_type: str) -> Any:
+        """All values of one kind under ``log_path`` as a DataFrame, as tbparse builds it."""
+        pd = _pd()
+        if event_type not in ALL_EVENT_TYPES:
+            raise ValueError(f"Unknown event_type: {event_type}")
+        if event_type not in _DONE_TYPES:
+            raise NotImplementedError(f"SummaryReader.{event_type} is not implemented yet")
+        if event_type not in self._types:
+            raise ValueError(f"event_type is ignored by user: {event_type}")
+        if self._leaf is not None:
+            dfs = [self._leaf_frame(event_type).copy()]
+        else:
+            dfs = []
+            for child in self._children.values():
+                df = child.get_events(event_type)
+                if "dir_name" in df and child._leaf is None:
+                    # each directory level prefixes its name
+                    base = os.path.basename(child.log_path)
+                    df["dir_name"] = [base if d == "" else f"{base}/{d}" for d in df["dir_name"]]
+                dfs.append(df)
+        if not dfs:
+            return pd.DataFrame()
+        df = pd.concat(dfs, ignore_index=True)
+        if df.empty:
+            return pd.DataFrame()
+        keys = [k for k in ("dir_name", "file_name") if k in self._extra]
+        keys += ([] if self._pivot else ["tag"]) + ["step"]
+        keys = [k for k in keys if k in df.columns]
+        df.sort_values(keys, ignore_index=True, inplace=True)
+        if not self._pivot:
+            return df
+        return self._pivoted(df, keys)
+
+    def _pivoted(self, df: Any, keys: list[str]) -> Any:
+        merged = df.groupby(keys or [True] * len(df), sort=False).aggregate(_merge)
+        merged.reset_index(inplace=True)
+        middle = sorted(c for c in df.columns if c not in _PLACE)
+        order = [c for c in ["step", *middle, "wall_time", "dir_name", "file_name"]
+                 if c in df.columns]
+        return merged[order]
+
+    def _leaf_frame(self, kind: str) -> Any:
+        if kind not in self._frames:
+            self._frames[kind] = _LeafFrames(self._leaf, self._pivot, self._extra).frame(kind)
+        return self._frames[kind]
+
+    # -- tbparse's static helpers --------------------------------------------------------
+    @staticmethod
+    def histogram_to_cdf(counts: np.ndarray, limits: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """The cumulative probability at each (increasing) ``x``, interpolated linearly
+        between the bucket limits (``counts[0]`` must be zero: ``limits[0]`` is the left
+        edge of the first bucket)."""
+        counts = np.asarray(counts, np.float64)
+        limits = np.asarray(limits, np.float64)
+        x = np.asarray(x)
+        if len(counts) != len(limits):
+            raise ValueError("counts and limits must have the same length")
+        if not np.all(np.diff(x) > 0):
+            raise ValueError("x must be increasing")
+        cum = np.cumsum(counts)
+        n = cum[-1]
+        y = np.interp(x, limits, cum, left=0.0, right=n)
+        y[x <= limits[0]] = 0.0
+        return y / n
+
+    @staticmethod
+    def histogram_to_pdf(counts: np.ndarray, limits: np.ndarray,
+                         x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The centres of the intervals of ``x`` and the probability density in each."""
+        x = np.asarray(x)
+        y = SummaryReader.histogram_to_cdf(counts, limits, x)
+        return (x[1:] + x[:-1]) / 2, (y[1:] - y[:-1]) / (x[1:] - x[:-1])
+
+
+class _LeafFrames:
+    """One file's DataFrame of one kind, with tbparse's columns in tbparse's order."""
+
+    def __init__(self, leaf: Leaf | None, pivot: bool, extra: set[str]) -> None:
+        assert leaf is not None
+        self.leaf, self.pivot, self.extra = leaf, pivot, extra
+
+    def frame(self, kind: str) -> Any:
+        if kind == SCALARS:
+            series = self.leaf.scalars
+            cols, walls = self._numeric(series)
+        elif kind == TENSORS:
+            series = self.leaf.tensor_scalars
+            cols, walls = self._numeric(series)
+            cols, walls = self._objects(self.leaf.events[TENSORS], cols, walls)
+        elif kind == TEXT:
+            cols, walls = self._objects(self.leaf.events[TEXT], {}, [])
+        elif kind == HISTOGRAMS:
+            cols, walls = self._histograms(self.leaf.events[HISTOGRAMS])
+        else:
+            return self._hparams()
+        return self._finish(cols, walls, with_wall=True)
+
+    def _finish(self, cols: dict[str, Any], walls: list[np.ndarray], with_wall: bool) -> Any:
+        n = len(cols["step"]) if "step" in cols else 0
+        if "wall_time" in self.extra and with_wall:
+            cols["wall_time"] = np.concatenate(walls) if walls else []
+        if "dir_name" in self.extra:
+            cols["dir_name"] = [""] * n
+        if "file_name" in self.extra:
+            cols["file_name"] = [os.path.basename(self.leaf.path)] * n
+        return _pd().DataFrame(cols)
+
+    def _col(self, cols: dict[str, Any], name: str, n: int, like: Any) -> Any:
+        """The column ``name`` of n rows (NaN-filled when created); ``like`` picks a
+        float column or an object one."""
+        if name not in cols:
+            if isinstance(like, np.ndarray):
+                cols[name] = np.full(n, np.nan)
+            else:
+                cols[name] = [np.nan] * n
+        return cols[name]
+
+    def _numeric(self, series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+                 ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        cols: dict[str, Any] = {}
+        if not series:
+            return cols, []
+        tags = list(series)
+        lens = [len(s[0]) for s in series.values()]
+        n = sum(lens)
+        cols["step"] = np.concatenate([s[0] for s in series.values()])
+        if self.pivot:
+            start = 0
+            for tag, (_, _, value) in series.items():
+                col = self._col(cols, tag, n, value)
+                col[start:start + len(value)] = value
+                start += len(value)
+        else:
+            cols["tag"] = np.repeat(np.array(tags, dtype=object), lens)
+            cols["value"] = np.concatenate([s[2] for s in series.values()])
+        return cols, [s[1] for s in series.values()]
+
+    def _objects(self, events: dict[str, list[tuple[int, float, Any]]], cols: dict[str, Any],
+                 walls: list[np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Values of any type appended to the rows in ``cols`` (numeric columns become lists)."""
+        if not events:
+            return cols, walls
+        cols = {k: (v.tolist() if isinstance(v, np.ndarray) else list(v)) for k, v in cols.items()}
+        before = len(cols.get("step", []))
+        n = before + sum(len(evs) for evs in events.values())
+        step = cols.setdefault("step", [])
+        if self.pivot:
+            for k in cols:
+                if k != "step":
+                    cols[k] += [np.nan] * (n - before)
+        else:
+            tag_col, value_col = cols.setdefault("tag", []), cols.setdefault("value", [])
+        i = before
+        for tag, evs in events.items():
+            step += [e[0] for e in evs]
+            walls.append(np.array([e[1] for e in evs], np.float64))
+            if self.pivot:
+                col = self._col(cols, tag, n, None)
+                col[i:i + len(evs)] = [e[2] for e in evs]
+            else:
+                tag_col += [tag] * len(evs)
+                value_col += [e[2] for e in evs]
+            i += len(evs)
+        return cols, walls
+
+    def _histograms(self, events: dict[str, list[tuple[int, float, Any]]]
+                    ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        cols: dict[str, Any] = {}
+        walls: list[np.ndarray] = []
+        n = sum(len(evs) for evs in events.values())
+        if not n:
+            return cols, walls
+        fields = [f for f in _HIST_FIELDS if f in self.extra or f in ("limits", "counts")]
+        cols["step"] = [e[0] for evs in events.values() for e in evs]
+        if not self.pivot:
+            cols["tag"] = [tag for tag, evs in events.items() for _ in evs]
+        i = 0
+        for tag, evs in events.items():
+            walls.append(np.array([e[1] for e in evs], np.float64))
+            for f in fields:
+                key = f if not self.pivot else f"{tag}/{f}"
+                col = self._col(cols, key, n, None)
+                if f in ("limits", "counts"):
+                    col[i:i + len(evs)] = [np.asarray(e[2][f], np.float64) for e in evs]
+                else:
+                    col[i:i + len(evs)] = [float(e[2][f]) for e in evs]
+            i += len(evs)
+        return cols, walls
+
+    def _hparams(self) -> Any:
+        hp = self.leaf.hparams
+        cols: dict[str, Any] = {}
+        if self.pivot:
+            for i, (tag, value) in enumerate(hp.items()):
+                col = self._col(cols, tag, len(hp), None)
+                col[i] = value
+        elif hp:
+            cols["tag"] = list(hp)
+            cols["value"] = list(hp.values())
+        n = len(hp)
+        if "dir_name" in self.extra:
+            cols["dir_name"] = [""] * n
+        if "file_name" in self.extra:
+            cols["file_name"] = [os.path.basename(self.leaf.path)] * n
+        return _pd().DataFrame(cols)
