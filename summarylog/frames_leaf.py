@@ -68,8 +68,11 @@ class Leaf:
             s = reader.scalars(run, tag)
             into = self.scalars if simple is None or tag in simple else self.tensor_scalars
             into[tag] = (s.step, s.wall_time, s.value)
-        kinds = reader.tag_kinds(run)
-        if all(k == ["scalar"] for k in kinds.values()):
+        values = sum(len(s[0]) for s in (*self.scalars.values(), *self.tensor_scalars.values()))
+        records = sum(rep.records for rep in reader.damage(run).values())
+        # tag_kinds costs a pass only when some tag holds more than scalars; a file with
+        # more records than scalars surely does: straight to the one decoding pass
+        if records <= values + 1 and all(k == ["scalar"] for k in reader.tag_kinds(run).values()):
             return  # nothing but scalars: no Python decoding
         for ev in reader.events(run):
             self._add(ev)

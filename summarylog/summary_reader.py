@@ -289,7 +289,9 @@ class _LeafFrames:
                 col[start:start + len(value)] = value
                 start += len(value)
         else:
-            cols["tag"] = np.repeat(np.array(tags, dtype=object), lens)
+            # each tag's string built once, then taken per row (not inferred per row)
+            codes = np.repeat(np.arange(len(tags)), lens)
+            cols["tag"] = _pd().Series(tags).array.take(codes)
             cols["value"] = np.concatenate([s[2] for s in series.values()])
         return cols, [s[1] for s in series.values()]
 
