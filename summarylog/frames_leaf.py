@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .discovery import is_event_file
+from .discovery import dialect_of, is_event_file
 from .pb import len_field
 from .reader import Reader
 
@@ -32,6 +32,8 @@ def _simple_value_tags(path: str, tags: list[str]) -> set[str] | None:
     """Tags written as ``simple_value`` (a Value's tag field directly followed by field 2,
     fixed32); the others were written as scalars-plugin tensors.  None when the file
     cannot be searched as bytes (compressed): then every tag counts as simple."""
+    if dialect_of(path) == "mindspore":  # MindSpore scalars are all scalar_value
+        return None
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
             if m[:4] == _ZSTD_MAGIC:

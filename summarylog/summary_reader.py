@@ -156,6 +156,13 @@ class SummaryReader:
     def text(self) -> Any:
         return self.get_events(TEXT)
 
+    @property
+    def lineage(self) -> Any:
+        """MindSpore lineage under ``log_path``: one row per run with lineage files, the
+        columns of :meth:`summarylog.Reader.lineage` (not in tbparse)."""
+        from .reader import Reader
+        return _pd().DataFrame(Reader(self.log_path).lineage())
+
     def get_events(self, event_type: str) -> Any:
         """All values of one kind under ``log_path`` as a DataFrame, as tbparse builds it."""
         pd = _pd()
@@ -343,7 +350,9 @@ class _LeafFrames:
                 if f in ("limits", "counts"):
                     col[i:i + len(evs)] = [np.asarray(e[2][f], np.float64) for e in evs]
                 else:
-                    col[i:i + len(evs)] = [float(e[2][f]) for e in evs]
+                    # MindSpore histograms hold no sum of squares: NaN
+                    col[i:i + len(evs)] = [np.nan if e[2].get(f) is None else float(e[2][f])
+                                           for e in evs]
             i += len(evs)
         return cols, walls
 

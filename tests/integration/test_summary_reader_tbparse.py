@@ -170,3 +170,52 @@ def test_speed_vs_tbparse(tmp_path):
             require_module("pandas").testing.assert_frame_equal(frames["o"], frames["t"])
             print(f"SummaryReader on {name}: {t_us:.3f} s, tbparse {t_them:.2f} s: "
                   f"{t_them / t_us:.0f}x")
+
+
+def _write_record(d: str, fmt: str) -> None:
+    from summarylog import SummaryRecord
+    with SummaryRecord(d, format=fmt) as rec:
+        for i in range(5):
+            rec.add_value("scalar", "loss", 1.0 / (i + 1))
+            rec.add_value("scalar", "acc", i * 0.25)
+            rec.add_value("histogram", "w", np.linspace(-1, 1, 20) * (i + 1))
+            rec.add_value("tensor", "t", np.arange(6.0).reshape(2, 3) * i)
+            rec.record(i)
+        rec.add_value("train_lineage", "x", {"hyper_parameters": {
+            "optimizer": "Adam", "learning_rate": 0.1, "epoch": 3}})
+        rec.record(5)
+
+
+@pytest.mark.parametrize("pivot", [False, True])
+@pytest.mark.parametrize("kind", ["scalars", "tensors", "histograms"])
+def test_mindspore_frames_equal_tbparse_on_the_tensorboard_twin(tmp_path, kind, pivot):
+    """Issue 23 point 2: a MindSpore run through the same frames.  The oracle: tbparse on
+    the same values written by SummaryRecord in TensorBoard format."""
+    tbparse = require_module("tbparse")
+    pd = require_module("pandas")
+    from summarylog.summary_reader import SummaryReader
+    ms, tb = str(tmp_path / "run"), str(tmp_path / "tb" / "run")
+    _write_record(ms, "mindinsight")
+    _write_record(tb, "tensorboard")
+    for extra in (None, {"dir_name"}, {"min", "max", "num", "sum"}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = getattr(tbparse.SummaryReader(tb, pivot=pivot, extra_columns=extra), kind)
+        ours = getattr(SummaryReader(ms, pivot=pivot, extra_columns=extra), kind)
+        pd.testing.assert_frame_equal(ours, theirs)
+    if kind == "histograms":  # MindSpore histograms hold no sum of squares
+        col = "w/sum_squares" if pivot else "sum_squares"
+        assert SummaryReader(ms, pivot=pivot, extra_columns={"sum_squares"}).histograms[
+            col].isna().all()
+    print(f"MindSpore {kind} pivot={pivot}: {ours.shape[0]} rows, equal to tbparse's on the twin")
+
+
+def test_mindspore_lineage_rows(tmp_path):
+    from summarylog import Reader
+    from summarylog.summary_reader import SummaryReader
+    _write_record(str(tmp_path / "a"), "mindinsight")
+    _write_record(str(tmp_path / "b"), "mindinsight")
+    df = SummaryReader(str(tmp_path)).lineage
+    assert df.to_dict("records") == Reader(str(tmp_path)).lineage()
+    assert list(df["run"]) == ["a", "b"] and list(df["optimizer"]) == ["Adam", "Adam"]
+    assert list(df["epoch"]) == [3, 3]
