@@ -197,12 +197,35 @@ class SummaryReader:
         return self._pivoted(df, keys)
 
     def _pivoted(self, df: Any, keys: list[str]) -> Any:
-        merged = df.groupby(keys or [True] * len(df), sort=False).aggregate(_merge)
-        merged = merged.reset_index()
+        """Rows of equal keys (contiguous: df is sorted) merged into one, as tbparse's
+        groupby with :func:`_merge`; a float column with at most one value per group is
+        merged in numpy, any other column through the groupby."""
+        pd = _pd()
+        n = len(df)
+        new = np.zeros(n, bool)
+        new[0] = True
+        for k in keys:
+            col = df[k].to_numpy()
+            new[1:] |= col[1:] != col[:-1]
+        starts = np.flatnonzero(new)
         middle = sorted(c for c in df.columns if c not in _PLACE)
         order = [c for c in ["step", *middle, "wall_time", "dir_name", "file_name"]
                  if c in df.columns]
-        return merged[order]
+        out = {}
+        for c in order:
+            if c in keys:
+                out[c] = df[c].iloc[starts].reset_index(drop=True)
+                continue
+            arr = df[c].to_numpy()
+            if arr.dtype == np.float64:
+                present = ~np.isnan(arr)
+                if np.add.reduceat(present, starts).max(initial=0) <= 1:
+                    at = np.maximum.reduceat(np.where(present, np.arange(n), -1), starts)
+                    out[c] = pd.Series(np.where(at >= 0, arr[np.maximum(at, 0)], np.nan))
+                    continue
+            grouped = df[c].groupby(keys and [df[k] for k in keys] or [True] * n, sort=False)
+            out[c] = grouped.aggregate(_merge).reset_index(drop=True)
+        return pd.DataFrame(out)
 
     def _leaf_frame(self, kind: str) -> Any:
         if kind not in self._frames:
