@@ -28,6 +28,23 @@ _HIST_FIELDS = ("counts", "limits", "max", "min", "num", "sum", "sum_squares")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+def decode_png(data: bytes) -> np.ndarray:
+    """A PNG as tbparse gives it (TensorFlow's decode_image): height x width x channels
+    uint8, palette images expanded to RGB (RGBA with transparency).  Needs Pillow."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError("SummaryReader.images needs Pillow: pip install pillow") from None
+    import io
+    with Image.open(io.BytesIO(data)) as im:
+        if im.mode == "P":
+            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+        elif im.mode not in ("L", "LA", "RGB", "RGBA"):
+            im = im.convert("RGB")
+        arr = np.asarray(im, dtype=np.uint8)
+    return arr[:, :, None] if arr.ndim == 2 else arr
+
+
 def _simple_value_tags(path: str, tags: list[str]) -> set[str] | None:
     """Tags written as ``simple_value`` (a Value's tag field directly followed by field 2,
     fixed32); the others were written as scalars-plugin tensors.  None when the file
@@ -94,6 +111,8 @@ class Leaf:
             value = np.asarray(ev.value)
             self.events[TENSORS].setdefault(ev.tag, []).append(
                 (ev.step, ev.wall_time, value.item() if value.shape == () else value))
+        elif ev.kind == "image" and len(ev.value["pngs"]) == 1:
+            self.events[IMAGES].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
         elif ev.kind == "hparams" and ev.tag == _SSI:
             # tbparse keeps the plugin content of the tag's last value
             self.hparams = dict((ev.value.get("session_start_info") or {}).get("hparams") or {})

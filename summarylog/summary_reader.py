@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from .frames_leaf import AUDIO, HISTOGRAMS, HPARAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf
+from .frames_leaf import (AUDIO, HISTOGRAMS, HPARAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf,
+                          decode_png)
 
 __all__ = ["SummaryReader", "ALL_EVENT_TYPES", "ALL_EXTRA_COLUMNS"]
 
 ALL_EVENT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO, HPARAMS, TEXT}
-_DONE_TYPES = {SCALARS, TENSORS, HISTOGRAMS, HPARAMS, TEXT}  # images and audio: not yet
+_DEFAULT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, HPARAMS, TEXT}  # tbparse's without TensorFlow
+_DONE_TYPES = _DEFAULT_TYPES | {IMAGES}  # audio: not yet
 ALL_EXTRA_COLUMNS = {"dir_name", "file_name", "wall_time", "min", "max", "num", "sum",
                      "sum_squares", "width", "height", "content_type", "length_frames",
                      "sample_rate"}
@@ -72,7 +74,7 @@ class SummaryReader:
             raise ValueError(f"extra_columns must be a set, not {type(extra)}")
         if bad := extra - ALL_EXTRA_COLUMNS:
             raise KeyError(f"Invalid columns entries: {bad}")
-        types = (event_types or _DONE_TYPES).copy()
+        types = (event_types or _DEFAULT_TYPES).copy()
         if not isinstance(types, set):
             raise ValueError(f"event_types must be a set, not {type(types)}")
         if bad := types - ALL_EVENT_TYPES:
@@ -279,6 +281,8 @@ class _LeafFrames:
             cols, walls = self._objects(self.leaf.events[TEXT], {}, [])
         elif kind == HISTOGRAMS:
             cols, walls = self._histograms(self.leaf.events[HISTOGRAMS])
+        elif kind == IMAGES:
+            cols, walls = self._images(self.leaf.events[IMAGES])
         else:
             return self._hparams()
         return self._finish(cols, walls, with_wall=True)
@@ -376,6 +380,21 @@ class _LeafFrames:
                     # MindSpore histograms hold no sum of squares: NaN
                     col[i:i + len(evs)] = [np.nan if e[2].get(f) is None else float(e[2][f])
                                            for e in evs]
+            i += len(evs)
+        return cols, walls
+
+    def _images(self, events: dict[str, list[tuple[int, float, Any]]]
+                ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        pixels = {tag: [(e[0], e[1], decode_png(e[2]["pngs"][0])) for e in evs]
+                  for tag, evs in events.items()}
+        cols, walls = self._objects(pixels, {}, [])
+        i = 0
+        n = sum(len(evs) for evs in events.values())
+        for tag, evs in events.items():
+            for f in ("height", "width"):
+                if f in self.extra:
+                    col = self._col(cols, f if not self.pivot else f"{tag}/{f}", n, None)
+                    col[i:i + len(evs)] = [e[2][f] for e in evs]
             i += len(evs)
         return cols, walls
 

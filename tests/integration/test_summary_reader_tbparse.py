@@ -219,3 +219,29 @@ def test_mindspore_lineage_rows(tmp_path):
     assert df.to_dict("records") == Reader(str(tmp_path)).lineage()
     assert list(df["run"]) == ["a", "b"] and list(df["optimizer"]) == ["Adam", "Adam"]
     assert list(df["epoch"]) == [3, 3]
+
+
+def test_images_pixels_and_columns(tmp_path):
+    """Images (tbparse reads them only with TensorFlow, absent here): the pixels torch
+    wrote, height x width x channels uint8 as TensorFlow's decode_image gives them, with
+    tbparse's columns (height, width before wall_time)."""
+    tb = require_module("torch.utils.tensorboard")
+    require_module("PIL")
+    from summarylog.summary_reader import SummaryReader
+    rng = np.random.default_rng(0)
+    imgs = [(rng.random((3, 5, 7)) * 255).astype(np.uint8) for _ in range(3)]
+    w = tb.SummaryWriter(str(tmp_path))
+    for i, img in enumerate(imgs):
+        w.add_image("pic", img, i)
+    w.close()
+    df = SummaryReader(str(tmp_path), event_types={"images"},
+                       extra_columns={"width", "height", "wall_time"}).images
+    assert list(df.columns) == ["step", "tag", "value", "height", "width", "wall_time"]
+    assert list(df["step"]) == [0, 1, 2] and list(df["width"]) == [7] * 3
+    for got, img in zip(df["value"], imgs):
+        assert got.dtype == np.uint8 and np.array_equal(got, img.transpose(1, 2, 0))
+    wide = SummaryReader(str(tmp_path), event_types={"images"}, pivot=True).images
+    assert list(wide.columns) == ["step", "pic"]
+    with pytest.raises(NotImplementedError):
+        SummaryReader(str(tmp_path), event_types={"audio"}).audio
+    print(f"images: {len(df)} rows, pixels equal to what torch wrote")
