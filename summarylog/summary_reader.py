@@ -254,12 +254,63 @@ class SummaryReader:
         return y / n
 
     @staticmethod
+    def histogram_to_bins(counts: np.ndarray, limits: np.ndarray,
+                          lower_bound: float | None = None, upper_bound: float | None = None,
+                          n_bins: int = 30) -> tuple[np.ndarray, np.ndarray]:
+        """Bin centres and counts of ``n_bins`` equal bins over [lower_bound, upper_bound],
+        as TensorBoard's histogram dashboard rebins buckets."""
+        return _bins(counts, limits, lower_bound, upper_bound, n_bins)
+
+    @staticmethod
+    def tensor_to_histogram(tensor: np.ndarray) -> dict[str, Any]:
+        """A histogram tensor (rows of left edge, right edge, count) as a dict of
+        ``limits`` (with the first left edge), ``counts`` (a 0 first), ``min``, ``max``,
+        ``num``, ``sum`` and ``sum_squares`` (NaN: not in the tensor)."""
+        t = np.asarray(tensor)
+        limits = np.concatenate([t[:1, 0], t[:, 1]])
+        counts = np.concatenate([[0], t[:, 2]])
+        return {"limits": limits, "counts": counts, "min": limits[0], "max": limits[-1],
+                "num": np.sum(counts), "sum": np.nan, "sum_squares": np.nan}
+
+    @staticmethod
     def histogram_to_pdf(counts: np.ndarray, limits: np.ndarray,
                          x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The centres of the intervals of ``x`` and the probability density in each."""
         x = np.asarray(x)
         y = SummaryReader.histogram_to_cdf(counts, limits, x)
         return (x[1:] + x[:-1]) / 2, (y[1:] - y[:-1]) / (x[1:] - x[:-1])
+
+
+def _bins(counts: np.ndarray, limits: np.ndarray, lower: float | None, upper: float | None,
+          n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """TensorBoard's histogram dashboard rebinning (histogramCore.ts): each bucket's
+    count spread over n_bins equal bins by overlap; a bucket of no width after clipping
+    to the range (a point, or outside) counted whole in the bin where its clipped left
+    edge falls (the last bin closed on the right)."""
+    counts = np.asarray(counts, np.float64)
+    limits = np.asarray(limits, np.float64)
+    if len(counts) != len(limits) or (len(counts) and counts[0] != 0):
+        raise ValueError("counts and limits must have the same length, counts[0] == 0")
+    if lower is None or upper is None:
+        lower = upper = 0.0
+    if upper == lower:  # a zero-width range: widen it, as the dashboard does
+        lower, upper = lower / 1.1 - 1, lower * 1.1 + 1
+    width = (upper - lower) / n_bins
+    left = lower + np.arange(n_bins) * width
+    right = left + width
+    b_left = np.maximum(lower, limits[:-1])[:, None]
+    b_right = np.minimum(upper, limits[1:])[:, None]
+    b_width = b_right - b_left
+    c = counts[1:, None]
+    inter = np.minimum(b_right, right) - np.maximum(b_left, left)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where((b_width > 0) & (inter > 0), inter / b_width * c, 0.0)
+    last = right >= upper
+    point = (b_width <= 0) & (left <= b_left) & np.where(last, b_right <= right, b_right < right)
+    first_bin = np.where(point.any(axis=1), point.argmax(axis=1), -1)  # one bin per bucket
+    ys = spread.sum(axis=0)
+    np.add.at(ys, first_bin[first_bin >= 0], counts[1:][first_bin >= 0])
+    return left + width / 2, ys
 
 
 class _LeafFrames:

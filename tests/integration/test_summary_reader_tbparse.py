@@ -135,6 +135,29 @@ def test_histogram_helpers():
         np.testing.assert_allclose(a, b)
 
 
+def test_histogram_to_bins_and_tensor_to_histogram_match_tbparse():
+    tbparse = require_module("tbparse")
+    from summarylog.summary_reader import SummaryReader
+    rng = np.random.default_rng(0)
+    for k in range(400):
+        m = int(rng.integers(2, 40))
+        limits = np.sort(rng.normal(size=m) * rng.uniform(0.1, 5))
+        if k % 5 == 0 and m > 6:
+            limits[3:6] = limits[3]  # zero-width buckets
+        counts = np.concatenate([[0], rng.integers(0, 20, m - 1).astype(float)])
+        lo, hi = [(None, None), (limits[0], limits[-1]), (rng.normal(), rng.normal() + 3),
+                  (0.0, 0.0)][k % 4]
+        n = int(rng.integers(1, 50))
+        for a, b in zip(SummaryReader.histogram_to_bins(counts, limits, lo, hi, n),
+                        tbparse.SummaryReader.histogram_to_bins(counts, limits, lo, hi, n)):
+            np.testing.assert_allclose(a, b, atol=1e-9)
+    t = np.array([[0.0, 1.0, 3.0], [1.0, 2.5, 4.0]])
+    ours, theirs = SummaryReader.tensor_to_histogram(t), tbparse.SummaryReader.tensor_to_histogram(t)
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        np.testing.assert_array_equal(ours[key], theirs[key])
+
+
 def _timed(fn, repeat: int = 1) -> float:
     best = float("inf")
     for _ in range(repeat):
