@@ -72,15 +72,19 @@ class Leaf:
         self.events: dict[str, dict[str, list[tuple[int, float, Any]]]] = {
             TENSORS: {}, HISTOGRAMS: {}, TEXT: {}, IMAGES: {}, AUDIO: {}}
         self.hparams: dict[str, Any] = {}
+        self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
-        if not is_event_file(os.path.basename(path)):
-            return  # tbparse finds nothing in a file that is not an event file either
+        if not is_event_file(os.path.basename(path)) or not os.path.isfile(path):
+            return  # nothing to read in a FIFO, a device, or a file that is not an event file
         with contextlib.suppress(OSError):
             self._read()
 
     def _read(self) -> None:
         reader = Reader(self.path)
-        run = reader.runs()[0]
+        runs = reader.runs()
+        if not runs:
+            return
+        run = runs[0]
         tags = reader.scalar_tags(run)
         simple = _simple_value_tags(self.path, tags)
         for tag in tags:
@@ -88,13 +92,15 @@ class Leaf:
             into = self.scalars if simple is None or tag in simple else self.tensor_scalars
             into[tag] = (s.step, s.wall_time, s.value)
         values = sum(len(s[0]) for s in (*self.scalars.values(), *self.tensor_scalars.values()))
-        records = sum(rep.records for rep in reader.damage(run).values())
+        self.reports = reader.damage(run)
+        records = sum(rep.records for rep in self.reports.values())
         # tag_kinds costs a pass only when some tag holds more than scalars; a file with
         # more records than scalars surely does: straight to the one decoding pass
         if records <= values + 1 and all(k == ["scalar"] for k in reader.tag_kinds(run).values()):
             return  # nothing but scalars: no Python decoding
         for ev in reader.events(run):
             self._add(ev)
+        self.reports = reader.damage(run)  # with what decoding the values found
 
     def _add(self, ev: Any) -> None:
         if ev.kind == "histogram":

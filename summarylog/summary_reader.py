@@ -67,7 +67,8 @@ class SummaryReader:
 
     def __init__(self, log_path: str, *, pivot: bool = False,
                  extra_columns: set[str] | None = None,
-                 event_types: set[str] | None = None) -> None:
+                 event_types: set[str] | None = None,
+                 _ancestors: frozenset[str] = frozenset()) -> None:
         self._log_path = log_path
         extra = (extra_columns or set()).copy()
         if not isinstance(extra, set):
@@ -87,13 +88,19 @@ class SummaryReader:
         self._frames: dict[str, Any] = {}
         if not os.path.exists(log_path):
             raise ValueError(f"File or directory not found: {log_path}")
-        if os.path.isfile(log_path):
+        if not os.path.isdir(log_path):  # a file, or a FIFO or device: a leaf that reads nothing
             self._leaf = Leaf(log_path)
         else:
+            # a directory linked back to an ancestor is skipped (tbparse recurses forever),
+            # as are entries gone or dangling since listed (tbparse raises)
+            here = _ancestors | {os.path.realpath(log_path)}
             for name in sorted(os.listdir(log_path)):
+                path = os.path.join(log_path, name)
+                if not os.path.exists(path) or os.path.realpath(path) in here:
+                    continue
                 self._children[name] = SummaryReader(
-                    os.path.join(log_path, name), pivot=pivot, extra_columns=extra,
-                    event_types=types)
+                    path, pivot=pivot, extra_columns=extra, event_types=types,
+                    _ancestors=here)
 
     # -- tree --------------------------------------------------------------------------
     @property
@@ -109,6 +116,13 @@ class SummaryReader:
 
     def __repr__(self) -> str:
         return f"SummaryReader(log_path='{self.log_path}')"
+
+    def damage(self) -> dict[str, Any]:
+        """Per-file reports (:class:`summarylog.FileReport`: records, damage, unfinished
+        tail, malformed events and values) of every event file read (not in tbparse)."""
+        if self._leaf is not None:
+            return dict(self._leaf.reports)
+        return {p: r for c in self._children.values() for p, r in c.damage().items()}
 
     # -- tags --------------------------------------------------------------------------
     @property

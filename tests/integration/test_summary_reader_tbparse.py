@@ -5,6 +5,7 @@ for every implemented kind and option; and the speed of both on a big run (print
 
 from __future__ import annotations
 
+import pathlib
 import time
 import warnings
 
@@ -268,3 +269,45 @@ def test_images_pixels_and_columns(tmp_path):
     with pytest.raises(NotImplementedError):
         SummaryReader(str(tmp_path), event_types={"audio"}).audio
     print(f"images: {len(df)} rows, pixels equal to what torch wrote")
+
+
+def test_hostile_logdir_read_up_to_damage_and_reported(tmp_path):
+    """A truncated file, a file of garbage named like an event file, a FIFO named like
+    one, a dangling symlink and a symlink loop: frames of what is intact, damage reported, no hang
+    (in a subprocess with a generous timeout)."""
+    import glob
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    tb = require_module("torch.utils.tensorboard")
+    run = tmp_path / "run"
+    w = tb.SummaryWriter(str(run))
+    for i in range(100):
+        w.add_scalar("loss", float(i), i)
+        w.add_text("t", f"text {i}", i)
+    w.close()
+    (path,) = glob.glob(str(run / "events.*"))
+    data = pathlib.Path(path).read_bytes()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) * 2 // 3])  # cut inside a record
+    (run / "events.out.tfevents.0.garbage").write_bytes(os.urandom(1 << 16))
+    os.mkfifo(run / "events.out.tfevents.1.fifo")
+    os.symlink(tmp_path / "nowhere", run / "events.out.tfevents.2.dangling")
+    os.symlink(tmp_path, run / "loop")  # a directory linked to its ancestor
+    code = textwrap.dedent(f"""
+        from summarylog.summary_reader import SummaryReader
+        r = SummaryReader({str(tmp_path)!r})
+        s, t = r.scalars, r.text
+        bad = {{p: (len(rep.damage), rep.tail is not None) for p, rep in r.damage().items()
+               if not rep.ok or rep.tail is not None}}
+        print(len(s), len(t), list(s["step"][:3]), len(bad))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "PYTHONSAFEPATH": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    words = out.stdout.split()
+    n_s, n_t, n_bad = words[0], words[1], words[-1]
+    assert 30 < int(n_s) < 100 and 30 < int(n_t) < 100  # the intact two thirds
+    assert int(n_bad) == 2  # the cut file (a tail) and the garbage (damage)
+    print(f"hostile logdir: {n_s} scalars and {n_t} texts of 100 read, 2 files reported")
