@@ -18,13 +18,12 @@ from .discovery import dialect_of, is_event_file
 from .pb import len_field
 from .reader import Reader
 
-__all__ = ["Leaf", "SCALARS", "TENSORS", "HISTOGRAMS", "IMAGES", "AUDIO", "HPARAMS", "TEXT"]
+__all__ = ["AUDIO", "HISTOGRAMS", "HPARAMS", "IMAGES", "SCALARS", "TENSORS", "TEXT", "Leaf"]
 
 SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO = "scalars", "tensors", "histograms", "images", "audio"
 HPARAMS, TEXT = "hparams", "text"
 _TEXT_SUFFIX = "/text_summary"  # torch and tensorboardX append it to text tags; tbparse drops it
 _SSI = "_hparams_/session_start_info"
-_HIST_FIELDS = ("counts", "limits", "max", "min", "num", "sum", "sum_squares")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -107,7 +106,7 @@ class Leaf:
             self.events[HISTOGRAMS].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
         elif ev.kind == "text":
             self.raw_text_tags[ev.tag] = None
-            tag = ev.tag[: -len(_TEXT_SUFFIX)] if ev.tag.endswith(_TEXT_SUFFIX) else ev.tag
+            tag = ev.tag.removesuffix(_TEXT_SUFFIX)
             value = np.asarray(ev.value)
             text = value.item() if value.size == 1 else value
             if isinstance(text, bytes):
