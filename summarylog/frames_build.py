@@ -1,0 +1,206 @@
+"""SummaryReader's building blocks: one file's DataFrame of one kind with tbparse's
+columns in tbparse's order, and TensorBoard's histogram rebinning."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .frames_leaf import HISTOGRAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf, decode_png
+
+__all__ = ["LeafFrames", "rebin"]
+
+_HIST_FIELDS = ("counts", "limits", "max", "min", "num", "sum", "sum_squares")
+
+
+def _pd() -> Any:
+    import pandas
+    return pandas
+
+
+def rebin(counts: np.ndarray, limits: np.ndarray, lower: float | None, upper: float | None,
+          n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """TensorBoard's histogram dashboard rebinning (histogramCore.ts): each bucket's
+    count spread over n_bins equal bins by overlap; a bucket of no width after clipping
+    to the range (a point, or outside) counted whole in the bin where its clipped left
+    edge falls (the last bin closed on the right)."""
+    counts = np.asarray(counts, np.float64)
+    limits = np.asarray(limits, np.float64)
+    if len(counts) != len(limits) or (len(counts) and counts[0] != 0):
+        raise ValueError("counts and limits must have the same length, counts[0] == 0")
+    if lower is None or upper is None:
+        lower = upper = 0.0
+    if upper == lower:  # a zero-width range: widen it, as the dashboard does
+        lower, upper = lower / 1.1 - 1, lower * 1.1 + 1
+    width = (upper - lower) / n_bins
+    left = lower + np.arange(n_bins) * width
+    right = left + width
+    b_left = np.maximum(lower, limits[:-1])[:, None]
+    b_right = np.minimum(upper, limits[1:])[:, None]
+    b_width = b_right - b_left
+    c = counts[1:, None]
+    inter = np.minimum(b_right, right) - np.maximum(b_left, left)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where((b_width > 0) & (inter > 0), inter / b_width * c, 0.0)
+    last = right >= upper
+    point = (b_width <= 0) & (left <= b_left) & np.where(last, b_right <= right, b_right < right)
+    first_bin = np.where(point.any(axis=1), point.argmax(axis=1), -1)  # one bin per bucket
+    ys = spread.sum(axis=0)
+    np.add.at(ys, first_bin[first_bin >= 0], counts[1:][first_bin >= 0])
+    return left + width / 2, ys
+
+
+class LeafFrames:
+    """One file's DataFrame of one kind, with tbparse's columns in tbparse's order."""
+
+    def __init__(self, leaf: Leaf | None, pivot: bool, extra: set[str]) -> None:
+        assert leaf is not None
+        self.leaf, self.pivot, self.extra = leaf, pivot, extra
+
+    def frame(self, kind: str) -> Any:
+        if kind == SCALARS:
+            series = self.leaf.scalars
+            cols, walls = self._numeric(series)
+        elif kind == TENSORS:
+            series = self.leaf.tensor_scalars
+            cols, walls = self._numeric(series)
+            cols, walls = self._objects(self.leaf.events[TENSORS], cols, walls)
+        elif kind == TEXT:
+            cols, walls = self._objects(self.leaf.events[TEXT], {}, [])
+        elif kind == HISTOGRAMS:
+            cols, walls = self._histograms(self.leaf.events[HISTOGRAMS])
+        elif kind == IMAGES:
+            cols, walls = self._images(self.leaf.events[IMAGES])
+        else:
+            return self._hparams()
+        return self._finish(cols, walls, with_wall=True)
+
+    def _finish(self, cols: dict[str, Any], walls: list[np.ndarray], with_wall: bool) -> Any:
+        n = len(cols["step"]) if "step" in cols else 0
+        if "wall_time" in self.extra and with_wall:
+            cols["wall_time"] = np.concatenate(walls) if walls else []
+        if "dir_name" in self.extra:
+            cols["dir_name"] = [""] * n
+        if "file_name" in self.extra:
+            cols["file_name"] = [os.path.basename(self.leaf.path)] * n
+        return _pd().DataFrame(cols)
+
+    def _col(self, cols: dict[str, Any], name: str, n: int, like: Any) -> Any:
+        """The column ``name`` of n rows (NaN-filled when created); ``like`` picks a
+        float column or an object one."""
+        if name not in cols:
+            if isinstance(like, np.ndarray):
+                cols[name] = np.full(n, np.nan)
+            else:
+                cols[name] = [np.nan] * n
+        return cols[name]
+
+    def _numeric(self, series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+                 ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        cols: dict[str, Any] = {}
+        if not series:
+            return cols, []
+        tags = list(series)
+        lens = [len(s[0]) for s in series.values()]
+        n = sum(lens)
+        cols["step"] = np.concatenate([s[0] for s in series.values()])
+        if self.pivot:
+            start = 0
+            for tag, (_, _, value) in series.items():
+                col = self._col(cols, tag, n, value)
+                col[start:start + len(value)] = value
+                start += len(value)
+        else:
+            # each tag's string built once, then taken per row (not inferred per row)
+            codes = np.repeat(np.arange(len(tags)), lens)
+            cols["tag"] = _pd().Series(tags).array.take(codes)
+            cols["value"] = np.concatenate([s[2] for s in series.values()])
+        return cols, [s[1] for s in series.values()]
+
+    def _objects(self, events: dict[str, list[tuple[int, float, Any]]], cols: dict[str, Any],
+                 walls: list[np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Values of any type appended to the rows in ``cols`` (numeric columns become lists)."""
+        if not events:
+            return cols, walls
+        cols = {k: (v.tolist() if isinstance(v, np.ndarray) else list(v)) for k, v in cols.items()}
+        before = len(cols.get("step", []))
+        n = before + sum(len(evs) for evs in events.values())
+        step = cols.setdefault("step", [])
+        if self.pivot:
+            for k in cols:
+                if k != "step":
+                    cols[k] += [np.nan] * (n - before)
+        else:
+            tag_col, value_col = cols.setdefault("tag", []), cols.setdefault("value", [])
+        i = before
+        for tag, evs in events.items():
+            step += [e[0] for e in evs]
+            walls.append(np.array([e[1] for e in evs], np.float64))
+            if self.pivot:
+                col = self._col(cols, tag, n, None)
+                col[i:i + len(evs)] = [e[2] for e in evs]
+            else:
+                tag_col += [tag] * len(evs)
+                value_col += [e[2] for e in evs]
+            i += len(evs)
+        return cols, walls
+
+    def _histograms(self, events: dict[str, list[tuple[int, float, Any]]]
+                    ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        cols: dict[str, Any] = {}
+        walls: list[np.ndarray] = []
+        n = sum(len(evs) for evs in events.values())
+        if not n:
+            return cols, walls
+        fields = [f for f in _HIST_FIELDS if f in self.extra or f in ("limits", "counts")]
+        cols["step"] = [e[0] for evs in events.values() for e in evs]
+        if not self.pivot:
+            cols["tag"] = [tag for tag, evs in events.items() for _ in evs]
+        i = 0
+        for tag, evs in events.items():
+            walls.append(np.array([e[1] for e in evs], np.float64))
+            for f in fields:
+                key = f if not self.pivot else f"{tag}/{f}"
+                col = self._col(cols, key, n, None)
+                if f in ("limits", "counts"):
+                    col[i:i + len(evs)] = [np.asarray(e[2][f], np.float64) for e in evs]
+                else:
+                    # MindSpore histograms hold no sum of squares: NaN
+                    col[i:i + len(evs)] = [np.nan if e[2].get(f) is None else float(e[2][f])
+                                           for e in evs]
+            i += len(evs)
+        return cols, walls
+
+    def _images(self, events: dict[str, list[tuple[int, float, Any]]]
+                ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        pixels = {tag: [(e[0], e[1], decode_png(e[2]["pngs"][0])) for e in evs]
+                  for tag, evs in events.items()}
+        cols, walls = self._objects(pixels, {}, [])
+        i = 0
+        n = sum(len(evs) for evs in events.values())
+        for tag, evs in events.items():
+            for f in ("height", "width"):
+                if f in self.extra:
+                    col = self._col(cols, f if not self.pivot else f"{tag}/{f}", n, None)
+                    col[i:i + len(evs)] = [e[2][f] for e in evs]
+            i += len(evs)
+        return cols, walls
+
+    def _hparams(self) -> Any:
+        hp = self.leaf.hparams
+        cols: dict[str, Any] = {}
+        if self.pivot:
+            for i, (tag, value) in enumerate(hp.items()):
+                col = self._col(cols, tag, len(hp), None)
+                col[i] = value
+        elif hp:
+            cols["tag"] = list(hp)
+            cols["value"] = list(hp.values())
+        n = len(hp)
+        if "dir_name" in self.extra:
+            cols["dir_name"] = [""] * n
+        if "file_name" in self.extra:
+            cols["file_name"] = [os.path.basename(self.leaf.path)] * n
+        return _pd().DataFrame(cols)

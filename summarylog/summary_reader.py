@@ -1,0 +1,294 @@
+"""summarylog.SummaryReader: a drop-in for ``tbparse.SummaryReader`` on summarylog's Reader.
+
+The same constructor, properties and DataFrames (columns, dtypes, values, row order) as
+tbparse on the same logdir: a tree of readers mirroring the directories, one leaf per file;
+scalars from the columnar C path.  Needs pandas (not a dependency of summarylog)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import numpy as np
+
+from .frames_build import LeafFrames, rebin
+from .frames_leaf import AUDIO, HISTOGRAMS, HPARAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf
+
+__all__ = ["ALL_EVENT_TYPES", "ALL_EXTRA_COLUMNS", "SummaryReader"]
+
+ALL_EVENT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO, HPARAMS, TEXT}
+_DEFAULT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, HPARAMS, TEXT}  # tbparse's without TensorFlow
+_DONE_TYPES = _DEFAULT_TYPES | {IMAGES}  # audio: not yet
+ALL_EXTRA_COLUMNS = {"dir_name", "file_name", "wall_time", "min", "max", "num", "sum",
+                     "sum_squares", "width", "height", "content_type", "length_frames",
+                     "sample_rate"}
+_PLACE = ("step", "wall_time", "dir_name", "file_name")
+
+
+def _pd() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("summarylog.SummaryReader needs pandas: pip install pandas") from None
+    return pandas
+
+
+def _merge(s: Any) -> Any:
+    """Values of one tag at one step (pivot): NaNs dropped, lists flattened, a lone value
+    as itself, several as a list."""
+    if len(s) == 1:
+        return s.iloc[0]
+    out: list[Any] = []
+    for x in s:
+        if isinstance(x, list):
+            out.extend(x)
+        elif np.isscalar(x):
+            if not _pd().isnull(x):
+                out.append(x)
+        else:
+            out.append(x)
+    return np.nan if not out else out[0] if len(out) == 1 else out
+
+
+class SummaryReader:
+    """Every event file under ``log_path`` (a file or a directory) as DataFrames.
+
+    Args:
+      log_path: an event file or a directory (read recursively, one child per entry).
+      pivot: wide DataFrames (one column per tag, one row per step) instead of long ones.
+      extra_columns: a set of ``dir_name``, ``file_name``, ``wall_time``, and per kind
+        ``min``, ``max``, ``num``, ``sum``, ``sum_squares`` (histograms).
+      event_types: a set of the kinds to read (default: all but images and audio).
+
+    Raises ValueError (not a set, missing path) and KeyError (unknown names), as tbparse.
+    """
+
+    def __init__(self, log_path: str, *, pivot: bool = False,
+                 extra_columns: set[str] | None = None,
+                 event_types: set[str] | None = None,
+                 _ancestors: frozenset[str] = frozenset()) -> None:
+        self._log_path = log_path
+        extra = (extra_columns or set()).copy()
+        if not isinstance(extra, set):
+            raise ValueError(f"extra_columns must be a set, not {type(extra)}")  # noqa: TRY004 (tbparse's)
+        if bad := extra - ALL_EXTRA_COLUMNS:
+            raise KeyError(f"Invalid columns entries: {bad}")
+        types = (event_types or _DEFAULT_TYPES).copy()
+        if not isinstance(types, set):
+            raise ValueError(f"event_types must be a set, not {type(types)}")  # noqa: TRY004 (tbparse's)
+        if bad := types - ALL_EVENT_TYPES:
+            raise KeyError(f"Invalid event types: {bad}")
+        self._extra = extra
+        self._pivot = pivot
+        self._types = types
+        self._children: dict[str, SummaryReader] = {}
+        self._leaf: Leaf | None = None
+        self._frames: dict[str, Any] = {}
+        if not os.path.exists(log_path):
+            raise ValueError(f"File or directory not found: {log_path}")
+        if not os.path.isdir(log_path):  # a file, or a FIFO or device: a leaf that reads nothing
+            self._leaf = Leaf(log_path)
+        else:
+            # a directory linked back to an ancestor is skipped (tbparse recurses forever),
+            # as are entries gone or dangling since listed (tbparse raises)
+            here = _ancestors | {os.path.realpath(log_path)}
+            for name in sorted(os.listdir(log_path)):
+                path = os.path.join(log_path, name)
+                if not os.path.exists(path) or os.path.realpath(path) in here:
+                    continue
+                self._children[name] = SummaryReader(
+                    path, pivot=pivot, extra_columns=extra, event_types=types,
+                    _ancestors=here)
+
+    # -- tree --------------------------------------------------------------------------
+    @property
+    def log_path(self) -> str:
+        return self._log_path
+
+    @property
+    def children(self) -> dict[str, SummaryReader]:
+        return self._children.copy()
+
+    def __getitem__(self, name: str) -> SummaryReader:
+        return self.children[name]
+
+    def __repr__(self) -> str:
+        return f"SummaryReader(log_path='{self.log_path}')"
+
+    def damage(self) -> dict[str, Any]:
+        """Per-file reports (:class:`summarylog.FileReport`: records, damage, unfinished
+        tail, malformed events and values) of every event file read (not in tbparse)."""
+        if self._leaf is not None:
+            return dict(self._leaf.reports)
+        return {p: r for c in self._children.values() for p, r in c.damage().items()}
+
+    # -- tags --------------------------------------------------------------------------
+    @property
+    def tags(self) -> dict[str, list[str]]:
+        return self.get_tags()  # type: ignore[return-value]
+
+    def get_tags(self, event_type: str | None = None) -> list[str] | dict[str, list[str]]:
+        """Tags of one kind (a list), or of every kind (a dict of lists)."""
+        if event_type is not None and event_type not in ALL_EVENT_TYPES:
+            raise ValueError(f"Unknown event_type: {event_type}")
+        kinds = [event_type] if event_type is not None else sorted(ALL_EVENT_TYPES)
+        out: dict[str, list[str]] = {}
+        for kind in kinds:
+            if self._leaf is not None:
+                out[kind] = self._leaf.tags(kind) if kind in self._types else []
+            else:
+                tags = [t for c in self._children.values() for t in c.get_tags(kind)]
+                out[kind] = list(dict.fromkeys(tags))
+        return out[event_type] if event_type is not None else copy.deepcopy(out)
+
+    # -- frames ------------------------------------------------------------------------
+    @property
+    def scalars(self) -> Any:
+        return self.get_events(SCALARS)
+
+    @property
+    def tensors(self) -> Any:
+        return self.get_events(TENSORS)
+
+    @property
+    def histograms(self) -> Any:
+        return self.get_events(HISTOGRAMS)
+
+    @property
+    def images(self) -> Any:
+        return self.get_events(IMAGES)
+
+    @property
+    def audio(self) -> Any:
+        return self.get_events(AUDIO)
+
+    @property
+    def hparams(self) -> Any:
+        return self.get_events(HPARAMS)
+
+    @property
+    def text(self) -> Any:
+        return self.get_events(TEXT)
+
+    @property
+    def lineage(self) -> Any:
+        """MindSpore lineage under ``log_path``: one row per run with lineage files, the
+        columns of :meth:`summarylog.Reader.lineage` (not in tbparse)."""
+        from .reader import Reader
+        return _pd().DataFrame(Reader(self.log_path).lineage())
+
+    def get_events(self, event_type: str) -> Any:
+        """All values of one kind under ``log_path`` as a DataFrame, as tbparse builds it."""
+        pd = _pd()
+        if event_type not in ALL_EVENT_TYPES:
+            raise ValueError(f"Unknown event_type: {event_type}")
+        if event_type not in _DONE_TYPES:
+            raise NotImplementedError(f"SummaryReader.{event_type} is not implemented yet")
+        if event_type not in self._types:
+            raise ValueError(f"event_type is ignored by user: {event_type}")
+        if self._leaf is not None:
+            dfs = [self._leaf_frame(event_type).copy()]
+        else:
+            dfs = []
+            for child in self._children.values():
+                df = child.get_events(event_type)
+                if "dir_name" in df and child._leaf is None:
+                    # each directory level prefixes its name
+                    base = os.path.basename(child.log_path)
+                    df["dir_name"] = [base if d == "" else f"{base}/{d}" for d in df["dir_name"]]
+                dfs.append(df)
+        if not dfs:
+            return pd.DataFrame()
+        df = pd.concat(dfs, ignore_index=True)
+        if df.empty:
+            return pd.DataFrame()
+        keys = [k for k in ("dir_name", "file_name") if k in self._extra]
+        keys += ([] if self._pivot else ["tag"]) + ["step"]
+        keys = [k for k in keys if k in df.columns]
+        df = df.sort_values(keys, ignore_index=True)
+        if not self._pivot:
+            return df
+        return self._pivoted(df, keys)
+
+    def _pivoted(self, df: Any, keys: list[str]) -> Any:
+        """Rows of equal keys (contiguous: df is sorted) merged into one, as tbparse's
+        groupby with :func:`_merge`; a float column with at most one value per group is
+        merged in numpy, any other column through the groupby."""
+        pd = _pd()
+        n = len(df)
+        new = np.zeros(n, bool)
+        new[0] = True
+        for k in keys:
+            col = df[k].to_numpy()
+            new[1:] |= col[1:] != col[:-1]
+        starts = np.flatnonzero(new)
+        middle = sorted(c for c in df.columns if c not in _PLACE)
+        order = [c for c in ["step", *middle, "wall_time", "dir_name", "file_name"]
+                 if c in df.columns]
+        out = {}
+        for c in order:
+            if c in keys:
+                out[c] = df[c].iloc[starts].reset_index(drop=True)
+                continue
+            arr = df[c].to_numpy()
+            if arr.dtype == np.float64:
+                present = ~np.isnan(arr)
+                if np.add.reduceat(present, starts).max(initial=0) <= 1:
+                    at = np.maximum.reduceat(np.where(present, np.arange(n), -1), starts)
+                    out[c] = pd.Series(np.where(at >= 0, arr[np.maximum(at, 0)], np.nan))
+                    continue
+            grouped = df[c].groupby(keys and [df[k] for k in keys] or [True] * n, sort=False)
+            out[c] = grouped.aggregate(_merge).reset_index(drop=True)
+        return pd.DataFrame(out)
+
+    def _leaf_frame(self, kind: str) -> Any:
+        if kind not in self._frames:
+            self._frames[kind] = LeafFrames(self._leaf, self._pivot, self._extra).frame(kind)
+        return self._frames[kind]
+
+    # -- tbparse's static helpers --------------------------------------------------------
+    @staticmethod
+    def histogram_to_cdf(counts: np.ndarray, limits: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """The cumulative probability at each (increasing) ``x``, interpolated linearly
+        between the bucket limits (``counts[0]`` must be zero: ``limits[0]`` is the left
+        edge of the first bucket)."""
+        counts = np.asarray(counts, np.float64)
+        limits = np.asarray(limits, np.float64)
+        x = np.asarray(x)
+        if len(counts) != len(limits):
+            raise ValueError("counts and limits must have the same length")
+        if not np.all(np.diff(x) > 0):
+            raise ValueError("x must be increasing")
+        cum = np.cumsum(counts)
+        n = cum[-1]
+        y = np.interp(x, limits, cum, left=0.0, right=n)
+        y[x <= limits[0]] = 0.0
+        return y / n
+
+    @staticmethod
+    def histogram_to_bins(counts: np.ndarray, limits: np.ndarray,
+                          lower_bound: float | None = None, upper_bound: float | None = None,
+                          n_bins: int = 30) -> tuple[np.ndarray, np.ndarray]:
+        """Bin centres and counts of ``n_bins`` equal bins over [lower_bound, upper_bound],
+        as TensorBoard's histogram dashboard rebins buckets."""
+        return rebin(counts, limits, lower_bound, upper_bound, n_bins)
+
+    @staticmethod
+    def tensor_to_histogram(tensor: np.ndarray) -> dict[str, Any]:
+        """A histogram tensor (rows of left edge, right edge, count) as a dict of
+        ``limits`` (with the first left edge), ``counts`` (a 0 first), ``min``, ``max``,
+        ``num``, ``sum`` and ``sum_squares`` (NaN: not in the tensor)."""
+        t = np.asarray(tensor)
+        limits = np.concatenate([t[:1, 0], t[:, 1]])
+        counts = np.concatenate([[0], t[:, 2]])
+        return {"limits": limits, "counts": counts, "min": limits[0], "max": limits[-1],
+                "num": np.sum(counts), "sum": np.nan, "sum_squares": np.nan}
+
+    @staticmethod
+    def histogram_to_pdf(counts: np.ndarray, limits: np.ndarray,
+                         x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The centres of the intervals of ``x`` and the probability density in each."""
+        x = np.asarray(x)
+        y = SummaryReader.histogram_to_cdf(counts, limits, x)
+        return (x[1:] + x[:-1]) / 2, (y[1:] - y[:-1]) / (x[1:] - x[:-1])
