@@ -12,12 +12,13 @@ from .errors import CorruptRecordError, SummarylogError
 if TYPE_CHECKING:  # what the lazy __getattr__ below returns, for type checkers
     from . import records
     from .reader import Reader
+    from .summary_reader import SummaryReader
     from .summary_record import SummaryRecord
     from .summary_writer import SummaryWriter
     from .writer import Writer
 
-__all__ = ["__version__", "native_info", "Writer", "SummaryWriter", "Reader", "SummaryRecord",
-           "SummarylogError", "CorruptRecordError", "records"]
+__all__ = ["__version__", "native_info", "Writer", "SummaryWriter", "Reader", "SummaryReader",
+           "SummaryRecord", "SummarylogError", "CorruptRecordError", "records"]
 
 
 def native_info() -> dict[str, str]:
@@ -30,7 +31,8 @@ def native_info() -> dict[str, str]:
 
 
 _LAZY = {"Writer": ".writer", "SummaryWriter": ".summary_writer",
-         "SummaryRecord": ".summary_record", "Reader": ".reader", "records": ".records"}
+         "SummaryRecord": ".summary_record", "Reader": ".reader",
+         "SummaryReader": ".summary_reader", "records": ".records"}
 
 
 def __getattr__(name: str) -> object:
