@@ -19,7 +19,8 @@ import pytest
 from conftest import IN_CI, require
 
 WORKLOADS = ("crc32c", "write_many", "fsync_1mib", "scan", "read_scalars", "read_scalars_tbparse",
-             "rust_server", "read_memory", "inspect_many", "sw_add_scalar", "sw_heavy")
+             "rust_server", "rust_server_root", "read_memory", "inspect_many", "sw_add_scalar",
+             "sw_heavy")
 PEER_MODULES = ("crc32c", "tensorboardX", "tensorboard", "tbparse", "tensorboard_data_server")
 
 
