@@ -355,13 +355,12 @@ def _served_after(ctx: Context, logdir: str, runs: list[str], last_step: int,
     env = dict(os.environ, TMPDIR=ctx.tmpdir)
     cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1",
            "--port", str(port), "--load_fast=true", "--reload_interval", "1"]
-    # the affinity is inherited by the data server tensorboard starts
-    pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
     last: list[Any] = []
-    with open(errpath, "wb") as err:
+    # a child inherits its parent thread's affinity, and so does the data server it starts
+    with open(errpath, "wb") as err, _pinned(cpus):
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err, env=env, start_new_session=True, preexec_fn=pin)
+                                stderr=err, env=env, start_new_session=True)
     try:
         while len(last) < len(runs):
             if proc.poll() is not None:
