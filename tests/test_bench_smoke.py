@@ -19,8 +19,8 @@ import pytest
 from conftest import IN_CI, require
 
 WORKLOADS = ("crc32c", "write_many", "fsync_1mib", "scan", "read_scalars", "read_scalars_tbparse",
-             "rust_server", "read_memory", "inspect_many", "sw_add_scalar", "sw_heavy",
-             "read_many_runs", "stream_scalars")
+             "rust_server", "rust_server_root", "read_memory", "inspect_many", "sw_add_scalar",
+             "sw_heavy", "read_many_runs", "stream_scalars")
 PEER_MODULES = ("crc32c", "tensorboardX", "tensorboard", "tbparse", "tensorboard_data_server")
 
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import http.client
+import inspect
 import io
 import json
 import os
+import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +38,7 @@ from .registry import Context, PeerMissing, Row, bench, need_peer, per_second
 from .workloads import _tb_reader_kind, _unlink, _ver
 
 __all__ = ["bench_read_scalars", "bench_read_scalars_tbparse", "bench_rust_server",
+           "bench_rust_server_root",
            "bench_read_memory", "bench_inspect_many"]
 
 TAG = "loss"
@@ -264,9 +268,15 @@ def bench_read_scalars_tbparse(ctx: Context) -> list[Row]:
 
 
 # --------------------------------------------------------------------------
-# 3. TensorBoard's Rust data server
+# 3. TensorBoard's Rust data server (RustBoard)
+#
+# TensorBoard's start-up (a Python interpreter, its imports, then the data
+# server) jitters by about a second, so the runs are made big enough that
+# loading them dominates, and the start-up is measured the same way on a
+# logdir of the same shape holding one point per run, several times, and
+# subtracted (its median).
 
-_POLL = 0.01  # seconds between two requests while waiting for the server
+_POLL = 0.05  # least seconds between two requests while waiting for the server
 
 
 class _ServeError(Exception):
@@ -309,133 +319,257 @@ def _tail(path: str, limit: int = 300) -> str:
     return f" ({lines[-1][-limit:]})" if lines else ""
 
 
-def _served_after(ctx: Context, logdir: str, run: str, last_step: int,
-                  timeout: float) -> tuple[float, list[Any]]:
-    """Start ``tensorboard --load_fast=true`` on ``logdir`` and return the
-    seconds from its start until the scalars endpoint serves ``last_step`` of
-    ``run``/TAG, and the points served then."""
+def _one_core() -> set[int] | None:
+    """One CPU this process may run on (the last), or None where affinity
+    cannot be set (not Linux)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    return {max(os.sched_getaffinity(0))}
+
+
+@contextlib.contextmanager
+def _pinned(cpus: set[int] | None) -> Any:
+    """The calling thread restricted to ``cpus`` (None: unchanged)."""
+    if cpus is None:
+        yield
+        return
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
+
+
+def _served_after(ctx: Context, logdir: str, runs: list[str], last_step: int,
+                  timeout: float, cpus: set[int] | None) -> tuple[float, list[Any]]:
+    """Start ``tensorboard --load_fast=true`` on ``logdir`` (with its data
+    server restricted to ``cpus``; None: all) and return the seconds from its
+    start until the scalars endpoint serves ``last_step`` of every run in
+    ``runs`` (asked one run at a time, so a poll is one request), and the last
+    point served for each run."""
     port = _free_port()
-    query = urllib.parse.urlencode({"run": run, "tag": TAG})
-    url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}"
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, no proxy
     errpath = ctx.path("tensorboard-stderr")
     # TMPDIR: tensorboard's info file goes into the scratch directory
     env = dict(os.environ, TMPDIR=ctx.tmpdir)
     cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1",
            "--port", str(port), "--load_fast=true", "--reload_interval", "1"]
-    with open(errpath, "wb") as err:
+    last: list[Any] = []
+    # a child inherits its parent thread's affinity, and so does the data server it starts
+    with open(errpath, "wb") as err, _pinned(cpus):
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, env=env, start_new_session=True)
     try:
-        while True:
+        while len(last) < len(runs):
             if proc.poll() is not None:
                 raise _ServeError(f"tensorboard exited with status {proc.returncode}"
                                   f"{_tail(errpath)}")
+            query = urllib.parse.urlencode({"run": runs[len(last)], "tag": TAG})
+            url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}"
             try:
                 with opener.open(url, timeout=10) as resp:
-                    body = resp.read()
-                points = json.loads(body)
+                    points = json.loads(resp.read())
                 if points and points[-1][1] == last_step:
-                    return time.perf_counter() - t0, points
+                    last.append(points[-1])
+                    continue  # the next run at once
             except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
                 pass  # not up yet, or the run is not loaded yet
             if time.perf_counter() - t0 > timeout:
-                raise _ServeError(f"step {last_step} of {run}/{TAG} not served after "
-                                  f"{timeout:.0f} s{_tail(errpath)}")
-            time.sleep(_POLL)
+                raise _ServeError(f"step {last_step} of {runs[len(last)]}/{TAG} not served "
+                                  f"after {timeout:.0f} s{_tail(errpath)}")
+            # 1 % of the elapsed time at most: fine enough, and the polls (each a
+            # request through tensorboard to its data server) steal little CPU from it
+            time.sleep(max(_POLL, 0.01 * (time.perf_counter() - t0)))
+        return time.perf_counter() - t0, last
     finally:
         _stop(proc)
         _unlink(errpath)
 
 
-@bench("rust_server", goal=1.0, unit="events/s", peer="tensorboard Rust data server",
-       description="1,000,000 scalar events: Reader.scalars vs tensorboard --load_fast=true")
-def bench_rust_server(ctx: Context) -> list[Row]:
-    """Reader.scalars on a 1,000,000-event run vs TensorBoard's Rust data
-    server loading the same run: time from start until the scalars endpoint
-    serves the last step, minus the same on a one-point run (start-up)."""
-    from ..writer import Writer
+def _scalar_root(ctx: Context, runs: int, n: int) -> str:
+    """A root of ``runs`` runs ``run0000``... each holding a copy of the
+    event file of an ``n``-event _scalar_run (one write, then file copies:
+    fast even for millions of events).  Cached for the whole bench run."""
+    key = f"reader-root-{runs}-{n}"
+    root: str | None = ctx.cache.get(key)
+    if root is None:
+        src = _scalar_run(ctx, n)
+        names = sorted(os.listdir(src))
+        root = tempfile.mkdtemp(prefix=f"reader-root-{runs}-{n}-", dir=ctx.tmpdir)
+        for r in range(runs):
+            dst = os.path.join(root, f"run{r:04d}")
+            os.mkdir(dst)
+            for name in names:
+                shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+        ctx.cache[key] = root
+    _warm(root)
+    return root
 
-    n = ctx.pick(1_000_000, 20_000)
-    timeout = 180.0
-    run_dir = _scalar_run(ctx, n)
-    logdir = os.path.dirname(run_dir)
-    ours_read = _ours_read(logdir, RUN)
-    ours_s = ours_read()
-    _check_ours(ours_s, n, "rust_server")
-    candidates: dict[str, Callable[[], float]] = {
-        "ours": _reading(ours_read, _n_points, n, "Reader.scalars")}
 
-    tiny_logdir = tempfile.mkdtemp(prefix="reader-tiny-", dir=ctx.tmpdir)
-    w = Writer(os.path.join(tiny_logdir, RUN), durability="none")
-    w.add_scalar(TAG, 0.5, 0)
-    w.close()
-    _warm(tiny_logdir)
+def _spread(xs: list[float], fmt: str = ".2f") -> str:
+    """min / median / max of ``xs``."""
+    s = sorted(xs)
+    return f"{s[0]:{fmt}} / {statistics.median(s):{fmt}} / {s[-1]:{fmt}}"
+
+
+def _reader_threads() -> bool:
+    """Whether this summarylog's Reader takes ``threads=`` (reads runs in parallel)."""
+    from ..reader import Reader
+
+    try:
+        return "threads" in inspect.signature(Reader).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _rustboard(ctx: Context, workload: str, runs: int, n: int, cpus: set[int] | None,
+               threads: int | None) -> list[Row]:
+    """Reader.scalars of every run of a root of ``runs`` runs of ``n`` events
+    against RustBoard serving the last step of every run, both restricted to
+    ``cpus`` (None: all cores); ``threads``: passed to the Reader."""
+    from ..reader import Reader
+
+    timeout = 600.0
+    if runs == 1:
+        logdir = os.path.dirname(_scalar_run(ctx, n))
+        tiny = os.path.dirname(_scalar_run(ctx, 1))
+        names = [RUN]
+    else:
+        logdir, tiny = _scalar_root(ctx, runs, n), _scalar_root(ctx, runs, 1)
+        names = [f"run{r:04d}" for r in range(runs)]
+    _, values = _expected(n)
+    kw: dict[str, Any] = {} if threads is None else {"threads": threads}
+
+    def ours() -> list[Any]:
+        r = Reader(logdir, **kw)
+        return [r.scalars(name, TAG) for name in names]
+
+    def check(got: list[Any]) -> None:
+        if len(got) != runs:
+            raise RuntimeError(f"{workload}: Reader read {len(got)} runs, expected {runs}")
+        for s in got:
+            _check_ours(s, n, workload)
+
+    with _pinned(cpus):
+        check(ours())  # also the warm-up
 
     peer, status = "tensorboard Rust data server", "ok"
-    startup: list[float] = []
-    full: list[float] = []
-    served: list[int] = []
-    floored: list[bool] = []
     failure: list[str] = []
     try:
         need_peer("tensorboard")
         need_peer("tensorboard_data_server")
         peer = (f"tensorboard {_ver('tensorboard')} --load_fast=true (data server "
                 f"{_ver('tensorboard-data-server')})")
-
-        def server() -> float:
-            if failure:  # failed in an earlier round: do not wait again
-                return float("nan")
-            try:
-                t_start, pts = _served_after(ctx, tiny_logdir, RUN, 0, timeout)
-                if pts[-1][2] != 0.5:
-                    raise _ServeError(f"one-point run: served {pts[-1]!r}, expected value 0.5")
-                t_full, pts = _served_after(ctx, logdir, RUN, n - 1, timeout)
-            except _ServeError as exc:
-                failure.append(str(exc))
-                return float("nan")
-            if pts[-1][2] != ours_s.value[-1] or len(pts) > n:
-                failure.append(f"served last point {pts[-1]!r}, Reader.scalars has "
-                               f"step {n - 1} value {float(ours_s.value[-1])!r}")
-                return float("nan")
-            startup.append(t_start)
-            full.append(t_full)
-            served.append(len(pts))
-            dt = t_full - t_start
-            floored.append(dt < _POLL)  # below what polling can resolve
-            return max(dt, _POLL)
-
-        candidates["peer"] = server
     except PeerMissing as exc:
         status = str(exc)
 
-    ctx.log(f"rust_server: {n:,}-event run, {ctx.repeat} rounds (a tensorboard start per "
-            f"figure, plus one on a one-point run)")
-    res = ctx.rounds(candidates)
+    def serve(where: str, step: int, value: float) -> float:
+        t, last = _served_after(ctx, where, names, step, timeout, cpus)
+        bad = [p for p in last if p[2] != value]
+        if bad:
+            raise _ServeError(f"served last point {bad[0]!r}, Reader.scalars has step {step} "
+                              f"value {value!r}")
+        return t
+
+    # several start-ups per round: their median is subtracted from each full time
+    per_round = ctx.pick(2, 1)
+    ours_s: list[float] = []
+    startup: list[float] = []
+    full: list[float] = []
+    rounds = ctx.round_count(at_least=5)  # the ratio is a median of paired rounds
+    ctx.log(f"{workload}: {runs} run(s) of {n:,} events, {rounds} rounds "
+            f"({'one core' if cpus else 'all cores'}; per round {per_round} tensorboard "
+            f"start(s) on one point per run, one on the full logdir)")
+    for k in range(rounds):
+        gc.collect()
+        steps: list[str] = ["ours", "peer"] if k % 2 == 0 else ["peer", "ours"]
+        for what in steps:
+            if what == "ours":
+                with _pinned(cpus):
+                    t0 = time.perf_counter()
+                    got = ours()
+                    ours_s.append(time.perf_counter() - t0)
+                check(got)
+                del got
+            elif status == "ok" and not failure:
+                try:
+                    for _ in range(per_round):
+                        startup.append(serve(tiny, 0, 1.0))
+                    full.append(serve(logdir, n - 1, float(values[-1])))
+                except _ServeError as exc:
+                    failure.append(str(exc))
+
+    total = runs * n
     peer_runs = None
-    if "peer" in res:
-        if failure:
-            status = f"error: {failure[0]}"
-        else:
-            peer_runs = per_second(n, res["peer"])
     extra: dict[str, Any] = {"startup_seconds": startup, "full_seconds": full,
-                             "points_served": served}
-    note = (f"peer: seconds from starting `tensorboard --load_fast=true --reload_interval 1` "
-            f"on a logdir with the {n:,}-event run until /data/plugin/scalars/scalars serves "
-            f"its last step (polled every {_POLL * 1e3:.0f} ms), minus the same on a one-point "
-            f"run (start-up), as events/s; the server keeps and serves a 1,000-point sample "
-            f"(reservoir), it parses every event; ours: Reader(logdir).scalars(run, tag) on "
-            f"the same file, all {n:,} points into numpy")
+                             "ours_seconds": ours_s}
+    if status == "ok" and failure:
+        status = f"error: {failure[0]}"
+    floored = 0
+    if status == "ok" and full:
+        base = statistics.median(startup)
+        loads = [f - base for f in full]
+        floored = sum(1 for x in loads if x < _POLL)
+        loads = [max(x, _POLL) for x in loads]  # below what polling can resolve
+        extra["load_seconds"] = loads
+        peer_runs = per_second(total, loads)
+    cores = (f"one core (CPU {min(cpus)}; tensorboard and its data server by affinity, ours "
+             f"the reading thread)" if cpus else f"all {os.cpu_count()} cores")
+    if threads is not None:
+        ours_how = f"Reader(root, threads={threads})"
+    elif runs > 1:
+        ours_how = "Reader(root) (no threads= in this Reader: one thread)"
+    else:
+        ours_how = "Reader(logdir) (one thread)"
+    note = (f"{runs} run(s) x {n:,} scalar events ({total:,}; summarylog.Writer, page cache), "
+            f"{cores}; ours: {ours_how}.scalars(run, tag) of every run into numpy, "
+            f"all points checked; peer: seconds from starting `tensorboard --load_fast=true "
+            f"--reload_interval 1` until /data/plugin/scalars/scalars serves the last step of "
+            f"every run (polled every {_POLL * 1e3:.0f} ms or 1 % of the time elapsed, "
+            f"whichever is longer, one run at a time), minus the median start-up: the same "
+            f"on a logdir of {runs} one-point run(s), "
+            f"{per_round} per round; the server keeps a 1,000-point sample per tag but parses "
+            f"every event; last values checked")
+    if ours_s:
+        note += f"; ours s min/median/max {_spread(ours_s, '.3f')}"
     if startup:
-        note += (f"; start-up median {sorted(startup)[len(startup) // 2]:.2f} s, "
-                 f"full median {sorted(full)[len(full) // 2]:.2f} s")
-    if any(floored):
-        note += (f"; load time below the polling resolution in {sum(floored)} run(s), "
+        note += f"; start-up s {_spread(startup)} ({len(startup)} starts)"
+    if full:
+        note += f"; full s {_spread(full)}"
+    if "load_seconds" in extra:
+        loads = extra["load_seconds"]
+        note += f"; load s {_spread(loads)}"
+        ratios = [lo / o for lo, o in zip(loads, ours_s)]
+        note += f"; per-round ratio {_spread(ratios)}"
+    if floored:
+        note += (f"; load time below the polling resolution in {floored} round(s), "
                  f"counted as {_POLL * 1e3:.0f} ms")
-    return [Row("rust_server", "rust_server", peer, "events/s", per_second(n, res["ours"]),
-                peer_runs, status, note=note, extra=extra)]
+    return [Row(workload, workload, peer, "events/s", per_second(total, ours_s), peer_runs,
+                status, note=note, extra=extra, paired=True)]
+
+
+@bench("rust_server", goal=3.0, unit="events/s", peer="tensorboard Rust data server",
+       description="10,000,000 scalar events of one run on one core: Reader.scalars vs "
+                   "tensorboard --load_fast=true")
+def bench_rust_server(ctx: Context) -> list[Row]:
+    """Reader.scalars on a 10,000,000-event run vs TensorBoard's Rust data
+    server loading it, both on one core: time from start until the scalars
+    endpoint serves the last step, minus the same on a one-point run."""
+    return _rustboard(ctx, "rust_server", 1, ctx.pick(10_000_000, 20_000), _one_core(), None)
+
+
+@bench("rust_server_root", goal=1.0, unit="events/s", peer="tensorboard Rust data server",
+       description="a root of 100 runs x 100,000 scalar events, all cores: Reader vs "
+                   "tensorboard --load_fast=true (loads runs in parallel)")
+def bench_rust_server_root(ctx: Context) -> list[Row]:
+    """Reader.scalars of every run of a 100-run root vs TensorBoard's Rust data
+    server loading it (in parallel), both on all cores: time until the last
+    step of every run is served, minus the same on a root of one-point runs."""
+    runs, n = ctx.pick(100, 4), ctx.pick(100_000, 2_000)
+    threads = (os.cpu_count() or 1) if _reader_threads() else None
+    return _rustboard(ctx, "rust_server_root", runs, n, None, threads)
 
 
 # --------------------------------------------------------------------------
