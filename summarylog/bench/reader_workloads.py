@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import http.client
-import inspect
 import io
 import json
 import os
@@ -414,18 +413,8 @@ def _spread(xs: list[float], fmt: str = ".2f") -> str:
     return f"{s[0]:{fmt}} / {statistics.median(s):{fmt}} / {s[-1]:{fmt}}"
 
 
-def _reader_threads() -> bool:
-    """Whether this summarylog's Reader takes ``threads=`` (reads runs in parallel)."""
-    from ..reader import Reader
-
-    try:
-        return "threads" in inspect.signature(Reader).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _rustboard(ctx: Context, workload: str, runs: int, n: int, cpus: set[int] | None,
-               threads: int | None) -> list[Row]:
+               threads: int) -> list[Row]:
     """Reader.scalars of every run of a root of ``runs`` runs of ``n`` events
     against RustBoard serving the last step of every run, both restricted to
     ``cpus`` (None: all cores); ``threads``: passed to the Reader."""
@@ -440,10 +429,9 @@ def _rustboard(ctx: Context, workload: str, runs: int, n: int, cpus: set[int] | 
         logdir, tiny = _scalar_root(ctx, runs, n), _scalar_root(ctx, runs, 1)
         names = [f"run{r:04d}" for r in range(runs)]
     _, values = _expected(n)
-    kw: dict[str, Any] = {} if threads is None else {"threads": threads}
-
     def ours() -> list[Any]:
-        r = Reader(logdir, **kw)
+        r = Reader(logdir, threads=threads)
+        r.load()  # every run's columns, on ``threads`` threads
         return [r.scalars(name, TAG) for name in names]
 
     def check(got: list[Any]) -> None:
@@ -517,12 +505,7 @@ def _rustboard(ctx: Context, workload: str, runs: int, n: int, cpus: set[int] | 
         peer_runs = per_second(total, loads)
     cores = (f"one core (CPU {min(cpus)}; tensorboard and its data server by affinity, ours "
              f"the reading thread)" if cpus else f"all {os.cpu_count()} cores")
-    if threads is not None:
-        ours_how = f"Reader(root, threads={threads})"
-    elif runs > 1:
-        ours_how = "Reader(root) (no threads= in this Reader: one thread)"
-    else:
-        ours_how = "Reader(logdir) (one thread)"
+    ours_how = f"Reader(root, threads={threads}).load()"
     note = (f"{runs} run(s) x {n:,} scalar events ({total:,}; summarylog.Writer, page cache), "
             f"{cores}; ours: {ours_how}.scalars(run, tag) of every run into numpy, "
             f"all points checked; peer: seconds from starting `tensorboard --load_fast=true "
@@ -557,7 +540,7 @@ def bench_rust_server(ctx: Context) -> list[Row]:
     """Reader.scalars on a 10,000,000-event run vs TensorBoard's Rust data
     server loading it, both on one core: time from start until the scalars
     endpoint serves the last step, minus the same on a one-point run."""
-    return _rustboard(ctx, "rust_server", 1, ctx.pick(10_000_000, 20_000), _one_core(), None)
+    return _rustboard(ctx, "rust_server", 1, ctx.pick(10_000_000, 20_000), _one_core(), 1)
 
 
 @bench("rust_server_root", goal=1.0, unit="events/s", peer="tensorboard Rust data server",
@@ -568,8 +551,7 @@ def bench_rust_server_root(ctx: Context) -> list[Row]:
     server loading it (in parallel), both on all cores: time until the last
     step of every run is served, minus the same on a root of one-point runs."""
     runs, n = ctx.pick(100, 4), ctx.pick(100_000, 2_000)
-    threads = (os.cpu_count() or 1) if _reader_threads() else None
-    return _rustboard(ctx, "rust_server_root", runs, n, None, threads)
+    return _rustboard(ctx, "rust_server_root", runs, n, None, os.cpu_count() or 1)
 
 
 # --------------------------------------------------------------------------
