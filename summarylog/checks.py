@@ -42,14 +42,14 @@ def check_size(nbytes: int, name: str) -> None:
                          f"nothing was logged")
 
 
-def check_step(step: Any) -> int:
+def check_step(step: Any, name: str = "step") -> int:
     if step is None:
         return 0
     if isinstance(step, bool) or not isinstance(step, numbers.Integral):
-        raise TypeError(f"step must be an int, got {type(step).__name__}")
+        raise TypeError(f"{name} must be an int, got {type(step).__name__}")
     step = int(step)
     if not -(1 << 63) <= step < (1 << 63):
-        raise ValueError(f"step must fit in int64, got {step}")
+        raise ValueError(f"{name} must fit in int64, got {step}")
     return step
 
 

@@ -142,7 +142,7 @@ class SummaryWriterBase:
                 global_step = self._defaults.get("global_step")
             if walltime is None:
                 walltime = self._defaults.get("walltime")
-        return check_step(global_step), check_walltime(walltime)
+        return check_step(global_step, "global_step"), check_walltime(walltime)
 
     @contextlib.contextmanager
     def use_metadata(self, *, global_step: int | None = None,

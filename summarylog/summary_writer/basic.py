@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..checks import MAX_VALUE_BYTES, check_size, check_tag
+from ..checks import MAX_VALUE_BYTES, check_size, check_step, check_tag
 from ..dialects.tensorboard import text_event
 from ..reader import Reader
 from ..values import snapshot_scalar
@@ -25,11 +25,7 @@ __all__ = ["BasicMethods"]
 def _check_scalar_call(tag: Any, scalar_value: Any, global_step: Any, walltime: Any) -> None:
     """Raise the error of a refused add_scalar call, naming the peers' arguments."""
     check_tag(tag)
-    if isinstance(global_step, bool) or not (global_step is None
-                                             or isinstance(global_step, numbers.Integral)):
-        raise TypeError(f"global_step must be an int, got {type(global_step).__name__}")
-    if global_step is not None and not -(1 << 63) <= int(global_step) < (1 << 63):
-        raise ValueError(f"global_step must fit in int64, got {global_step}")
+    check_step(global_step, "global_step")
     if walltime is not None and (isinstance(walltime, bool)
                                  or not isinstance(walltime, numbers.Real)
                                  or not math.isfinite(walltime)):

@@ -15,22 +15,8 @@ from ..checks import check_size, check_tag
 from ..dialects.tb_bins import MAX_BINS, RULES
 from ..values import Deferred, framework_of, snapshot_array, to_numpy
 
-__all__ = ["check_when", "numeric_array", "check_bins", "check_max_bins", "small_vector",
+__all__ = ["numeric_array", "check_bins", "check_max_bins", "small_vector",
            "real_number", "check_count", "layout_charts", "check_tags", "json_config"]
-
-
-def check_when(global_step: Any, walltime: Any) -> None:
-    """``global_step`` an int64 or None, ``walltime`` finite seconds or None."""
-    if global_step is not None:
-        if isinstance(global_step, bool) or not isinstance(global_step, numbers.Integral):
-            raise TypeError(f"global_step must be an int, got {type(global_step).__name__}")
-        if not -(1 << 63) <= int(global_step) < (1 << 63):
-            raise ValueError(f"global_step must fit in int64, got {global_step}")
-    if walltime is not None:
-        if isinstance(walltime, bool) or not isinstance(walltime, numbers.Real):
-            raise TypeError(f"walltime must be a number of seconds, got {type(walltime).__name__}")
-        if not math.isfinite(walltime):
-            raise ValueError(f"walltime must be finite, got {walltime}")
 
 
 def _dtype_kind(value: Any) -> str:

@@ -18,7 +18,7 @@ from ..dialects.tb_bins import MAX_BINS
 from ..values import Deferred, resolve_array, resolve_scalar, snapshot_scalar
 from ..writer import Writer
 from .base import SummaryWriterBase, check_sub_run
-from .plugin_checks import (check_bins, check_count, check_max_bins, check_tags, check_when,
+from .plugin_checks import (check_bins, check_count, check_max_bins, check_tags,
                             json_config, layout_charts, numeric_array, real_number,
                             small_vector)
 
@@ -76,10 +76,6 @@ class PluginMethods(SummaryWriterBase):
     (+ _marginchart, _multilinechart), add_mesh, add_hparams, add_tensor, and add_scalar's
     new_style / double_precision / display_name forms (the peers' signatures)."""
 
-    def _when(self, global_step: Any, walltime: Any) -> tuple[int, float]:
-        check_when(global_step, walltime)
-        return self.at(global_step, walltime)
-
     # -- histograms ---------------------------------------------------------------------------
     def add_histogram(self, tag: str, values: Any, global_step: int | None = None,
                       bins: Any = "tensorflow", walltime: float | None = None,
@@ -96,7 +92,7 @@ class PluginMethods(SummaryWriterBase):
         bins = check_bins(bins)
         max_bins = check_max_bins(max_bins)
         snap, _, nbytes = numeric_array(values, "values")
-        step, wall = self._when(global_step, walltime)
+        step, wall = self.at(global_step, walltime)
         self.writer.submit(_histogram, wall, step, tag, snap, bins, max_bins, nbytes=nbytes)
 
     def add_histogram_raw(self, tag: str, min: Any, max: Any, num: Any, sum: Any,
@@ -115,7 +111,7 @@ class PluginMethods(SummaryWriterBase):
                              f"{len(limits)} and {len(counts)}")
         if not len(limits):
             raise ValueError("bucket_limits and bucket_counts must not be empty")
-        step, wall = self._when(global_step, walltime)
+        step, wall = self.at(global_step, walltime)
         self.writer.submit(_resolved(tbp.histogram_raw_event, wall, step, tag, stats),
                            limits, counts)
 
@@ -143,7 +139,7 @@ class PluginMethods(SummaryWriterBase):
                 if int(np.prod(wshape)) not in (1, n):
                     raise ValueError(f"weights must be one number or one per prediction, "
                                      f"got shape {wshape} for {n} predictions")
-        step, wall = self._when(global_step, walltime)
+        step, wall = self.at(global_step, walltime)
         self.writer.submit(_pr_curve, wall, step, tag, lab, pred, num_thresholds, w,
                            nbytes=lbytes + pbytes)
 
@@ -165,7 +161,7 @@ class PluginMethods(SummaryWriterBase):
         if len(set(lengths.values())) != 1 or not rows[0].size:
             raise ValueError(f"true_positive_counts ... recall must be non-empty and as long "
                              f"as each other, got lengths {lengths}")
-        step, wall = self._when(global_step, walltime)
+        step, wall = self.at(global_step, walltime)
         self.writer.submit(lambda *r: [tbp.pr_curve_raw_event(wall, step, tag, r, num_thresholds)],
                            *rows)
 
@@ -174,7 +170,7 @@ class PluginMethods(SummaryWriterBase):
         """Lay out the Custom Scalars tab: ``{category: {title: ["Multiline", [tag
         regexes]] or ["Margin", [value, lower, upper]]}}``."""
         charts = layout_charts(layout)
-        step, wall = self._when(None, None)
+        step, wall = self.at(None, None)
         self.writer.submit(lambda: [tbp.custom_scalars_event(wall, step, charts)], nbytes=0)
 
     def add_custom_scalars_multilinechart(self, tags: list[str], category: str = "default",
@@ -208,7 +204,7 @@ class PluginMethods(SummaryWriterBase):
                 raise ValueError(f"{name} must be [B, N, 3] (3-D), got shape {shape}")
             parts[key] = snap
         config = json_config(config_dict)
-        step, wall = self._when(global_step, walltime)
+        step, wall = self.at(global_step, walltime)
         keys = list(parts)
 
         def encode(*arrays: Any) -> list[bytes]:
@@ -241,7 +237,7 @@ class PluginMethods(SummaryWriterBase):
                             f"got {type(metric_dict).__name__}")
         for k, v in metric_dict.items():
             snapshot_scalar(v, f"metric_dict[{k!r}]")
-        step, wall = self._when(global_step, None)
+        step, wall = self.at(global_step, None)
         events = tbp.hparams_events(wall, hparam_dict, metric_dict, hparam_domain_discrete,
                                     step=step)
         run = check_sub_run(run_name or str(time.time()), "run_name")
@@ -261,7 +257,7 @@ class PluginMethods(SummaryWriterBase):
         (``"tensor"``)."""
         check_tag(tag)
         snap, _, nbytes = numeric_array(tensor, "tensor", kinds="biufcUS", empty_ok=True)
-        step, wall = self._when(global_step, walltime)
+        step, wall = self.at(global_step, walltime)
         self.writer.submit(_resolved(tbp.tensor_event, wall, step, tag), snap, nbytes=nbytes)
 
     def add_scalar_form(self, tag: str, scalar_value: Any, global_step: Any, walltime: Any,
@@ -282,6 +278,6 @@ class PluginMethods(SummaryWriterBase):
             if not isinstance(value, str):
                 raise TypeError(f"{what} must be a str, got {type(value).__name__}")
         snap = snapshot_scalar(scalar_value, "scalar_value")
-        step, wall = self._when(global_step, walltime)
+        step, wall = self.at(global_step, walltime)
         self.writer.submit(_scalar, wall, step, tag, snap, bool(new_style),
                            bool(double_precision), display_name, summary_description, nbytes=64)
