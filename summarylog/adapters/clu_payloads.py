@@ -15,7 +15,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..checks import check_size, check_tag
-from ..pb import POOL, message_class, tb
+from ..dialects.tb_plugins import SESSION_START_TAG
+from ..dialects.tensorboard import hparam_value, plugin_metadata, value_event
+from ..pb import POOL, tb
 from ..values import to_numpy
 
 __all__ = ["flatten_hparams", "hparams_values", "hparams_session_payload", "check_clips",
@@ -25,7 +27,6 @@ __all__ = ["flatten_hparams", "hparams_values", "hparams_session_payload", "chec
 #: frames a second of a CLU video (CLU's interface has no rate): torch's add_video default
 VIDEO_FPS = 4.0
 
-_SESSION_START_TAG = "_hparams_/session_start_info"
 _WAV = POOL.FindEnumTypeByName(
     "summarylog.tb.AudioPluginData.Encoding").values_by_name["WAV"].number
 _DT_FLOAT = tb.DataType.values_by_name["DT_FLOAT"].number
@@ -78,23 +79,15 @@ def hparams_session_payload(wall_time: float, values: Mapping[str, Any]) -> byte
     """The one record tf.summary's ``hparams`` writes at step 0: the session start
     with the values, named (group) by the SHA-256 of their sorted JSON, so runs with
     equal hparams are one group in the HParams tab."""
-    Value = message_class("google.protobuf.Value")
     group = hashlib.sha256(json.dumps(dict(values), sort_keys=True, separators=(",", ":"))
                            .encode("utf-8")).hexdigest()
     start = tb.SessionStartInfo(group_name=group, start_time_secs=wall_time)
     for name in sorted(values):
-        v = values[name]
-        start.hparams[name].CopyFrom(
-            Value(bool_value=v) if isinstance(v, bool)
-            else Value(string_value=v) if isinstance(v, str) else Value(number_value=v))
+        start.hparams[name].CopyFrom(hparam_value(name, values[name]))
     content = tb.HParamsPluginData(version=0, session_start_info=start).SerializeToString()
-    ev = tb.Event(wall_time=wall_time, step=0)
-    ev.summary.value.add(tag=_SESSION_START_TAG,
-                         metadata={"plugin_data": {"plugin_name": "hparams",
-                                                   "content": content}},
-                         tensor={"dtype": _DT_FLOAT,
-                                 "tensor_shape": {"dim": [{"size": 0}]}})
-    return ev.SerializeToString()
+    return value_event(wall_time, 0, tag=SESSION_START_TAG,
+                       metadata=plugin_metadata("hparams", content),
+                       tensor={"dtype": _DT_FLOAT, "tensor_shape": {"dim": [{"size": 0}]}})
 
 
 def check_sample_rate(sample_rate: Any) -> int:
@@ -137,14 +130,11 @@ def audio_payload(wall_time: float, step: int, tag: str, clips: np.ndarray,
     rows: list[bytes] = []
     for clip in clips:
         rows += [encode_wav(pcm16_tf(clip), sample_rate), b""]
-    md = {"plugin_data": {"plugin_name": "audio", "content": tb.AudioPluginData(
-        version=0, encoding=_WAV).SerializeToString()}}
+    md = plugin_metadata("audio", tb.AudioPluginData(version=0, encoding=_WAV).SerializeToString())
     tensor = tb.TensorProto(dtype=_DT_STRING, string_val=rows)
     tensor.tensor_shape.dim.add(size=len(clips))
     tensor.tensor_shape.dim.add(size=2)
-    ev = tb.Event(wall_time=wall_time, step=step)
-    ev.summary.value.add(tag=tag, metadata=md, tensor=tensor)
-    return [ev.SerializeToString()]
+    return [value_event(wall_time, step, tag=tag, metadata=md, tensor=tensor)]
 
 
 def check_clip_video(key: str, value: Any) -> np.ndarray:

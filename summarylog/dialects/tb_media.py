@@ -5,8 +5,8 @@ an already encoded image (PNG or GIF) in the images plugin's blob sequence form.
 
 from __future__ import annotations
 
-from ..pb import message_class, tb
-from .tensorboard import TensorBoardEncoder
+from ..pb import message_class
+from .tensorboard import TensorBoardEncoder, value_event
 
 __all__ = ["audio_payload", "encoded_image_payload"]
 
@@ -18,11 +18,9 @@ _AUDIO = message_class("summarylog.tb.Summary.Audio")
 def audio_payload(wall_time: float, step: int, tag: str, wav: bytes, sample_rate: float,
                   channels: int, frames: int) -> bytes:
     """An event with one WAV audio value, as torch.utils.tensorboard writes it."""
-    ev = tb.Event(wall_time=wall_time, step=step)
-    ev.summary.value.add(tag=tag, audio=_AUDIO(
+    return value_event(wall_time, step, tag=tag, audio=_AUDIO(
         sample_rate=sample_rate, num_channels=channels, length_frames=frames,
         encoded_audio_string=wav, content_type="audio/wav"))
-    return ev.SerializeToString()
 
 
 def encoded_image_payload(wall_time: float, step: int, tag: str, data: bytes, height: int,

@@ -15,7 +15,8 @@ from ..checks import check_tag
 from ..pb import POOL, message_class, tb
 from ..values import framework_of, to_numpy
 from .tb_bins import peer_buckets
-from .tensorboard import DTYPES, tensor_proto
+from .tensorboard import (DTYPES, hparam_value, plugin_metadata, tensor_proto,
+                          value_event)
 
 __all__ = ["hparams_events", "hparam_values", "check_domain_discrete", "histogram_event",
            "histogram_raw_event", "pr_curve_data", "pr_curve_event", "pr_curve_raw_event",
@@ -28,22 +29,6 @@ SESSION_START_TAG = "_hparams_/session_start_info"
 SESSION_END_TAG = "_hparams_/session_end_info"
 
 _DT_STRING = tb.DataType.values_by_name["DT_STRING"].number
-
-
-def _value_class() -> Any:
-    from google.protobuf import struct_pb2  # noqa: F401  (puts Value in the default pool)
-
-    return message_class("google.protobuf.Value")
-
-
-def _metadata(plugin: str, content: bytes = b"", **fields: Any) -> Any:
-    return tb.SummaryMetadata(plugin_data={"plugin_name": plugin, "content": content}, **fields)
-
-
-def _event(wall_time: float, step: int, **value: Any) -> bytes:
-    ev = tb.Event(wall_time=wall_time, step=step)
-    ev.summary.value.add(**value)
-    return ev.SerializeToString()
 
 
 # ---- hparams ------------------------------------------------------------------------------
@@ -114,14 +99,6 @@ def check_domain_discrete(domain: Any, values: Mapping[str, Any]) -> dict[str, l
     return out
 
 
-def _struct_value(Value: Any, v: bool | float | str) -> Any:
-    if isinstance(v, bool):
-        return Value(bool_value=v)
-    if isinstance(v, float):
-        return Value(number_value=v)
-    return Value(string_value=v)
-
-
 _HP_TYPES = POOL.FindEnumTypeByName("summarylog.tb.HParamDataType").values_by_name
 _HP_TYPE = {bool: _HP_TYPES["DATA_TYPE_BOOL"].number, float: _HP_TYPES["DATA_TYPE_FLOAT64"].number,
             str: _HP_TYPES["DATA_TYPE_STRING"].number}
@@ -153,17 +130,16 @@ def hparams_events(wall_time: float, hparam_dict: Mapping[str, Any],
         values = {k: float(v) if isinstance(v, bool) else v for k, v in values.items()}
         domain = {k: [float(d) if isinstance(d, bool) else d for d in v]
                   for k, v in domain.items()}
-    Value = _value_class()
     ListValue = message_class("google.protobuf.ListValue")
     HParamInfo = tb.HParamInfo
     infos = []
     start = tb.SessionStartInfo()
     for key, v in values.items():
-        start.hparams[key].CopyFrom(_struct_value(Value, v))
+        start.hparams[key].CopyFrom(hparam_value(key, v))
         info = HParamInfo(name=key, type=_HP_TYPE[type(v)])
         if key in domain:
             info.domain_discrete.CopyFrom(
-                ListValue(values=[_struct_value(Value, d) for d in domain[key]]))
+                ListValue(values=[hparam_value(key, d) for d in domain[key]]))
         infos.append(info)
     experiment = tb.Experiment(hparam_infos=infos, metric_infos=[
         tb.MetricInfo(name=tb.MetricName(tag=tag)) for tag in metric_dict])
@@ -173,7 +149,8 @@ def hparams_events(wall_time: float, hparam_dict: Mapping[str, Any],
                             (SESSION_START_TAG, "session_start_info", start),
                             (SESSION_END_TAG, "session_end_info", end)):
         content = tb.HParamsPluginData(version=0, **{field: msg}).SerializeToString()
-        out.append(_event(wall_time, step, tag=tag, metadata=_metadata("hparams", content)))
+        out.append(value_event(wall_time, step, tag=tag,
+                               metadata=plugin_metadata("hparams", content)))
     return out
 
 
@@ -188,7 +165,7 @@ def histogram_event(wall_time: float, step: int, tag: str, values: np.ndarray,
     h = tb.HistogramProto(min=b.min, max=b.max, num=float(b.num), sum=b.sum,
                           sum_squares=b.sum_squares, bucket_limit=b.limits.tolist(),
                           bucket=b.counts.tolist())
-    return _event(wall_time, step, tag=tag, histo=h)
+    return value_event(wall_time, step, tag=tag, histo=h)
 
 
 def histogram_raw_event(wall_time: float, step: int, tag: str, stats: Sequence[float],
@@ -198,7 +175,7 @@ def histogram_raw_event(wall_time: float, step: int, tag: str, stats: Sequence[f
     lo, hi, num, total, squares = stats
     h = tb.HistogramProto(min=lo, max=hi, num=num, sum=total, sum_squares=squares,
                           bucket_limit=bucket_limits.tolist(), bucket=bucket_counts.tolist())
-    return _event(wall_time, step, tag=tag, histo=h)
+    return value_event(wall_time, step, tag=tag, histo=h)
 
 
 # ---- pr curves --------------------------------------------------------------------------
@@ -235,7 +212,8 @@ def _pr_event(wall_time: float, step: int, tag: str, data: np.ndarray,
     arr = np.asarray(data, dtype=np.float32)
     t = tb.TensorProto(dtype=DTYPES[np.dtype(np.float32)], float_val=arr.ravel().tolist(),
                        tensor_shape={"dim": [{"size": arr.shape[0]}, {"size": arr.shape[1]}]})
-    return _event(wall_time, step, tag=tag, metadata=_metadata("pr_curves", content), tensor=t)
+    return value_event(wall_time, step, tag=tag, metadata=plugin_metadata("pr_curves", content),
+                       tensor=t)
 
 
 def pr_curve_event(wall_time: float, step: int, tag: str, labels: np.ndarray,
@@ -278,8 +256,8 @@ def custom_scalars_event(wall_time: float, step: int,
         categories.append(tb.Category(title=category, chart=out))
     body = tb.Layout(category=categories).SerializeToString()
     t = tb.TensorProto(dtype=_DT_STRING, string_val=[body])
-    return _event(wall_time, step, tag=CUSTOM_SCALARS_TAG, metadata=_metadata("custom_scalars"),
-                  tensor=t)
+    return value_event(wall_time, step, tag=CUSTOM_SCALARS_TAG,
+                       metadata=plugin_metadata("custom_scalars"), tensor=t)
 
 
 # ---- mesh -------------------------------------------------------------------------------
@@ -302,7 +280,7 @@ def mesh_event(wall_time: float, step: int, tag: str, parts: Mapping[str, np.nda
         content = tb.MeshPluginData(version=0, name=tag, content_type=_MESH_KINDS[k],
                                     components=components, shape=list(arr.shape),
                                     json_config=json_config).SerializeToString()
-        ev.summary.value.add(tag=f"{tag}_{k}", metadata=_metadata("mesh", content),
+        ev.summary.value.add(tag=f"{tag}_{k}", metadata=plugin_metadata("mesh", content),
                              tensor=tensor_proto(arr))
     return ev.SerializeToString()
 
@@ -311,8 +289,8 @@ def mesh_event(wall_time: float, step: int, tag: str, parts: Mapping[str, np.nda
 
 def tensor_event(wall_time: float, step: int, tag: str, array: np.ndarray) -> bytes:
     """torch's add_tensor: the tensor as it is, plugin ``"tensor"``."""
-    return _event(wall_time, step, tag=tag, metadata=_metadata("tensor"),
-                  tensor=tensor_proto(array))
+    return value_event(wall_time, step, tag=tag, metadata=plugin_metadata("tensor"),
+                       tensor=tensor_proto(array))
 
 
 def scalar_event(wall_time: float, step: int, tag: str, value: float, new_style: bool,
@@ -328,8 +306,9 @@ def scalar_event(wall_time: float, step: int, tag: str, value: float, new_style:
         t = (tb.TensorProto(dtype=DTYPES[np.dtype(np.float64)], double_val=[value])
              if double_precision else
              tb.TensorProto(dtype=DTYPES[np.dtype(np.float32)], float_val=[value]))
-        return _event(wall_time, step, tag=tag, metadata=_metadata("scalars", **names), tensor=t)
+        return value_event(wall_time, step, tag=tag, metadata=plugin_metadata("scalars", **names),
+                           tensor=t)
     if names:
-        return _event(wall_time, step, tag=tag, simple_value=value,
-                      metadata=tb.SummaryMetadata(**names))
-    return _event(wall_time, step, tag=tag, simple_value=value)
+        return value_event(wall_time, step, tag=tag, simple_value=value,
+                           metadata=tb.SummaryMetadata(**names))
+    return value_event(wall_time, step, tag=tag, simple_value=value)

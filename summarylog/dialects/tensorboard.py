@@ -35,20 +35,30 @@ _BLOB_SEQUENCE = tb.DataClass.values_by_name["DATA_CLASS_BLOB_SEQUENCE"].number
 _TENSOR = tb.DataClass.values_by_name["DATA_CLASS_TENSOR"].number
 
 
-def _plugin_metadata(plugin: str, content: bytes = b"", data_class: int = 0) -> Any:
+def plugin_metadata(plugin: str, content: bytes = b"", data_class: int = 0,
+                    **fields: Any) -> Any:
+    """A SummaryMetadata naming ``plugin`` (``fields``: display_name and friends)."""
     return tb.SummaryMetadata(data_class=data_class,
-                              plugin_data={"plugin_name": plugin, "content": content})
+                              plugin_data={"plugin_name": plugin, "content": content}, **fields)
 
 
-_IMAGES_MD = _plugin_metadata("images", tb.ImagePluginData(version=0).SerializeToString(),
-                              _BLOB_SEQUENCE)
-_TEXT_MD = _plugin_metadata("text", tb.TextPluginData(version=0).SerializeToString(), _TENSOR)
+_IMAGES_MD = plugin_metadata("images", tb.ImagePluginData(version=0).SerializeToString(),
+                             _BLOB_SEQUENCE)
+_TEXT_MD = plugin_metadata("text", tb.TextPluginData(version=0).SerializeToString(), _TENSOR)
 
 
-def _event(wall_time: float, step: int, **values: Any) -> Any:
+def value_event(wall_time: float, step: int, **value: Any) -> bytes:
+    """A serialized Event holding one Summary.Value made of ``value``'s fields."""
     ev = tb.Event(wall_time=wall_time, step=step)
-    ev.summary.value.add(**values)
-    return ev
+    ev.summary.value.add(**value)
+    return ev.SerializeToString()
+
+
+def protobuf_value_class() -> Any:
+    """google.protobuf.Value (an hparam's value) from summarylog's pool."""
+    from google.protobuf import struct_pb2  # noqa: F401  (the pool has Value)
+
+    return message_class("google.protobuf.Value")
 
 
 def histogram_proto(values: np.ndarray, bins: int) -> Any:
@@ -110,10 +120,10 @@ def tensor_proto(array: np.ndarray) -> Any:
     return t
 
 
-def _hparam_value(name: str, v: Any) -> Any:
-    from google.protobuf import struct_pb2  # noqa: F401  (the pool has Value)
-
-    Value = message_class("google.protobuf.Value")
+def hparam_value(name: str, v: Any) -> Any:
+    """An hparam as a google.protobuf.Value: bool, number or string; TypeError naming
+    ``hparams[name]`` for anything else."""
+    Value = protobuf_value_class()
     if isinstance(v, bool) or type(v) is np.bool_:
         return Value(bool_value=bool(v))
     if isinstance(v, (int, float, np.integer, np.floating)):
@@ -129,7 +139,7 @@ def text_event(wall_time: float, step: int, tag: str, text: str,
     torch's and tensorboardX's writers do (the Text tab draws that as a table)."""
     t = tb.TensorProto(dtype=_DT_STRING, tensor_shape={"dim": [{"size": d} for d in shape]},
                        string_val=[text.encode("utf-8")])
-    return _event(wall_time, step, tag=tag, metadata=_TEXT_MD, tensor=t).SerializeToString()
+    return value_event(wall_time, step, tag=tag, metadata=_TEXT_MD, tensor=t)
 
 
 class TensorBoardEncoder:
@@ -192,20 +202,20 @@ class TensorBoardEncoder:
                 raise OSError(-n, f"slg_tb_encode_histogram_event: {os.strerror(-n)}")
         if bins <= 0:
             bins = lib.slg_ms_bins(value_stats(as_float_array(np.ravel(values))).finite)
-        return _event(wall_time, step, tag=tag, histo=histogram_proto(values, bins)).SerializeToString()
+        return value_event(wall_time, step, tag=tag, histo=histogram_proto(values, bins))
 
     def images(self, wall_time: float, step: int, tag: str, pngs: Sequence[bytes],
                height: int, width: int, channels: int) -> bytes:
         t = tb.TensorProto(dtype=_DT_STRING, tensor_shape={"dim": [{"size": 2 + len(pngs)}]},
                            string_val=[str(width).encode(), str(height).encode(), *pngs])
-        return _event(wall_time, step, tag=tag, metadata=_IMAGES_MD, tensor=t).SerializeToString()
+        return value_event(wall_time, step, tag=tag, metadata=_IMAGES_MD, tensor=t)
 
     def text(self, wall_time: float, step: int, tag: str, text: str) -> bytes:
         return text_event(wall_time, step, tag, text)
 
     def tensor(self, wall_time: float, step: int, tag: str, array: np.ndarray) -> bytes:
         md = tb.SummaryMetadata(data_class=_TENSOR)
-        return _event(wall_time, step, tag=tag, metadata=md, tensor=tensor_proto(array)).SerializeToString()
+        return value_event(wall_time, step, tag=tag, metadata=md, tensor=tensor_proto(array))
 
     def graph(self, wall_time: float, graph: bytes, step: int | None = None) -> bytes:
         """An Event holding a serialized GraphDef (TensorBoard's Graphs tab)."""
@@ -244,13 +254,13 @@ class TensorBoardEncoder:
                 metrics: Sequence[str]) -> list[bytes]:
         start = tb.SessionStartInfo(start_time_secs=wall_time)
         for name, v in hparams.items():
-            start.hparams[name].CopyFrom(_hparam_value(name, v))
+            start.hparams[name].CopyFrom(hparam_value(name, v))
         end = tb.SessionEndInfo(status=1, end_time_secs=wall_time)  # STATUS_SUCCESS
         out = []
         for key, info in (("session_start_info", start), ("session_end_info", end)):
             data = tb.HParamsPluginData(version=0, **{key: info}).SerializeToString()
-            out.append(_event(wall_time, 0, tag=f"_hparams_/{key}",
-                              metadata=_plugin_metadata("hparams", data)).SerializeToString())
+            out.append(value_event(wall_time, 0, tag=f"_hparams_/{key}",
+                                   metadata=plugin_metadata("hparams", data)))
         return out
 
 
@@ -260,12 +270,12 @@ def payload_of_event(ev: Any) -> bytes | None:
     k, wall, step, tag, v = ev.kind, ev.wall_time, ev.step, ev.tag, ev.value
     enc = TensorBoardEncoder()
     if k == "scalar":
-        return _event(wall, step, tag=tag, simple_value=float(v)).SerializeToString()
+        return value_event(wall, step, tag=tag, simple_value=float(v))
     if k == "histogram":
         h = tb.HistogramProto(min=v["min"], max=v["max"], num=v["num"], sum=v["sum"] or 0.0,
                               sum_squares=v.get("sum_squares") or 0.0,
                               bucket_limit=v["limits"], bucket=v["counts"])
-        return _event(wall, step, tag=tag, histo=h).SerializeToString()
+        return value_event(wall, step, tag=tag, histo=h)
     if k == "image":
         return enc.images(wall, step, tag, v["pngs"], v["height"], v["width"], 0)
     if k == "text":
