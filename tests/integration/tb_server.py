@@ -192,11 +192,34 @@ def loaded_multiplexer(logdir: str) -> Any:
     return m
 
 
-def plugin_context(logdir: str) -> Any:
-    """A TBContext over ``logdir`` for constructing TensorBoard's plugins in process."""
+def plugin_context(logdir: str, m: Any = None) -> Any:
+    """A TBContext over ``logdir`` (through the multiplexer ``m``, loaded here if None)
+    for constructing TensorBoard's plugins in process."""
     from tensorboard.backend.event_processing import data_provider
     from tensorboard.plugins import base_plugin
 
-    m = loaded_multiplexer(logdir)
+    m = loaded_multiplexer(logdir) if m is None else m
     return base_plugin.TBContext(logdir=logdir, multiplexer=m, plugin_name_to_instance={},
                                  data_provider=data_provider.MultiplexerDataProvider(m, logdir))
+
+
+def hparams_tab_in_process(m: Any, logdir: str) -> tuple[Any, Any]:
+    """The HParams tab's two requests as its backend answers them in process: the
+    experiment, then its session groups with every hparam and metric as a column
+    (protobuf messages)."""
+    from tensorboard import context
+    from tensorboard.plugins.hparams import api_pb2 as api
+    from tensorboard.plugins.hparams import backend_context, get_experiment
+    from tensorboard.plugins.hparams import list_session_groups
+
+    bctx = backend_context.Context(plugin_context(logdir, m))
+    rctx = context.RequestContext()
+    exp = get_experiment.Handler(rctx, bctx, "",
+                                 api.GetExperimentRequest(include_metrics=True)).run()
+    cols = [api.ColParams(hparam=i.name, include_in_result=True) for i in exp.hparam_infos]
+    cols += [api.ColParams(metric=i.name, include_in_result=True) for i in exp.metric_infos]
+    req = api.ListSessionGroupsRequest(
+        allowed_statuses=[api.STATUS_UNKNOWN, api.STATUS_SUCCESS, api.STATUS_FAILURE,
+                          api.STATUS_RUNNING],
+        col_params=cols, start_index=0, slice_size=100, include_metrics=True)
+    return exp, list_session_groups.Handler(rctx, bctx, "", req).run()

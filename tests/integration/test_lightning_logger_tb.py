@@ -22,18 +22,12 @@ pl = require_module("pytorch_lightning")
 require_module("tensorboard")
 
 from pytorch_lightning.loggers import TensorBoardLogger  # noqa: E402
-from tensorboard import context as tb_context  # noqa: E402
 from tensorboard import plugin_util  # noqa: E402
-from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
-from tensorboard.plugins import base_plugin  # noqa: E402
-from tensorboard.plugins.hparams import api_pb2 as hp_api  # noqa: E402
-from tensorboard.plugins.hparams import backend_context as hp_backend  # noqa: E402
-from tensorboard.plugins.hparams import get_experiment as hp_get_experiment  # noqa: E402
-from tensorboard.plugins.hparams import list_session_groups as hp_list_groups  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402
 
 from summarylog import SummaryWriter  # noqa: E402
 from summarylog.adapters.lightning import SummarylogLogger  # noqa: E402
+from tb_server import hparams_tab_in_process  # noqa: E402
 from tb_server import loaded_multiplexer as _mux  # noqa: E402
 
 # Lightning 2.6 on torch 2.13 warns about its own use of torch internals, and about
@@ -111,20 +105,7 @@ def _scalars(m: Any) -> dict[tuple[str, str], list[tuple[int, float]]]:
 
 def _hparams_tab(m: Any, logdir: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The HParams tab's two requests (experiment, session groups) as JSON."""
-    provider = tb_data_provider.MultiplexerDataProvider(m, logdir)
-    ctx = base_plugin.TBContext(logdir=logdir, data_provider=provider, multiplexer=m,
-                                plugin_name_to_instance={})
-    bctx = hp_backend.Context(ctx)
-    rctx = tb_context.RequestContext()
-    exp = hp_get_experiment.Handler(rctx, bctx, "",
-                                    hp_api.GetExperimentRequest(include_metrics=True)).run()
-    cols = [hp_api.ColParams(hparam=i.name, include_in_result=True) for i in exp.hparam_infos]
-    cols += [hp_api.ColParams(metric=i.name, include_in_result=True) for i in exp.metric_infos]
-    req = hp_api.ListSessionGroupsRequest(
-        allowed_statuses=[hp_api.STATUS_UNKNOWN, hp_api.STATUS_SUCCESS, hp_api.STATUS_FAILURE,
-                          hp_api.STATUS_RUNNING],
-        col_params=cols, start_index=0, slice_size=100, include_metrics=True)
-    groups = hp_list_groups.Handler(rctx, bctx, "", req).run()
+    exp, groups = hparams_tab_in_process(m, logdir)
     return (json.loads(plugin_util.proto_to_json(exp)),
             json.loads(plugin_util.proto_to_json(groups)))
 

@@ -72,20 +72,13 @@ matplotlib.use("Agg")  # before pyplot: no display here
 import torch  # noqa: E402
 from google.protobuf import json_format, text_format  # noqa: E402
 from PIL import Image  # noqa: E402
-from tensorboard import context as tb_context  # noqa: E402
 from tensorboard import plugin_util  # noqa: E402
-from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
 from tensorboard.compat.proto import graph_pb2  # noqa: E402
-from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.audio import metadata as audio_metadata  # noqa: E402
 from tensorboard.plugins.custom_scalar import layout_pb2  # noqa: E402
 from tensorboard.plugins.custom_scalar import metadata as cs_metadata  # noqa: E402
 from tensorboard.plugins.distribution import compressor  # noqa: E402
 from tensorboard.plugins.histogram import metadata as histogram_metadata  # noqa: E402
-from tensorboard.plugins.hparams import api_pb2 as hp_api  # noqa: E402
-from tensorboard.plugins.hparams import backend_context as hp_backend  # noqa: E402
-from tensorboard.plugins.hparams import get_experiment as hp_get_experiment  # noqa: E402
-from tensorboard.plugins.hparams import list_session_groups as hp_list_groups  # noqa: E402
 from tensorboard.plugins.hparams import metadata as hp_metadata  # noqa: E402
 from tensorboard.plugins.image import metadata as image_metadata  # noqa: E402
 from tensorboard.plugins.mesh import metadata as mesh_metadata  # noqa: E402
@@ -96,6 +89,7 @@ from tensorboard.plugins.text import metadata as text_metadata  # noqa: E402
 from tensorboard.plugins.text import text_plugin  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402
 from tb_server import Server, _data_server_usable, _start_server, _stop  # noqa: E402
+from tb_server import hparams_tab_in_process, plugin_context  # noqa: E402
 from tb_server import loaded_multiplexer as load_mux  # noqa: E402
 
 import summarylog  # noqa: E402
@@ -462,18 +456,12 @@ class Decoded:
     events: list[tuple[int, float | None, Any]]
 
 
-def tb_context_for(m: Any, root: str) -> base_plugin.TBContext:
-    provider = tb_data_provider.MultiplexerDataProvider(m, root)
-    return base_plugin.TBContext(logdir=root, data_provider=provider, multiplexer=m,
-                                 plugin_name_to_instance={})
-
-
 def projector_view(m: Any, root: str) -> dict[str, Any]:
     """The projector tab of RUN through the projector plugin's own routes."""
     from werkzeug import test as wtest
     from werkzeug import wrappers as wwrappers
 
-    plugin = projector_plugin.ProjectorPlugin(tb_context_for(m, root))
+    plugin = projector_plugin.ProjectorPlugin(plugin_context(root, m))
     apps = plugin.get_plugin_apps()
     client = wtest.Client(lambda env, start: _route(apps, env, start), wwrappers.Response)
 
@@ -508,16 +496,7 @@ def _route(apps: dict[str, Any], env: dict[str, Any], start: Any) -> Any:
 
 def hparams_tab(m: Any, root: str) -> dict[str, Any]:
     """The HParams tab's two requests (experiment, session groups) as its backend answers them."""
-    bctx = hp_backend.Context(tb_context_for(m, root))
-    rctx = tb_context.RequestContext()
-    exp = hp_get_experiment.Handler(rctx, bctx, "", hp_api.GetExperimentRequest(include_metrics=True)).run()
-    cols = [hp_api.ColParams(hparam=i.name, include_in_result=True) for i in exp.hparam_infos]
-    cols += [hp_api.ColParams(metric=i.name, include_in_result=True) for i in exp.metric_infos]
-    req = hp_api.ListSessionGroupsRequest(
-        allowed_statuses=[hp_api.STATUS_UNKNOWN, hp_api.STATUS_SUCCESS, hp_api.STATUS_FAILURE,
-                          hp_api.STATUS_RUNNING],
-        col_params=cols, start_index=0, slice_size=100, include_metrics=True)
-    groups = hp_list_groups.Handler(rctx, bctx, "", req).run()
+    exp, groups = hparams_tab_in_process(m, root)
     exp_d = json.loads(plugin_util.proto_to_json(exp))
     groups_d = json.loads(plugin_util.proto_to_json(groups))
     for g in groups_d.get("sessionGroups", []):  # the clock's times (add_hparams takes none)

@@ -26,10 +26,6 @@ torch = require_module("torch")
 require_module("tensorboard")
 tb_writer = require_module("torch.utils.tensorboard")
 
-from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
-from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
-from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.custom_scalar import custom_scalars_plugin  # noqa: E402
 from tensorboard.plugins.distribution import distributions_plugin  # noqa: E402
 from tensorboard.plugins.histogram import histograms_plugin  # noqa: E402
@@ -42,6 +38,7 @@ from werkzeug import test as wz_test  # noqa: E402
 from werkzeug import wrappers as wz_wrappers  # noqa: E402
 
 import summarylog  # noqa: E402
+from tb_server import plugin_context  # noqa: E402
 
 T0 = 1_750_000_000.25
 RNG = np.random.default_rng(20261126)
@@ -115,14 +112,8 @@ class TB:
 
     def __init__(self, logdir: str) -> None:
         self.logdir = logdir
-        self.mux = plugin_event_multiplexer.EventMultiplexer(
-            size_guidance=dict(plugin_event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE),
-            tensor_size_guidance={}, max_reload_threads=1)
-        self.mux.AddRunsFromDirectory(logdir)
-        self.mux.Reload()
-        self.provider = tb_data_provider.MultiplexerDataProvider(self.mux, logdir)
-        ctx = base_plugin.TBContext(logdir=logdir, data_provider=self.provider,
-                                    multiplexer=self.mux, plugin_name_to_instance={})
+        ctx = plugin_context(logdir)
+        self.mux, self.provider = ctx.multiplexer, ctx.data_provider
         self.plugins: dict[str, Any] = {}
         for name, cls in (("scalars", scalars_plugin.ScalarsPlugin),
                           ("histograms", histograms_plugin.HistogramsPlugin),

@@ -42,18 +42,12 @@ if importlib.util.find_spec("tensorboard") is None:  # require(), at module leve
         raise ImportError("tensorboard is required under CI but missing")
     pytest.skip("tensorboard not available", allow_module_level=True)
 
-from tensorboard import context as tb_context  # noqa: E402
 from tensorboard.backend.event_processing import event_accumulator as tb_accumulator  # noqa: E402
-from tensorboard.backend.event_processing import data_provider as tb_data_provider  # noqa: E402
 from tensorboard.backend.event_processing import plugin_event_accumulator  # noqa: E402
 from tensorboard.backend.event_processing import plugin_event_multiplexer  # noqa: E402
 from tensorboard.compat.proto import summary_pb2  # noqa: E402
-from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.distribution import compressor  # noqa: E402
 from tensorboard.plugins.hparams import api_pb2 as hp_api  # noqa: E402
-from tensorboard.plugins.hparams import backend_context as hp_backend  # noqa: E402
-from tensorboard.plugins.hparams import get_experiment as hp_get_experiment  # noqa: E402
-from tensorboard.plugins.hparams import list_session_groups as hp_list_groups  # noqa: E402
 from tensorboard.plugins.hparams import metadata as hp_metadata  # noqa: E402
 from tensorboard.plugins.text import text_plugin  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402
@@ -63,6 +57,7 @@ from tb_server import (  # noqa: E402  (the server start/poll code, shared)
     _data_server_usable,
     _start_server,
     _stop,
+    hparams_tab_in_process,
 )
 
 RUNS = ("train", "eval", "nested/run_c")
@@ -480,12 +475,6 @@ def mux(written: Written) -> plugin_event_multiplexer.EventMultiplexer:
     return m
 
 
-def _tb_context(m: plugin_event_multiplexer.EventMultiplexer, logdir: str) -> base_plugin.TBContext:
-    provider = tb_data_provider.MultiplexerDataProvider(m, logdir)
-    return base_plugin.TBContext(logdir=logdir, data_provider=provider, multiplexer=m,
-                                 plugin_name_to_instance={})
-
-
 def test_runs_are_the_subdirectories(written: Written, mux: Any) -> None:
     assert set(mux.Runs()) == set(RUNS)
     for run in RUNS:
@@ -665,20 +654,6 @@ def test_multiplexer_hparams_summary_metadata(written: Written, mux: Any) -> Non
         assert end.status == hp_api.STATUS_SUCCESS
 
 
-def _hparams_plugin_experiment_and_groups(m: Any, logdir: str) -> tuple[Any, Any]:
-    bctx = hp_backend.Context(_tb_context(m, logdir))
-    rctx = tb_context.RequestContext()
-    exp = hp_get_experiment.Handler(rctx, bctx, "", hp_api.GetExperimentRequest(include_metrics=True)).run()
-    cols = [hp_api.ColParams(hparam=i.name, include_in_result=True) for i in exp.hparam_infos]
-    cols += [hp_api.ColParams(metric=i.name, include_in_result=True) for i in exp.metric_infos]
-    req = hp_api.ListSessionGroupsRequest(
-        allowed_statuses=[hp_api.STATUS_UNKNOWN, hp_api.STATUS_SUCCESS, hp_api.STATUS_FAILURE,
-                          hp_api.STATUS_RUNNING],
-        col_params=cols, start_index=0, slice_size=100, include_metrics=True)
-    groups = hp_list_groups.Handler(rctx, bctx, "", req).run()
-    return exp, groups
-
-
 def _check_hparams_tab(written_hparams: dict[str, Any], exp_json: dict[str, Any],
                        groups_json: dict[str, Any]) -> None:
     """The HParams tab's two requests, as JSON: every hparam is a column,
@@ -709,7 +684,7 @@ def _check_hparams_tab(written_hparams: dict[str, Any], exp_json: dict[str, Any]
 def test_hparams_plugin_backend(written: Written, mux: Any) -> None:
     from tensorboard import plugin_util
 
-    exp, groups = _hparams_plugin_experiment_and_groups(mux, written.logdir)
+    exp, groups = hparams_tab_in_process(mux, written.logdir)
     _check_hparams_tab(written.hparams, json.loads(plugin_util.proto_to_json(exp)),
                        json.loads(plugin_util.proto_to_json(groups)))
 
@@ -732,7 +707,7 @@ def test_hparams_runs_with_different_keys_and_metrics(tmp_path: Any) -> None:
         max_reload_threads=1)
     m.AddRunsFromDirectory(str(tmp_path))
     m.Reload()
-    exp, groups = _hparams_plugin_experiment_and_groups(m, str(tmp_path))
+    exp, groups = hparams_tab_in_process(m, str(tmp_path))
     _check_hparams_tab(hps, json.loads(plugin_util.proto_to_json(exp)),
                        json.loads(plugin_util.proto_to_json(groups)))
 
