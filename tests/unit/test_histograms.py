@@ -96,11 +96,11 @@ class TestHistogramEventInC:
     @staticmethod
     def _reference(wall: float, step: int, tag: str, v: np.ndarray, bins: int) -> bytes:
         from summarylog._native import lib
-        from summarylog.dialects.tensorboard import _event, histogram_proto
+        from summarylog.dialects.tensorboard import histogram_proto, value_event
 
         if bins <= 0:
             bins = lib.slg_ms_bins(value_stats(as_float_array(np.ravel(v))).finite)
-        return _event(wall, step, tag=tag, histo=histogram_proto(v, bins)).SerializeToString()
+        return value_event(wall, step, tag=tag, histo=histogram_proto(v, bins))
 
     def test_byte_equal_to_protobuf(self) -> None:
         from summarylog.dialects.tensorboard import TensorBoardEncoder
