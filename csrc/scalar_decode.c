@@ -9,27 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pbwire.h"
 #include "record.h"
 #include "summarylog_api.h"
-
-/* ---- tag table ------------------------------------------------------------ */
-
-typedef struct {
-    uint64_t off, len; /* in arena */
-    uint64_t hash;
-    int32_t kind;      /* SLG_TAG_* */
-    int32_t flags;     /* SLG_TAGF_* */
-} tag_entry;
-
-struct slg_tags {
-    int32_t dialect;   /* SLG_DIALECT_*: how the next decode reads Summary.Value */
-    char *arena;
-    uint64_t arena_len, arena_cap;
-    tag_entry *entries;
-    uint64_t n, cap_entries;
-    uint32_t *slots; /* open addressing: id + 1, 0 = empty */
-    uint64_t n_slots;
-};
+#include "tags.h"
 
 /* Strict UTF-8, as Python's "utf-8" codec accepts it (no overlongs, no
  * surrogates, nothing past U+10FFFF): a tag that fails is kept under its own
@@ -164,97 +147,6 @@ int64_t slg_tags_intern(slg_tags *t, const char *p, uint64_t n) {
     t->n++;
     if (t->n * 2 > t->n_slots && grow_slots(t) != 0) return -ENOMEM;
     return (int64_t)(t->n - 1);
-}
-
-/* ---- protobuf wire reading (bounds-checked) --------------------------------- */
-
-typedef struct {
-    const unsigned char *p, *end;
-} cursor;
-
-static int read_varint(cursor *c, uint64_t *v) {
-    uint64_t r = 0;
-    for (int shift = 0; shift < 64 && c->p < c->end; shift += 7) {
-        unsigned char b = *c->p++;
-        r |= (uint64_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) {
-            *v = r;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The value of a field of wire type wt, its key read: a number in *v, or a
- * LEN field's body in *sub.  0 = malformed (or a group's wire type). */
-static int read_value(cursor *c, int wt, uint64_t *v, cursor *sub) {
-    switch (wt) {
-    case 0:
-        return read_varint(c, v);
-    case 1:
-    case 5: { /* I64 or I32, little-endian */
-        const long k = wt == 1 ? 8 : 4;
-        if (c->end - c->p < k) return 0;
-        *v = k == 8 ? slg_get_le64((const char *)c->p) : slg_get_le32((const char *)c->p);
-        c->p += k;
-        return 1;
-    }
-    case 2: {
-        uint64_t n;
-        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
-        sub->p = c->p;
-        sub->end = c->p + n;
-        c->p += n;
-        return 1;
-    }
-    default:
-        return 0;
-    }
-}
-
-/* Skip a group's fields up to its END_GROUP (wire types 3/4, valid though
- * deprecated: protobuf keeps them as unknown fields).  Iterative, with a
- * depth limit like protobuf's own, so nesting cannot exhaust the stack. */
-static int skip_group(cursor *c, uint32_t field) {
-    int depth = 1;
-    while (c->p < c->end) {
-        uint64_t key, v;
-        cursor sub;
-        if (!read_varint(c, &key)) return 0;
-        if ((key & 7) == 3) {
-            if (++depth > SLG_MAX_GROUP_DEPTH) return 0;
-        } else if ((key & 7) == 4) {
-            if (--depth == 0) return (uint32_t)(key >> 3) == field;
-        } else if (!read_value(c, (int)(key & 7), &v, &sub)) {
-            return 0;
-        }
-    }
-    return 0;
-}
-
-/* Read a field key; LEN fields give their body in *sub, groups are skipped
- * (wire type 3, no value).  0 = malformed/end. */
-static int next_field(cursor *c, uint32_t *field, int *wt, uint64_t *v, cursor *sub) {
-    uint64_t key;
-    if (c->p >= c->end || !read_varint(c, &key) || key >> 3 == 0 || key >> 3 > 0x1FFFFFFF)
-        return 0; /* field numbers are 1 .. 2^29 - 1 */
-    *field = (uint32_t)(key >> 3);
-    *wt = (int)(key & 7);
-    if (*wt != 3) return read_value(c, *wt, v, sub);
-    *v = 0;
-    return skip_group(c, *field);
-}
-
-static double f32_bits(uint32_t b) {
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-static double f64_bits(uint64_t b) {
-    double d;
-    memcpy(&d, &b, 8);
-    return d;
 }
 
 static double half_bits(uint32_t h) {
@@ -392,27 +284,18 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
     for (uint64_t i = 0; i < n_spans; i++) {
         const unsigned char *at = (const unsigned char *)buf + (spans[i].offset - base);
         const cursor event = {at, at + spans[i].length};
-        cursor ev = event;
-        double wall = 0;
-        int64_t step = 0;
-        cursor summary = {0, 0}, sub;
-        int session_start = 0, bad = 0;
+        double wall;
+        int64_t step;
+        int has_summary, session_start, bad = 0;
         uint32_t f;
         int wt;
         uint64_t v;
-        while (ev.p < ev.end) {
-            if (!next_field(&ev, &f, &wt, &v, &sub)) { bad = 1; break; }
-            if (f == 1 && wt == 1) wall = f64_bits(v);
-            else if (f == 2 && wt == 0) step = (int64_t)v;
-            else if (f == 5 && wt == 2) summary = sub;
-            else if (f == 7 && wt == 2 && !ms) {
-                cursor sl = sub, s2;
-                uint32_t f2; int wt2; uint64_t v2;
-                while (sl.p < sl.end && next_field(&sl, &f2, &wt2, &v2, &s2))
-                    if (f2 == 1 && wt2 == 0 && v2 == 1) session_start = 1;
-            }
+        cursor sub;
+        if (!event_head(event, ms, &wall, &step, &has_summary, &session_start)) {
+            res->bad_events++;
+            res->spans_done = i + 1;
+            continue;
         }
-        if (bad) { res->bad_events++; res->spans_done = i + 1; continue; }
         uint64_t purges_before = res->n_purges;
         if (session_start) {
             if (res->n_purges < SLG_MAX_PURGES) {
@@ -424,7 +307,7 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
                 return SLG_DECODE_PURGES_FULL;
             }
         }
-        if (!summary.p) { res->other_events++; res->spans_done = i + 1; continue; }
+        if (!has_summary) { res->other_events++; res->spans_done = i + 1; continue; }
         /* count the scalars first so an event is never split across calls */
         uint64_t start_values = res->n_values, bad_values_before = res->bad_values;
         int any_other = 0;
