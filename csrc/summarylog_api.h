@@ -225,6 +225,35 @@ int slg_tb_decode_scalars(const char *buf, uint64_t base, const slg_span *spans,
 int slg_columns_group(uint32_t *tag_ids, int64_t *steps, double *walls, double *values,
                       uint64_t n, uint64_t n_tags, uint64_t *counts);
 
+/* ---- Histogram values, columnar (histogram_decode.c) ------------------- */
+/* TensorBoard's HistogramProto (Summary.Value.histo) and MindSpore's
+ * Histogram (Summary.Value.histogram) of many event records as rows: row r
+ * has tag_ids[r], steps[r], walls[r], SLG_HIST_STATS stats, and its bucket
+ * right edges limits[limit_ends[r-1] : limit_ends[r]] and counts
+ * counts[count_ends[r-1] : count_ends[r]] (MindSpore buckets sorted by
+ * (left, width, count), each edge left + width).  Every other value marks its
+ * tag SLG_TAGF_OTHER and its event is counted in other_events. */
+#define SLG_HIST_STATS 8 /* min, max, num, sum, sum_squares (NaN in MindSpore's), nan, +inf, -inf counts */
+typedef struct {
+    uint32_t *tag_ids;
+    int64_t *steps;
+    double *walls;
+    double *stats;          /* SLG_HIST_STATS per row */
+    uint64_t *limit_ends, *count_ends;
+    double *limits, *counts;
+    uint64_t cap_rows, cap_limits, cap_counts;
+    uint64_t n_rows, n_limits, n_counts; /* filled so far: decode appends after them */
+} slg_hist_columns;
+
+/* Decode the histograms of n_spans event records (buf: file bytes from
+ * offset base), in the table's dialect, appending to out.  res->n_values:
+ * rows appended; purge_index relative to the rows before the call.  0 when
+ * all spans were consumed, else SLG_DECODE_* (OUT_FULL: an array is full,
+ * nothing of span spans_done was appended); -errno on failure. */
+int slg_decode_histograms(const char *buf, uint64_t base, const slg_span *spans,
+                          uint64_t n_spans, slg_tags *tags, slg_hist_columns *out,
+                          slg_decode_result *res);
+
 /* ---- Histograms (histogram.c) ------------------------------------------ */
 typedef struct {
     uint64_t finite, nan_count, pos_inf_count, neg_inf_count;

@@ -89,7 +89,8 @@ def _tail(text: str, n: int = 6000) -> str:
 
 def test_c_suite_present() -> None:
     names = {p.name for p in CTESTS}
-    for want in ("test_crc32c.c", "test_record.c", "test_scanner.c", "test_writer.c"):
+    for want in ("test_crc32c.c", "test_record.c", "test_scanner.c", "test_writer.c",
+                 "test_histograms.c"):
         assert want in names, f"tests/c/{want} is missing"
     assert _csources(), "no csrc/*.c found"
 
@@ -129,6 +130,12 @@ def test_c_program(ctest: Path, build: str, gcc: str, request: pytest.FixtureReq
         figure(f"{build}: {fuzz.group(1)} fuzzed streams ({int(fuzz.group(3)) >> 20} MiB) "
                f"through the scanner, each checked against the reference scanner: 0 failures"
                f"{', 0 sanitizer reports' if build == 'asan-ubsan' else ''}")
+    hist = re.search(r"histogram fuzz: (\d+) cases from seed (\d+): (\d+) rows", out)
+    if ctest.stem == "test_histograms":
+        assert hist and int(hist.group(1)) >= int(env["SLG_FUZZ_ITERS"]) // 2, _tail(out)
+        figure(f"{build}: {hist.group(1)} mutated histogram streams through "
+               f"slg_decode_histograms into tiny growing outputs ({hist.group(3)} rows): "
+               f"0 failures{', 0 sanitizer reports' if build == 'asan-ubsan' else ''}")
 
 
 @pytest.mark.parametrize("ctest", CTESTS, ids=[p.stem for p in CTESTS])
