@@ -16,7 +16,8 @@ from .records import RecordReader
 from .records.reader import DAMAGE_SLOTS as _MAX_DAMAGE
 from .records.reader import SMALL_FILE, TAIL_KINDS, Tail, damage_list
 
-__all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER"]
+__all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER", "last_per_step_index", "new_tags",
+           "purge_keep", "tag_names"]
 
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
@@ -43,7 +44,8 @@ class RunColumns:
                 if f & TAG_OTHER or t not in self.series]
 
 
-def _new_tags() -> Any:
+def new_tags() -> Any:
+    """An empty slg_tags table, freed with its last reference."""
     tags = ffi.gc(lib.slg_tags_new(), lib.slg_tags_free)
     if tags == ffi.NULL:
         raise MemoryError("slg_tags_new")
@@ -60,17 +62,25 @@ def _columns(cap: int) -> tuple[tuple[np.ndarray, ...], list[Any]]:
     return arrays, _pointers(*arrays)
 
 
+def tag_names(tags: Any) -> tuple[list[str], list[int]]:
+    """The tags of a slg_tags table in id order (non-UTF-8 bytes surrogate-escaped:
+    kept distinct) and their SLG_TAGF_* flags."""
+    # per call: runs load on several threads (Reader(threads=...))
+    data, length, kind = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
+    names, flags = [], []
+    for t in range(lib.slg_tags_count(tags)):
+        lib.slg_tags_get(tags, t, data, length, kind)
+        names.append(ffi.unpack(data[0], length[0]).decode("utf-8", "surrogateescape"))
+        flags.append(lib.slg_tags_flags(tags, t))
+    return names, flags
+
+
 def _run_columns(tags: Any, ids: np.ndarray, steps: np.ndarray, walls: np.ndarray,
                  vals: np.ndarray) -> RunColumns:
     """The tags of a slg_tags table, in id order, with their series: slices of the
     columns grouped in place by tag.  Non-UTF-8 tags are surrogate-escaped (kept distinct)."""
     cols = RunColumns()
-    # per call: runs load on several threads (Reader(threads=...))
-    data, length, kind = ffi.new("char **"), ffi.new("uint64_t *"), ffi.new("int32_t *")
-    for t in range(lib.slg_tags_count(tags)):
-        lib.slg_tags_get(tags, t, data, length, kind)
-        cols.tags.append(ffi.unpack(data[0], length[0]).decode("utf-8", "surrogateescape"))
-        cols.flags.append(lib.slg_tags_flags(tags, t))
+    cols.tags, cols.flags = tag_names(tags)
     ntags, n = len(cols.tags), len(steps)
     if n and ntags == 1:  # one tag: the columns are its series
         cols.series[cols.tags[0]] = Scalars(steps, walls, vals)
@@ -99,14 +109,21 @@ def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
     return keep
 
 
+def last_per_step_index(steps: np.ndarray) -> np.ndarray:
+    """MindInsight's rule for MindSpore runs as positions in ``steps``: each step's
+    last value, in step order."""
+    if len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()):
+        return np.arange(len(steps))
+    _, first_from_end = np.unique(steps[::-1], return_index=True)
+    return len(steps) - 1 - first_from_end  # ascending steps, last occurrence each
+
+
 def last_per_step(cols: RunColumns) -> None:
-    """MindInsight's rule for MindSpore runs: a step's last value per tag, in step order."""
+    """:func:`last_per_step_index` applied to every series of ``cols``."""
     for tag, s in list(cols.series.items()):
-        if len(s.step) < 2 or bool((s.step[1:] > s.step[:-1]).all()):
-            continue
-        _, first_from_end = np.unique(s.step[::-1], return_index=True)
-        keep = len(s.step) - 1 - first_from_end  # ascending steps, last occurrence each
-        cols.series[tag] = Scalars(*(a[keep] for a in s))
+        keep = last_per_step_index(s.step)
+        if len(keep) < len(s.step) or bool((keep[1:] < keep[:-1]).any()):
+            cols.series[tag] = Scalars(*(a[keep] for a in s))
 
 
 class ColumnLoader:
@@ -133,7 +150,7 @@ class ColumnLoader:
         """A run of one small plain file without resume markers, in one native call
         through the scratch columns; None when the file needs :meth:`_load_files`."""
         if self._scratch is None:
-            self._scratch = (_new_tags(), *_columns(_SCRATCH_VALUES))
+            self._scratch = (new_tags(), *_columns(_SCRATCH_VALUES))
         tags, arrays, ptrs = self._scratch
         lib.slg_tags_clear(tags)
         lib.slg_tags_set_dialect(tags, _DIALECTS[dialect_of(path)])
@@ -158,7 +175,7 @@ class ColumnLoader:
     def _load_files(self, files: list[str], purge: bool,
                     reports: dict[str, FileReport]) -> RunColumns:
         """Every scalar of a run's files (any size, plain or zstd)."""
-        tags = _new_tags()
+        tags = new_tags()
         # columns sized once from the files' bytes (a scalar event takes ~36), not by
         # doubling, and shrunk in place at the end; a lone file's size comes with reading it
         total = 0 if len(files) > 1 else SMALL_FILE

@@ -20,6 +20,7 @@ from .discovery import Discovery, dialect_of, discover, is_event_file, is_lineag
 from .events import Event
 from .read_columns import ColumnLoader, RunColumns
 from .read_frame import scalars_frame
+from .read_histograms import HistogramRun, Histograms, histograms_of_events, load_histograms
 from .read_pool import load_runs, thread_count
 from .read_stream import ScalarChunk, iter_scalars
 from .pb import len_field
@@ -28,7 +29,7 @@ from .read_lineage import read_lineage
 from .read_types import FileReport, Scalars
 from .records import RecordReader
 
-__all__ = ["Reader", "Scalars", "Event", "FileReport", "is_event_file", "is_lineage_file",
+__all__ = ["Reader", "Scalars", "Histograms", "Event", "FileReport", "is_event_file", "is_lineage_file",
            "dialect_of"]
 
 _KIND_RANK = {k: i for i, k in enumerate("scalar histogram image text tensor hparams".split())}
@@ -60,6 +61,7 @@ class Reader:
         self.verify = verify
         self._found: Discovery | None = None
         self._columns: dict[str, RunColumns] = {}
+        self._histograms: dict[str, HistogramRun] = {}
         self._reports: dict[str, FileReport] = {}
         self._decoded: set[str] = set()  # runs whose every value was decoded (damage(deep=True))
         self._lineage_reports: dict[str, FileReport] = {}
@@ -164,13 +166,49 @@ class Reader:
         self.load(runs)  # side by side; a run that failed raises below, as on one thread
         return scalars_frame(pd, [(run, self._load_columns(run).series) for run in runs], tags)
 
+    # -- histograms -----------------------------------------------------------------
+    def histogram_columns(self, run: str) -> HistogramRun:
+        """The run's histograms as decoded in C, read once: TensorBoard's ``histo`` and
+        MindSpore's values by tag, and the tags that also hold other values (whose
+        TF2 tensor histograms only :meth:`histograms` adds)."""
+        if run not in self._histograms:
+            self._histograms[run] = load_histograms(self.files(run), self.purge, self.verify,
+                                                    self._reports)
+        return self._histograms[run]
+
+    def histogram_tags(self, run: str) -> list[str]:
+        """Tags of the run that hold TensorBoard ``histo`` or MindSpore histogram values,
+        sorted (TF2's tensor histograms: see :meth:`tags`)."""
+        return sorted(self.histogram_columns(run).series)
+
+    def histograms(self, run: str, tag: str) -> Histograms:
+        """``tag``'s histograms in ``run``, columnar (:class:`Histograms`), with the
+        rules of :meth:`scalars`.  TensorBoard's ``histo`` and MindSpore's histograms
+        are decoded in C; a tag that also holds other values (TF2's tensor histograms)
+        is read through :meth:`events`.  KeyError for a tag without histograms."""
+        got = self.histogram_columns(run)
+        if tag in got.other:
+            ms = any(dialect_of(p) == "mindspore" for p in self.files(run))
+            hist = histograms_of_events(self._events(run, values=True), tag, self.purge, ms)
+            if len(hist):
+                return hist
+        if tag not in got.series:
+            raise KeyError(f"no histogram tag {tag!r} in run {run!r} "
+                           f"(histogram tags: {sorted(got.series)})")
+        return got.series[tag]
+
     # -- every event ---------------------------------------------------------------
     def tag_kinds(self, run: str) -> dict[str, list[str]]:
         """Every tag of the run with every kind of value it holds (a tag may hold
         scalars and histograms), scalars first; only kinds are decoded, not values."""
         cols = self._load_columns(run)
         out: dict[str, set[str]] = {tag: {"scalar"} for tag in cols.series}
-        if need := cols.needs_events():  # tags with more than scalars: read their records
+        if need := cols.needs_events():  # tags with more than scalars: histograms?
+            hist = self.histogram_columns(run)
+            for tag in hist.series:
+                out.setdefault(tag, set()).add("histogram")
+            need = [t for t in need if t not in hist.series or t in hist.other]
+        if need:  # tags with more than scalars and histograms: read their records
             for ev in self._events(run, values=False, tags=need):
                 if ev.tag:
                     out.setdefault(ev.tag, set()).add(ev.kind)
@@ -183,11 +221,16 @@ class Reader:
         its first (scalars first): :meth:`tag_kinds` lists them all."""
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
-    def events(self, run: str) -> Iterator[Event]:
+    def events(self, run: str, tags: list[str] | None = None) -> Iterator[Event]:
         """Every value of the run, in file order, as :class:`Event` objects (no resume
-        rule: markers come as events).  Values that do not decode are counted in
+        rule: markers come as events); with ``tags``, only those tags' values (records
+        without them are not decoded).  Values that do not decode are counted in
         :meth:`damage`; the other values of their events are yielded."""
-        return self._events(run, values=True)
+        if tags is None:
+            return self._events(run, values=True)
+        wanted = set(tags)
+        return (ev for ev in self._events(run, values=True, tags=list(wanted))
+                if ev.tag in wanted)
 
     def _events(self, run: str, values: bool,
                 tags: list[str] | None = None) -> Iterator[Event]:
