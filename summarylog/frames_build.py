@@ -4,11 +4,12 @@ columns in tbparse's order, and TensorBoard's histogram rebinning."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .frames_leaf import HISTOGRAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf, decode_png
+from .read_histograms import Histograms
 
 __all__ = ["LeafFrames", "rebin"]
 
@@ -52,6 +53,19 @@ def rebin(counts: np.ndarray, limits: np.ndarray, lower: float | None, upper: fl
     return left + width / 2, ys
 
 
+def _sorted(series: dict[str, Any], take: Callable[[Any, np.ndarray], Any]) -> dict[str, Any]:
+    """``series`` by sorted tag, each tag's values stably sorted by step (``take``
+    reorders one tag's values)."""
+    out = {}
+    for tag in sorted(series):
+        s = series[tag]
+        steps = s[0] if isinstance(s, tuple) else s.step
+        if len(steps) > 1 and bool((steps[1:] < steps[:-1]).any()):
+            s = take(s, np.argsort(steps, kind="stable"))
+        out[tag] = s
+    return out
+
+
 class LeafFrames:
     """One file's DataFrame of one kind, with tbparse's columns in tbparse's order."""
 
@@ -60,6 +74,19 @@ class LeafFrames:
         self.leaf, self.pivot, self.extra = leaf, pivot, extra
 
     def frame(self, kind: str) -> Any:
+        """The DataFrame of ``kind``; long scalar and histogram frames come in tbparse's
+        final row order (tags sorted, each tag's steps stably sorted), marked so in
+        ``attrs["sorted"]``: SummaryReader then need not sort them again."""
+        if kind in (SCALARS, HISTOGRAMS) and not self.pivot:
+            if kind == SCALARS:
+                cols, walls = self._numeric(_sorted(self.leaf.scalars, lambda s, i: tuple(
+                    a[i] for a in s)))
+            else:
+                cols, walls = self._histograms(_sorted(self.leaf.histograms,
+                                                       lambda h, i: h.take(i)))
+            df = self._finish(cols, walls, with_wall=True)
+            df.attrs["sorted"] = True
+            return df
         if kind == SCALARS:
             series = self.leaf.scalars
             cols, walls = self._numeric(series)
@@ -70,7 +97,7 @@ class LeafFrames:
         elif kind == TEXT:
             cols, walls = self._objects(self.leaf.events[TEXT], {}, [])
         elif kind == HISTOGRAMS:
-            cols, walls = self._histograms(self.leaf.events[HISTOGRAMS])
+            cols, walls = self._histograms(self.leaf.histograms)
         elif kind == IMAGES:
             cols, walls = self._images(self.leaf.events[IMAGES])
         else:
@@ -147,30 +174,31 @@ class LeafFrames:
             i += len(evs)
         return cols, walls
 
-    def _histograms(self, events: dict[str, list[tuple[int, float, Any]]]
+    def _histograms(self, series: dict[str, Histograms]
                     ) -> tuple[dict[str, Any], list[np.ndarray]]:
         cols: dict[str, Any] = {}
         walls: list[np.ndarray] = []
-        n = sum(len(evs) for evs in events.values())
+        lens = [len(h) for h in series.values()]
+        n = sum(lens)
         if not n:
             return cols, walls
         fields = [f for f in _HIST_FIELDS if f in self.extra or f in ("limits", "counts")]
-        cols["step"] = [e[0] for evs in events.values() for e in evs]
+        cols["step"] = np.concatenate([h.step for h in series.values()])
         if not self.pivot:
-            cols["tag"] = [tag for tag, evs in events.items() for _ in evs]
+            codes = np.repeat(np.arange(len(series)), lens)
+            cols["tag"] = _pd().Series(list(series)).array.take(codes)
         i = 0
-        for tag, evs in events.items():
-            walls.append(np.array([e[1] for e in evs], np.float64))
+        for tag, h in series.items():
+            walls.append(h.wall_time)
             for f in fields:
                 key = f if not self.pivot else f"{tag}/{f}"
-                col = self._col(cols, key, n, None)
-                if f in ("limits", "counts"):
-                    col[i:i + len(evs)] = [np.asarray(e[2][f], np.float64) for e in evs]
-                else:
-                    # MindSpore histograms hold no sum of squares: NaN
-                    col[i:i + len(evs)] = [np.nan if e[2].get(f) is None else float(e[2][f])
-                                           for e in evs]
-            i += len(evs)
+                if f in ("limits", "counts"):  # arrays: an object column
+                    col = self._col(cols, key, n, None)
+                    col[i:i + len(h)] = h.limits() if f == "limits" else h.counts()
+                else:  # MindSpore histograms hold no sum of squares: NaN
+                    col = self._col(cols, key, n, h.step)
+                    col[i:i + len(h)] = h.stat(f)
+            i += len(h)
         return cols, walls
 
     def _images(self, events: dict[str, list[tuple[int, float, Any]]]

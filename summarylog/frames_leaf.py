@@ -16,6 +16,7 @@ import numpy as np
 
 from .discovery import dialect_of, is_event_file
 from .pb import len_field
+from .read_histograms import Histograms
 from .reader import Reader
 
 __all__ = ["AUDIO", "HISTOGRAMS", "HPARAMS", "IMAGES", "SCALARS", "TENSORS", "TEXT", "Leaf"]
@@ -69,7 +70,8 @@ class Leaf:
         self.tensor_scalars: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         #: kind -> tag -> list of (step, wall_time, value)
         self.events: dict[str, dict[str, list[tuple[int, float, Any]]]] = {
-            TENSORS: {}, HISTOGRAMS: {}, TEXT: {}, IMAGES: {}, AUDIO: {}}
+            TENSORS: {}, TEXT: {}, IMAGES: {}, AUDIO: {}}
+        self.histograms: dict[str, Histograms] = {}  #: tag -> its histo values, columnar
         self.hparams: dict[str, Any] = {}
         self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
@@ -90,21 +92,18 @@ class Leaf:
             s = reader.scalars(run, tag)
             into = self.scalars if simple is None or tag in simple else self.tensor_scalars
             into[tag] = (s.step, s.wall_time, s.value)
-        values = sum(len(s[0]) for s in (*self.scalars.values(), *self.tensor_scalars.values()))
-        self.reports = reader.damage(run)
-        records = sum(rep.records for rep in self.reports.values())
-        # tag_kinds costs a pass only when some tag holds more than scalars; a file with
-        # more records than scalars surely does: straight to the one decoding pass
-        if records <= values + 1 and all(k == ["scalar"] for k in reader.tag_kinds(run).values()):
-            return  # nothing but scalars: no Python decoding
-        for ev in reader.events(run):
+        # histograms in C: their columns hold only TensorBoard's histo (tbparse's
+        # histograms); the Python pass below reads just the tags of other kinds
+        kinds = reader.tag_kinds(run)
+        if any("histogram" in k for k in kinds.values()):
+            self.histograms = reader.histogram_columns(run).series
+        need = [t for t, k in kinds.items() if k not in (["scalar"], ["histogram"])]
+        for ev in reader.events(run, tags=need) if need else ():
             self._add(ev)
         self.reports = reader.damage(run)  # with what decoding the values found
 
     def _add(self, ev: Any) -> None:
-        if ev.kind == "histogram":
-            self.events[HISTOGRAMS].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
-        elif ev.kind == "text":
+        if ev.kind == "text":
             self.raw_text_tags[ev.tag] = None
             tag = ev.tag.removesuffix(_TEXT_SUFFIX)
             value = np.asarray(ev.value)
@@ -132,4 +131,6 @@ class Leaf:
             return list(self.hparams)
         if kind == TEXT:
             return list(self.raw_text_tags)
+        if kind == HISTOGRAMS:
+            return list(self.histograms)
         return list(self.events[kind])

@@ -198,6 +198,8 @@ class SummaryReader:
                     base = os.path.basename(child.log_path)
                     df["dir_name"] = [base if d == "" else f"{base}/{d}" for d in df["dir_name"]]
                 dfs.append(df)
+        if len(dfs) == 1 and dfs[0].attrs.get("sorted"):  # already in tbparse's order
+            return dfs[0] if not dfs[0].empty else pd.DataFrame()
         if not dfs:
             return pd.DataFrame()
         df = pd.concat(dfs, ignore_index=True)
