@@ -20,7 +20,8 @@ from conftest import IN_CI, require
 
 WORKLOADS = ("crc32c", "write_many", "fsync_1mib", "scan", "read_scalars", "read_scalars_tbparse",
              "rust_server", "rust_server_root", "read_memory", "inspect_many", "sw_add_scalar",
-             "sw_heavy", "read_many_runs", "stream_scalars")
+             "sw_heavy", "read_many_runs", "stream_scalars", "summary_reader_scalars",
+             "summary_reader_histograms")
 PEER_MODULES = ("crc32c", "tensorboardX", "tensorboard", "tbparse", "tensorboard_data_server")
 
 
@@ -73,11 +74,10 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
     args = ["-m", "summarylog.bench", "--quick", "--json", str(out)]
     ms_python = _mindspore_python()
     if ms_python is None:  # every other bench
-        from summarylog.bench import (collector_workloads, reader_workloads,  # noqa: F401
-                                      scale_workloads, stream_workloads,
-                                      summary_writer_workloads, workloads,
-                                      writer_workloads)
         from summarylog.bench.registry import REGISTRY
+        from summarylog.bench.runner import load_workloads
+
+        load_workloads()
 
         args += ["--only", ",".join(n for n in REGISTRY if n != "mindspore_collector")]
     cp = _run(args, tmp_path, timeout=900,

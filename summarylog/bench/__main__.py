@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from .runner import format_table, in_ci, missing_peers, run, to_json
+from .runner import format_table, in_ci, load_workloads, missing_peers, run, to_json
 
 __all__ = ["main"]
 
@@ -22,10 +22,9 @@ def _names(value: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import (collector_workloads, reader_workloads,  # noqa: F401
-                   scale_workloads, stream_workloads, summary_writer_workloads, workloads,
-                   writer_workloads)  # (importing registers the benches)
     from .registry import REGISTRY
+
+    load_workloads()
 
     ap = argparse.ArgumentParser(
         prog="python -m summarylog.bench",

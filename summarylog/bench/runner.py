@@ -45,8 +45,9 @@ class Result:
         return all(judged)
 
 
-def _load_workloads() -> None:
-    from . import (collector_workloads, reader_workloads,  # noqa: F401
+def load_workloads() -> None:
+    """Register every bench (importing a workload module registers its benches)."""
+    from . import (collector_workloads, frames_workloads, reader_workloads,  # noqa: F401
                    scale_workloads, stream_workloads, summary_writer_workloads, workloads,
                    writer_workloads)  # (importing registers the benches)
 
@@ -57,7 +58,7 @@ def run(only: list[str] | None = None, *, quick: bool = False, repeat: int = 3,
     """Run the benches (all, or those named in ``only``) and return the
     machine facts and one :class:`Result` per bench.  A bench that raises is
     reported as an error; the others still run."""
-    _load_workloads()
+    load_workloads()
     if log is None:
         def log(msg: str) -> None:
             print(f"[bench] {msg}", file=sys.stderr, flush=True)
