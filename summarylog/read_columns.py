@@ -236,6 +236,7 @@ class ColumnLoader:
                             ptrs = _pointers(*arrays)
                 for d in rr.damage[zstd_seen:]:
                     report.add_damage(d)
+                report.damage_past_cap += rr.damage_past_cap  # bad zstd frames past its cap
                 report.tail, report.size = rr.tail, rr.size
         del ptrs  # no pointers into the arrays past this point
         for arr in arrays:

@@ -82,6 +82,6 @@ def read_lineage(run: str, files: list[str], verify: bool,
                     user.update(user_info_dict(fields))
             reports[path] = FileReport(path, rr.records_read, [], rr.tail, bad, rr.size,
                                        bad_values)
-            reports[path].set_damage(rr.damage)  # capped: a ruined file's list stays small
+            reports[path].set_damage(rr.damage, rr.damage_past_cap)  # capped: a ruined file's list stays small
     row["user_defined"] = user
     return row

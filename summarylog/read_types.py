@@ -7,13 +7,10 @@ from typing import Iterable, NamedTuple
 
 import numpy as np
 
-from .records.reader import Damage, Tail
+from .records.reader import DAMAGE_CAP, Damage, Tail
 
 __all__ = ["Scalars", "FileReport", "DAMAGE_CAP"]
 
-#: damaged regions a FileReport lists; past it they are only counted (a crafted file
-#: can hold one per 16 bytes: listing them all made reports grow with the file)
-DAMAGE_CAP = 1000
 
 
 class Scalars(NamedTuple):
@@ -49,9 +46,10 @@ class FileReport:
         else:
             self.damage_past_cap += 1
 
-    def set_damage(self, found: Iterable[Damage]) -> None:
-        """Replace the damage with a full pass's ``found`` (capped)."""
-        self.damage, self.damage_past_cap = [], 0
+    def set_damage(self, found: Iterable[Damage], past_cap: int = 0) -> None:
+        """Replace the damage with a full pass's ``found`` (capped) and the regions it
+        only counted (``past_cap``)."""
+        self.damage, self.damage_past_cap = [], past_cap
         for d in found:
             self.add_damage(d)
 

@@ -251,7 +251,7 @@ class Reader:
                 rep.records = max(rep.records, rr.records_read)
                 rep.bad_events = max(rep.bad_events, dec.bad_events)
                 rep.bad_values = max(rep.bad_values, dec.bad_values)
-                rep.set_damage(rr.damage)
+                rep.set_damage(rr.damage, rr.damage_past_cap)
                 rep.tail, rep.size = rr.tail, rr.size
 
     # -- damage ----------------------------------------------------------------------

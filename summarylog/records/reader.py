@@ -26,6 +26,8 @@ _KINDS = {getattr(lib, f"SLG_DAMAGE_{kind.upper()}"): kind  # Damage.kind by SLG
 TAIL_KINDS = {lib.SLG_SCAN_TORN: "torn", lib.SLG_SCAN_ZERO_TAIL: "zero_tail"}  #: Tail.kind
 _SPANS = 1 << 16
 DAMAGE_SLOTS = 256
+#: damaged regions a reader or report lists; past it they are only counted
+DAMAGE_CAP = 1000
 SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
 # id() is the object's address only in CPython: the C list builder needs it
 _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
@@ -122,7 +124,10 @@ class RecordReader:
         self._dmg = ffi.new("slg_damage[]", DAMAGE_SLOTS)
         self._nsp = ffi.new("uint64_t *")
         self._ndm = ffi.new("uint64_t *")
-        self.damage: list[Damage] = []  #: every damaged region skipped so far, in file order
+        #: damaged regions skipped so far, in file order: the first DAMAGE_CAP (a crafted
+        #: file holds one per 16 bytes), the rest counted in damage_past_cap
+        self.damage: list[Damage] = []
+        self.damage_past_cap = 0
         self.tail: Tail | None = None  #: the unfinished end after the latest read, or None
         self.records_read = 0  #: payloads returned so far
 
@@ -133,7 +138,10 @@ class RecordReader:
 
     def add_damage(self, d: Damage) -> None:
         """Record a damage from :meth:`scan_batches` (CorruptRecordError in strict mode)."""
-        self.damage.append(d)
+        if len(self.damage) < DAMAGE_CAP:
+            self.damage.append(d)
+        else:
+            self.damage_past_cap += 1
         if self.strict:
             raise CorruptRecordError(self.path, d.offset, d.kind, d.length)
 

@@ -176,6 +176,24 @@ class TestDamageCap:
         rep = r.damage(deep=True)[str(path)]  # the events pass replaces the scalar pass's list
         assert len(rep.damage) == DAMAGE_CAP and rep.damage_count == n
 
+    def test_record_reader_list_capped(self, tmp_path) -> None:
+        """RecordReader itself (the deep pass, events(), follow()) keeps only the first
+        DAMAGE_CAP regions and counts the rest: its memory no longer grows with them."""
+        from summarylog.records import RecordReader
+        path = tmp_path / "events.out.tfevents.1.crafted"
+        n = crafted_garbage(path)
+        tracemalloc.start()
+        try:
+            with RecordReader(str(path)) as rr:
+                assert list(rr) == []
+                _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert len(rr.damage) == DAMAGE_CAP and rr.damage_past_cap == n - DAMAGE_CAP
+        assert peak < 32 << 20  # the 16 MiB read buffer; listing every region took ~190 MiB
+        print(f"\nRecordReader over {n} damaged records: {len(rr.damage)} listed, "
+              f"{rr.damage_past_cap} counted, {peak / 2**20:.1f} MiB traced peak")
+
     def test_small_file_under_cap_listed_whole(self, tmp_path) -> None:
         path = tmp_path / "events.out.tfevents.1.crafted"
         hdr = struct.pack("<Q", 0)
