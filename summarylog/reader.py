@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from typing import Any, Iterator
 
@@ -29,9 +30,11 @@ from .read_lineage import read_lineage
 from .read_types import FileReport, Scalars
 from .records import RecordReader
 
-__all__ = ["Reader", "Scalars", "Histograms", "Event", "FileReport", "is_event_file", "is_lineage_file",
-           "dialect_of"]
+__all__ = ["Reader", "Scalars", "Histograms", "Event", "FileReport", "is_event_file",
+           "is_lineage_file", "dialect_of"]
 
+# Event.session_log (field 7) whose first field is status START: any length, one varint
+_SESSION_START = rb"\x3a[\x80-\xff]{0,4}[\x00-\x7f]\x08\x01"
 _KIND_RANK = {k: i for i, k in enumerate("scalar histogram image text tensor hparams".split())}
 
 
@@ -223,28 +226,31 @@ class Reader:
 
     def events(self, run: str, tags: list[str] | None = None) -> Iterator[Event]:
         """Every value of the run, in file order, as :class:`Event` objects (no resume
-        rule: markers come as events); with ``tags``, only those tags' values (records
-        without them are not decoded).  Values that do not decode are counted in
-        :meth:`damage`; the other values of their events are yielded."""
+        rule: markers come as events); with ``tags``, only those tags' values and the
+        resume markers (records holding neither are not decoded).  Values that do not
+        decode are counted in :meth:`damage`; the other values of their events are yielded."""
         if tags is None:
             return self._events(run, values=True)
         wanted = set(tags)
-        return (ev for ev in self._events(run, values=True, tags=list(wanted))
-                if ev.tag in wanted)
+        return (ev for ev in self._events(run, values=True, tags=list(wanted), markers=True)
+                if ev.tag in wanted or (ev.kind == "session_log" and not ev.tag))
 
-    def _events(self, run: str, values: bool,
-                tags: list[str] | None = None) -> Iterator[Event]:
+    def _events(self, run: str, values: bool, tags: list[str] | None = None,
+                markers: bool = False) -> Iterator[Event]:
         """Every value (kinds only unless ``values``); with ``tags``, only records whose
-        bytes hold one as a Summary.Value tag field (false positives, no false negatives)."""
+        bytes hold one as a Summary.Value tag field (false positives, no false negatives),
+        or with ``markers`` a SessionLog START."""
         plugins: dict[str, str] = {}  # tag -> plugin, from each tag's first metadata
-        patterns = None
+        wanted = None
         if tags is not None and len(tags) <= 64:  # each tag as a Summary.Value tag field
-            patterns = [len_field(1, t.encode("utf-8", "surrogateescape")) for t in tags]
+            wanted = re.compile(b"|".join(
+                [re.escape(len_field(1, t.encode("utf-8", "surrogateescape"))) for t in tags]
+                + ([_SESSION_START] if markers else [])))
         for path in self.files(run):
             dec = EventDecoder(path, plugins, values)
             with RecordReader(path, verify=self.verify) as rr:
                 for payload in rr:
-                    if patterns is None or any(t in payload for t in patterns):
+                    if wanted is None or wanted.search(payload):
                         yield from dec.decode(payload)
                 # a full pass: it saw the file of earlier passes, or more of it
                 rep = self._reports.setdefault(path, FileReport(path))

@@ -692,6 +692,31 @@ def _log(w, step: int, value: float) -> None:
     w.add_scalar("a", value, step, walltime=1e9 + value)
 
 
+class TestEventsOfTags:
+    def test_only_those_tags_and_the_resume_markers(self, tmp_path) -> None:
+        """events(run, tags=...) decodes only records holding those tags or a resume marker
+        (a SessionLog START, with or without a message after its status)."""
+        from summarylog.pb import tb
+        start = tb.Event(step=3, wall_time=5.0)
+        start.session_log.status = tb.SessionLog.START
+        start_msg = tb.Event(step=1, wall_time=6.0)
+        start_msg.session_log.status = tb.SessionLog.START
+        start_msg.session_log.msg = "x" * 300  # a two-byte length before the status
+        stop = tb.Event(step=2, wall_time=7.0)
+        stop.session_log.status = tb.SessionLog.STOP
+        write_records(str(tmp_path / "events.out.tfevents.1.h"), [
+            header_event(), simple_event(0, 1.0, a=1.0, b=2.0), simple_event(1, 2.0, b=3.0),
+            start.SerializeToString(), simple_event(2, 3.0, c=4.0), stop.SerializeToString(),
+            start_msg.SerializeToString(), simple_event(3, 4.0, a=5.0)])
+        r = Reader(tmp_path)
+        got = [(e.kind, e.tag, e.step) for e in r.events(".", tags=["a"])]
+        assert got == [("scalar", "a", 0), ("session_log", "", 3), ("session_log", "", 1),
+                       ("scalar", "a", 3)]
+        assert [(e.kind, e.tag) for e in r.events(".", tags=["b"])] == [
+            ("scalar", "b"), ("scalar", "b"), ("session_log", ""), ("session_log", "")]
+        assert [e.tag for e in r.events(".", tags=[])] == ["", ""]
+
+
 class TestPurge:
     @pytest.mark.parametrize("kind", sorted(WRITERS))
     def test_restart_at_step_50(self, tmp_path, kind) -> None:
