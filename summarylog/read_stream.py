@@ -89,7 +89,8 @@ def _decode_files(files: list[str], verify: bool, cap: int, tags: Any,
                             want = spans[done].length // _MIN_VALUE_BYTES + 1
                             scratch = _Scratch(max(want, cap))
                 buf = b""  # not held while the next file's first window is read
-            report.damage, report.tail, report.size = list(rr.damage), rr.tail, rr.size
+            report.set_damage(rr.damage, rr.damage_past_cap)
+            report.tail, report.size = rr.tail, rr.size
             if scratch.cap > cap and not n:
                 scratch = _Scratch(cap)
     if n or purges:
