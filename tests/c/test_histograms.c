@@ -13,37 +13,7 @@
 #include "record.h"
 #include "summarylog_api.h"
 #include "test_main.h"
-
-/* ---- protobuf writing ------------------------------------------------------ */
-
-static size_t put_varint(unsigned char *p, uint64_t v) {
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (unsigned char)v;
-    return n;
-}
-
-/* field `f` of wire type 2 holding body[0:len] */
-static size_t put_len(unsigned char *p, uint32_t f, const unsigned char *body, size_t len) {
-    size_t n = put_varint(p, (uint64_t)f << 3 | 2);
-    n += put_varint(p + n, len);
-    memcpy(p + n, body, len);
-    return n + len;
-}
-
-static size_t put_f64(unsigned char *p, uint32_t f, double x) {
-    size_t n = put_varint(p, (uint64_t)f << 3 | 1);
-    memcpy(p + n, &x, 8);
-    return n + 8;
-}
-
-static size_t put_u64(unsigned char *p, uint32_t f, uint64_t x) {
-    size_t n = put_varint(p, (uint64_t)f << 3);
-    return n + put_varint(p + n, x);
-}
+#include "test_pb.h"
 
 /* Event{wall 1, step 2, summary{value{tag, <fields>}}} around value fields vf[0:vn] */
 static size_t event_of(unsigned char *out, int64_t step, const char *tag,

@@ -16,18 +16,9 @@
 #include "summarylog_api.h"
 #include "test_files.h"
 #include "test_main.h"
+#include "test_pb.h"
 
-/* ---- a tiny protobuf writer for scalar events ------------------------------ */
-
-static size_t put_varint(unsigned char *p, uint64_t v) {
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (unsigned char)v;
-    return n;
-}
+/* ---- scalar events --------------------------------------------------------- */
 
 /* Event{wall_time, step, summary{value{tag, <scalar field> float}}}; field 2
  * (TensorBoard simple_value) or 3 (MindSpore scalar_value). */
