@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .frames_leaf import HISTOGRAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf, decode_png
+from .frames_leaf import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf, decode_png
 
 __all__ = ["LeafFrames", "rebin"]
 
@@ -73,6 +73,8 @@ class LeafFrames:
             cols, walls = self._histograms(self.leaf.events[HISTOGRAMS])
         elif kind == IMAGES:
             cols, walls = self._images(self.leaf.events[IMAGES])
+        elif kind == AUDIO:
+            cols, walls = self._audio(self.leaf.events[AUDIO])
         else:
             return self._hparams()
         return self._finish(cols, walls, with_wall=True)
@@ -177,11 +179,24 @@ class LeafFrames:
                 ) -> tuple[dict[str, Any], list[np.ndarray]]:
         pixels = {tag: [(e[0], e[1], decode_png(e[2]["pngs"][0])) for e in evs]
                   for tag, evs in events.items()}
-        cols, walls = self._objects(pixels, {}, [])
+        return self._media(events, pixels, ("height", "width"))
+
+    def _audio(self, events: dict[str, list[tuple[int, float, Any]]]
+               ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        events = {tag: evs for tag, evs in events.items() if evs}  # not a tag of bad WAVs only
+        samples = {tag: [(e[0], e[1], e[2]["samples"]) for e in evs]
+                   for tag, evs in events.items()}
+        return self._media(events, samples, ("content_type", "length_frames", "sample_rate"))
+
+    def _media(self, events: dict[str, list[tuple[int, float, Any]]],
+               decoded: dict[str, list[tuple[int, float, Any]]], fields: tuple[str, ...]
+               ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Decoded values with the extra columns of their kind (``tag/field`` in pivot)."""
+        cols, walls = self._objects(decoded, {}, [])
         i = 0
         n = sum(len(evs) for evs in events.values())
         for tag, evs in events.items():
-            for f in ("height", "width"):
+            for f in fields:
                 if f in self.extra:
                     col = self._col(cols, f if not self.pivot else f"{tag}/{f}", n, None)
                     col[i:i + len(evs)] = [e[2][f] for e in evs]

@@ -8,13 +8,16 @@ within the file only."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import mmap
 import os
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .discovery import dialect_of, is_event_file
+from .frames_media import WavError, audio_of_value, decode_wav
 from .pb import len_field
 from .reader import Reader
 
@@ -73,6 +76,7 @@ class Leaf:
         self.hparams: dict[str, Any] = {}
         self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
+        self.bad_audio = 0  #: audio values whose WAV does not decode (left out, reported)
         if not is_event_file(os.path.basename(path)) or not os.path.isfile(path):
             return  # nothing to read in a FIFO, a device, or a file that is not an event file
         with contextlib.suppress(OSError):
@@ -118,9 +122,38 @@ class Leaf:
                 (ev.step, ev.wall_time, value.item() if value.shape == () else value))
         elif ev.kind == "image" and len(ev.value["pngs"]) == 1:
             self.events[IMAGES].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
+        elif ev.kind == "other" and isinstance(ev.value, bytes):
+            self._add_audio(ev)
         elif ev.kind == "hparams" and ev.tag == _SSI:
             # tbparse keeps the plugin content of the tag's last value
             self.hparams = dict((ev.value.get("session_start_info") or {}).get("hparams") or {})
+
+    def _add_audio(self, ev: Any) -> None:
+        """An audio value (the Reader passes it on undecoded) decoded now, as tbparse's
+        DataFrame holds it; one that does not decode is left out and counted."""
+        try:
+            audio = audio_of_value(ev.value)
+        except DecodeError:  # not expected: the Reader re-serialized the value
+            audio = None
+        if audio is None:
+            return
+        values = self.events[AUDIO].setdefault(ev.tag, [])  # the tag is listed even so
+        try:
+            samples, _ = decode_wav(audio["encoded_audio_string"])
+        except WavError:
+            self.bad_audio += 1
+            return
+        values.append((ev.step, ev.wall_time, {**audio, "samples": samples}))
+
+    def file_reports(self) -> dict[str, Any]:
+        """The Reader's per-file reports, with the audio values that did not decode
+        added to ``bad_values`` (copies: the Reader's own are left as they are)."""
+        if not self.bad_audio or not self.reports:
+            return dict(self.reports)
+        out = dict(self.reports)
+        path = self.path if self.path in out else next(iter(out))
+        out[path] = dataclasses.replace(out[path], bad_values=out[path].bad_values + self.bad_audio)
+        return out
 
     # -- tbparse's tag lists ----------------------------------------------------------
     def tags(self, kind: str) -> list[str]:
