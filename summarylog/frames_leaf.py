@@ -38,7 +38,8 @@ def decode_png(data: bytes) -> np.ndarray:
     except ImportError:
         raise ImportError("SummaryReader.images needs Pillow: pip install pillow") from None
     import io
-    with Image.open(io.BytesIO(data)) as im:
+    with Image.open(io.BytesIO(data)) as opened:
+        im: Any = opened
         if im.mode == "P":
             im = im.convert("RGBA" if "transparency" in im.info else "RGB")
         elif im.mode not in ("L", "LA", "RGB", "RGBA"):

@@ -204,7 +204,7 @@ class SummaryReader(FrameHelpers):
         df = pd.concat(dfs, ignore_index=True)
         if df.empty:
             return pd.DataFrame()
-        keys = [k for k in ("dir_name", "file_name") if k in self._extra]
+        keys: list[str] = [k for k in ("dir_name", "file_name") if k in self._extra]
         keys += ([] if self._pivot else ["tag"]) + ["step"]
         keys = [k for k in keys if k in df.columns]
         df = df.sort_values(keys, ignore_index=True)
@@ -239,7 +239,8 @@ class SummaryReader(FrameHelpers):
                     at = np.maximum.reduceat(np.where(present, np.arange(n), -1), starts)
                     out[c] = pd.Series(np.where(at >= 0, arr[np.maximum(at, 0)], np.nan))
                     continue
-            grouped = df[c].groupby(keys and [df[k] for k in keys] or [True] * n, sort=False)
+            by: list[Any] = [df[k] for k in keys] if keys else [True] * n
+            grouped = df[c].groupby(by, sort=False)
             out[c] = grouped.aggregate(_merge).reset_index(drop=True)
         return pd.DataFrame(out)
 
