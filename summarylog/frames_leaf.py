@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError
 
 from .discovery import dialect_of, is_event_file
 from .frames_media import WavError, audio_of_value, decode_wav
+from .frames_raw import file_version_number
 from .pb import len_field
 from .reader import Reader
 
@@ -28,6 +29,7 @@ HPARAMS, TEXT = "hparams", "text"
 _TEXT_SUFFIX = "/text_summary"  # torch and tensorboardX append it to text tags; tbparse drops it
 _SSI = "_hparams_/session_start_info"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_PURGED = (HISTOGRAMS, IMAGES, AUDIO)  # the kinds EventAccumulator purges on a restart
 
 
 def decode_png(data: bytes) -> np.ndarray:
@@ -78,6 +80,7 @@ class Leaf:
         self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
         self.bad_audio = 0  #: audio values whose WAV does not decode (left out, reported)
+        self._version2 = False  # a "brain.Event:2" file: SessionLog START purges
         if not is_event_file(os.path.basename(path)) or not os.path.isfile(path):
             return  # nothing to read in a FIFO, a device, or a file that is not an event file
         with contextlib.suppress(OSError):
@@ -107,7 +110,11 @@ class Leaf:
         self.reports = reader.damage(run)  # with what decoding the values found
 
     def _add(self, ev: Any) -> None:
-        if ev.kind == "histogram":
+        if ev.kind == "file_version":
+            self._version2 = file_version_number(str(ev.value)) >= 2
+        elif ev.kind == "session_log" and self._version2 and ev.value.get("status") == "start":
+            self._purge(ev.step)
+        elif ev.kind == "histogram":
             self.events[HISTOGRAMS].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
         elif ev.kind == "text":
             self.raw_text_tags[ev.tag] = None
@@ -128,6 +135,14 @@ class Leaf:
         elif ev.kind == "hparams" and ev.tag == _SSI:
             # tbparse keeps the plugin content of the tag's last value
             self.hparams = dict((ev.value.get("session_start_info") or {}).get("hparams") or {})
+
+    def _purge(self, step: int) -> None:
+        """EventAccumulator's restart rule inside one file: a START at ``step`` drops the
+        histograms, images and audio read before it at steps >= ``step`` (tensors and
+        text stay, as there; legacy files' out-of-order rule is not applied here)."""
+        for kind in _PURGED:
+            for tag, values in self.events[kind].items():
+                self.events[kind][tag] = [v for v in values if v[0] < step]
 
     def _add_audio(self, ev: Any) -> None:
         """An audio value (the Reader passes it on undecoded) decoded now, as tbparse's

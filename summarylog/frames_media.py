@@ -16,6 +16,8 @@ __all__ = ["WavError", "audio_of_value", "decode_wav"]
 _SCALE = np.float32(1.0 / 32768)  # a power of two: int16 / 32768 is exact in float32
 _U32 = 0xFFFFFFFF
 _INT32_MAX = 0x7FFFFFFF
+# the chunks decode_wav skips between "WAVE" and "fmt " (others there: not a WAV)
+_BEFORE_FMT = {b"JUNK", b"bext", b"iXML", b"qlty", b"mext", b"levl", b"link", b"axml"}
 _VALUE: Any = None  # summarylog.tb.Summary.Value, built on first use
 
 
@@ -53,7 +55,15 @@ def decode_wav(data: bytes) -> tuple[np.ndarray, int]:
     c.expect(b"RIFF", "the RIFF id")
     c.take("<I", "the RIFF size")  # not checked: decode_wav ignores it too
     c.expect(b"WAVE", "the WAVE id")
-    c.expect(b"fmt ", "the format chunk id")
+    chunk = c.take("4s", "the format chunk id")
+    while chunk != b"fmt ":  # padding and broadcast-WAV chunks may come first
+        if chunk not in _BEFORE_FMT:
+            raise WavError(f"not a WAV: chunk {chunk!r} before the format chunk")
+        size = c.take("<I", f"the size of chunk {chunk!r}")
+        if c.pos + size > len(data):
+            raise WavError(f"WAV chunk {chunk!r} of {size} bytes but {len(data) - c.pos} left")
+        c.pos += size
+        chunk = c.take("4s", "the format chunk id")
     fmt_size = c.take("<I", "the format chunk size")
     if fmt_size not in (16, 18):
         raise WavError(f"WAV format chunk of {fmt_size} bytes (16 or 18 expected)")
@@ -61,14 +71,14 @@ def decode_wav(data: bytes) -> tuple[np.ndarray, int]:
     if audio_format != 1:
         raise WavError(f"WAV audio format {audio_format}: only 1 (PCM) is read")
     channels = c.take("<H", "the channel count")
+    if channels < 1:
+        raise WavError("WAV of 0 channels")
     rate = c.take("<I", "the sample rate")
     byte_rate = c.take("<I", "the byte rate")
     block = c.take("<H", "the block size")
     bits = c.take("<H", "the bits per sample")
     if bits != 16:
         raise WavError(f"WAV of {bits}-bit samples: only 16-bit is read")
-    if channels < 1:
-        raise WavError("WAV of 0 channels")
     if block != 2 * channels:
         raise WavError(f"WAV block size {block} for {channels} channel(s) of 16 bits")
     if byte_rate != (block * rate) & _U32:

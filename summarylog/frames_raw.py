@@ -18,7 +18,8 @@ from .pb import tb
 from .records import RecordReader
 
 __all__ = ["RAW_EVENT_TYPES", "RAW_TAG_TYPES", "AudioEvent", "HistogramEvent",
-           "HistogramValue", "ImageEvent", "RawLog", "ScalarEvent", "TensorEvent"]
+           "HistogramValue", "ImageEvent", "RawLog", "ScalarEvent", "TensorEvent",
+           "file_version_number"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +86,7 @@ _PLUGINS = ("hparams", "text")
 _START = 1  # SessionLog.START
 
 
-def _file_version(text: str) -> float:
+def file_version_number(text: str) -> float:
     """EventAccumulator's reading of ``brain.Event:N`` (-1 when not a number)."""
     try:
         return float(text.split("brain.Event:")[-1])
@@ -127,7 +128,7 @@ class RawLog:
     def _event(self, ev: Any) -> None:
         which = ev.WhichOneof("what")
         if which == "file_version":
-            self._file_version = _file_version(ev.file_version)
+            self._file_version = file_version_number(ev.file_version)
         self._maybe_purge(ev, which)
         if which == "graph_def":
             self._graph = True

@@ -183,6 +183,43 @@ def test_raw_purge_as_tbparse(tmp_path, version):
     print(f"purge (file_version={version}): scalar steps {steps}, equal to tbparse's")
 
 
+def test_restart_inside_a_file_frames_as_tbparse(tmp_path, tbparse_with_wave):
+    """A SessionLog START at step 3 after steps 0-5 in one file (a writer appending after
+    a restart): histograms and audio of steps >= 3 read before it are dropped, text
+    kept, as tbparse's (EventAccumulator's) frames."""
+    pd = require_module("pandas")
+    pb = require_module("tensorboard.compat.proto.event_pb2")
+    spb = require_module("tensorboard.compat.proto.summary_pb2")
+    ts = require_module("torch.utils.tensorboard.summary")
+    from summarylog.summary_reader import SummaryReader
+    wav = _wav(_pcm16(MONO[2]))
+
+    def ev(step: int, x: float):
+        s = spb.Summary()
+        for part in (ts.scalar("a", x), ts.histogram("h", np.arange(5.0) * x, "auto"),
+                     ts.text("t", f"x{x}"), _audio_event(step, wav).summary):
+            s.value.extend(part.value)
+        return pb.Event(step=step, wall_time=10.0 + step, summary=s)
+
+    events = [pb.Event(wall_time=1.0, file_version="brain.Event:2")]
+    events += [ev(i, float(i)) for i in range(6)]
+    events += [pb.Event(step=3, wall_time=30.0, session_log=pb.SessionLog(status=1)),
+               ev(3, 99.0), ev(4, 98.0)]
+    path = str(tmp_path / "events.out.tfevents.1.restart")
+    _event_file(path, events)
+    steps = {}
+    # all the kinds at once: tbparse keeps only the last tensor of a tag (text too)
+    # when "tensors" is not among event_types
+    kinds = {"scalars", "tensors", "histograms", "text", "audio"}
+    for kind in ("scalars", "histograms", "text", "audio"):
+        kw = {"event_types": kinds, "extra_columns": {"wall_time"}}
+        theirs = getattr(tbparse_with_wave.SummaryReader(path, **kw), kind)
+        pd.testing.assert_frame_equal(getattr(SummaryReader(path, **kw), kind), theirs)
+        steps[kind] = list(theirs["step"])
+    assert steps["histograms"] == steps["audio"] == [0, 1, 2, 3, 4]
+    print(f"restart inside a file: steps {steps}, frames equal to tbparse's")
+
+
 # -- audio frames ---------------------------------------------------------------------------
 def _wave_decode(data: bytes):
     """The test's own decode_wav: the standard library's reader, int16 / 32768."""
@@ -378,7 +415,7 @@ def test_hostile_audio_values_left_out_and_reported(tmp_path):
 
 def test_decode_wav_fuzz(rng):
     """Every cut and thousands of byte flips of valid WAVs (mono, stereo, an 18-byte
-    format chunk, an extra chunk): decoded or WavError, never another exception, never
+    format chunk, an extra chunk, a JUNK chunk before the format): decoded or WavError, never another exception, never
     more samples than the bytes hold."""
     from summarylog.frames_media import WavError, decode_wav
     base = _wav(np.arange(-50, 50, dtype="<i2") * 300)
@@ -386,11 +423,14 @@ def test_decode_wav_fuzz(rng):
         b"\x04\x00" + base[34:]
     ext = base[:16] + b"\x12\x00\x00\x00" + base[20:36] + b"\x00\x00" + \
         b"LIST\x04\x00\x00\x00abcd" + base[36:]
-    seeds = [base, stereo, ext]
+    junk = base[:12] + b"JUNK\x06\x00\x00\x00123456" + base[12:]  # skipped, as decode_wav does
+    seeds = [base, stereo, ext, junk]
     for s in seeds:
         samples, rate = decode_wav(s)
         assert rate == 8000 and samples.size == 100
     assert decode_wav(stereo)[0].shape == (50, 2)
+    with pytest.raises(WavError, match="before the format chunk"):
+        decode_wav(base[:12] + b"LIST\x00\x00\x00\x00" + base[12:])
     outcomes = {"decoded": 0, "WavError": 0}
     t0 = time.perf_counter()
     cases = [s[:n] for s in seeds for n in range(len(s))]
