@@ -413,6 +413,30 @@ def test_hostile_audio_values_left_out_and_reported(tmp_path):
     print(f"hostile audio: 2 good values read, {rep.bad_values} bad WAVs left out and reported")
 
 
+def test_raw_on_garbage_records_and_files(tmp_path):
+    """A record with a valid CRC that is not an Event (tbparse raises DecodeError on it)
+    and a file of random bytes named like an event file: the raw accessors read the rest,
+    the bad record is reported by damage(), the random file holds no tags."""
+    pb = require_module("tensorboard.compat.proto.event_pb2")
+    from summarylog.summary_reader import SummaryReader
+    path = str(tmp_path / "events.out.tfevents.1.badrecord")
+    events = [pb.Event(wall_time=1.0, file_version="brain.Event:2"),
+              _audio_event(0, _wav(np.array([5, 6], "<i2"))), b"\xff\xff\xff",
+              _audio_event(1, _wav(np.array([7, 8], "<i2")))]
+    _event_file(path, events)
+    r = SummaryReader(path, event_types={"audio"})
+    assert [e.step for e in r.get_raw_events("audio", "snd")] == [0, 1]
+    assert list(r.audio["step"]) == [0, 1]
+    (rep,) = r.damage().values()
+    assert rep.bad_events == 1
+    junk = tmp_path / "events.out.tfevents.2.random"
+    junk.write_bytes(np.random.default_rng(3).bytes(1 << 16))
+    tags = SummaryReader(str(junk)).raw_tags
+    assert not any(tags.values())
+    print(f"garbage record: 2 audio records read around it, {rep.bad_events} bad event "
+          f"reported; random file: {len(tags)} empty tag lists")
+
+
 def test_decode_wav_fuzz(rng):
     """Every cut and thousands of byte flips of valid WAVs (mono, stereo, an 18-byte
     format chunk, an extra chunk, a JUNK chunk before the format): decoded or WavError, never another exception, never
