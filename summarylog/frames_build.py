@@ -52,6 +52,12 @@ def rebin(counts: np.ndarray, limits: np.ndarray, lower: float | None, upper: fl
     return left + width / 2, ys
 
 
+def _nonempty(events: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The tags with values: a tag whose values were all purged by a restart, or were
+    all bad WAVs, is listed but gets no pivot column (as in tbparse)."""
+    return {tag: evs for tag, evs in events.items() if evs}
+
+
 class LeafFrames:
     """One file's DataFrame of one kind, with tbparse's columns in tbparse's order."""
 
@@ -70,11 +76,11 @@ class LeafFrames:
         elif kind == TEXT:
             cols, walls = self._objects(self.leaf.events[TEXT], {}, [])
         elif kind == HISTOGRAMS:
-            cols, walls = self._histograms(self.leaf.events[HISTOGRAMS])
+            cols, walls = self._histograms(_nonempty(self.leaf.events[HISTOGRAMS]))
         elif kind == IMAGES:
-            cols, walls = self._images(self.leaf.events[IMAGES])
+            cols, walls = self._images(_nonempty(self.leaf.events[IMAGES]))
         elif kind == AUDIO:
-            cols, walls = self._audio(self.leaf.events[AUDIO])
+            cols, walls = self._audio(_nonempty(self.leaf.events[AUDIO]))
         else:
             return self._hparams()
         return self._finish(cols, walls, with_wall=True)
@@ -183,7 +189,6 @@ class LeafFrames:
 
     def _audio(self, events: dict[str, list[tuple[int, float, Any]]]
                ) -> tuple[dict[str, Any], list[np.ndarray]]:
-        events = {tag: evs for tag, evs in events.items() if evs}  # not a tag of bad WAVs only
         samples = {tag: [(e[0], e[1], e[2]["samples"]) for e in evs]
                    for tag, evs in events.items()}
         return self._media(events, samples, ("content_type", "length_frames", "sample_rate"))

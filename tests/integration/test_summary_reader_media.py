@@ -194,15 +194,17 @@ def test_restart_inside_a_file_frames_as_tbparse(tmp_path, tbparse_with_wave):
     from summarylog.summary_reader import SummaryReader
     wav = _wav(_pcm16(MONO[2]))
 
-    def ev(step: int, x: float):
+    def ev(step: int, x: float, late: bool = False):
         s = spb.Summary()
         for part in (ts.scalar("a", x), ts.histogram("h", np.arange(5.0) * x, "auto"),
                      ts.text("t", f"x{x}"), _audio_event(step, wav).summary):
             s.value.extend(part.value)
+        if late:  # a tag whose every value is purged: listed, but no pivot column
+            s.value.extend(ts.histogram("late", np.arange(3.0), "auto").value)
         return pb.Event(step=step, wall_time=10.0 + step, summary=s)
 
     events = [pb.Event(wall_time=1.0, file_version="brain.Event:2")]
-    events += [ev(i, float(i)) for i in range(6)]
+    events += [ev(i, float(i), late=i >= 4) for i in range(6)]
     events += [pb.Event(step=3, wall_time=30.0, session_log=pb.SessionLog(status=1)),
                ev(3, 99.0), ev(4, 98.0)]
     path = str(tmp_path / "events.out.tfevents.1.restart")
@@ -212,10 +214,14 @@ def test_restart_inside_a_file_frames_as_tbparse(tmp_path, tbparse_with_wave):
     # when "tensors" is not among event_types
     kinds = {"scalars", "tensors", "histograms", "text", "audio"}
     for kind in ("scalars", "histograms", "text", "audio"):
-        kw = {"event_types": kinds, "extra_columns": {"wall_time"}}
-        theirs = getattr(tbparse_with_wave.SummaryReader(path, **kw), kind)
-        pd.testing.assert_frame_equal(getattr(SummaryReader(path, **kw), kind), theirs)
+        for pivot in (False, True):
+            kw = {"event_types": kinds, "extra_columns": {"wall_time"}, "pivot": pivot}
+            theirs = getattr(tbparse_with_wave.SummaryReader(path, **kw), kind)
+            pd.testing.assert_frame_equal(getattr(SummaryReader(path, **kw), kind), theirs)
         steps[kind] = list(theirs["step"])
+    assert SummaryReader(path, event_types=kinds).get_tags() == \
+        tbparse_with_wave.SummaryReader(path, event_types=kinds).get_tags()
+    assert SummaryReader(path).get_tags("histograms") == ["h", "late"]
     assert steps["histograms"] == steps["audio"] == [0, 1, 2, 3, 4]
     print(f"restart inside a file: steps {steps}, frames equal to tbparse's")
 
