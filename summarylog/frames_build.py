@@ -8,7 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from .frames_leaf import AUDIO, HISTOGRAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf, decode_png
+from .frames_leaf import (
+    AUDIO,
+    HISTOGRAMS,
+    IMAGES,
+    SCALARS,
+    TENSORS,
+    TEXT,
+    ImageError,
+    Leaf,
+    decode_png,
+)
 
 __all__ = ["LeafFrames", "rebin"]
 
@@ -183,9 +193,18 @@ class LeafFrames:
 
     def _images(self, events: dict[str, list[tuple[int, float, Any]]]
                 ) -> tuple[dict[str, Any], list[np.ndarray]]:
-        pixels = {tag: [(e[0], e[1], decode_png(e[2]["pngs"][0])) for e in evs]
-                  for tag, evs in events.items()}
-        return self._media(events, pixels, ("height", "width"))
+        good: dict[str, list[tuple[int, float, Any]]] = {}
+        pixels: dict[str, list[tuple[int, float, Any]]] = {}
+        for tag, evs in events.items():
+            for e in evs:
+                try:
+                    decoded = decode_png(e[2]["pngs"][0])
+                except ImageError:  # one bad image: left out and counted, the rest read
+                    self.leaf.note_bad_value()
+                    continue
+                good.setdefault(tag, []).append(e)
+                pixels.setdefault(tag, []).append((e[0], e[1], decoded))
+        return self._media(good, pixels, ("height", "width"))
 
     def _audio(self, events: dict[str, list[tuple[int, float, Any]]]
                ) -> tuple[dict[str, Any], list[np.ndarray]]:

@@ -22,7 +22,8 @@ from .frames_raw import file_version_number
 from .pb import len_field
 from .reader import Reader
 
-__all__ = ["AUDIO", "HISTOGRAMS", "HPARAMS", "IMAGES", "SCALARS", "TENSORS", "TEXT", "Leaf"]
+__all__ = ["AUDIO", "HISTOGRAMS", "HPARAMS", "IMAGES", "SCALARS", "TENSORS", "TEXT", "ImageError",
+           "Leaf", "decode_png"]
 
 SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO = "scalars", "tensors", "histograms", "images", "audio"
 HPARAMS, TEXT = "hparams", "text"
@@ -32,21 +33,31 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _PURGED = (HISTOGRAMS, IMAGES, AUDIO)  # the kinds EventAccumulator purges on a restart
 
 
+class ImageError(ValueError):
+    """Bytes Pillow cannot decode as an image, with why."""
+
+
 def decode_png(data: bytes) -> np.ndarray:
     """A PNG as tbparse gives it (TensorFlow's decode_image): height x width x channels
-    uint8, palette images expanded to RGB (RGBA with transparency).  Needs Pillow."""
+    uint8, palette images expanded to RGB (RGBA with transparency).  Needs Pillow.
+    :class:`ImageError` (a ValueError) for bytes that are not an image Pillow reads."""
     try:
         from PIL import Image
     except ImportError:
         raise ImportError("SummaryReader.images needs Pillow: pip install pillow") from None
     import io
-    with Image.open(io.BytesIO(data)) as opened:
-        im: Any = opened
-        if im.mode == "P":
-            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-        elif im.mode not in ("L", "LA", "RGB", "RGBA"):
-            im = im.convert("RGB")
-        arr = np.asarray(im, dtype=np.uint8)
+    # Pillow reports a bad image by many types (OSError, SyntaxError, EOFError, ...)
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            im: Any = opened
+            if im.mode == "P":
+                im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+            elif im.mode not in ("L", "LA", "RGB", "RGBA"):
+                im = im.convert("RGB")
+            arr = np.asarray(im, dtype=np.uint8)
+    except (OSError, SyntaxError, EOFError, ValueError, IndexError,
+            Image.DecompressionBombError) as exc:
+        raise ImageError(f"not an image Pillow decodes: {exc}") from exc
     return arr[:, :, None] if arr.ndim == 2 else arr
 
 
@@ -79,7 +90,7 @@ class Leaf:
         self.hparams: dict[str, Any] = {}
         self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
-        self.bad_audio = 0  #: audio values whose WAV does not decode (left out, reported)
+        self.bad_media = 0  #: audio (WAV) and images that do not decode (left out, reported)
         self._version2 = False  # a "brain.Event:2" file: SessionLog START purges
         if not is_event_file(os.path.basename(path)) or not os.path.isfile(path):
             return  # nothing to read in a FIFO, a device, or a file that is not an event file
@@ -157,18 +168,22 @@ class Leaf:
         try:
             samples, _ = decode_wav(audio["encoded_audio_string"])
         except WavError:
-            self.bad_audio += 1
+            self.note_bad_value()
             return
         values.append((ev.step, ev.wall_time, {**audio, "samples": samples}))
 
+    def note_bad_value(self) -> None:
+        """Count a value of the file that does not decode (a WAV, an image)."""
+        self.bad_media += 1
+
     def file_reports(self) -> dict[str, Any]:
-        """The Reader's per-file reports, with the audio values that did not decode
+        """The Reader's per-file reports, with the values that did not decode here
         added to ``bad_values`` (copies: the Reader's own are left as they are)."""
-        if not self.bad_audio or not self.reports:
+        if not self.bad_media or not self.reports:
             return dict(self.reports)
         out = dict(self.reports)
         path = self.path if self.path in out else next(iter(out))
-        out[path] = dataclasses.replace(out[path], bad_values=out[path].bad_values + self.bad_audio)
+        out[path] = dataclasses.replace(out[path], bad_values=out[path].bad_values + self.bad_media)
         return out
 
     # -- tbparse's tag lists ----------------------------------------------------------

@@ -14,10 +14,12 @@ import glob
 import io
 import os
 import pathlib
+import struct
 import time
 import types
 import warnings
 import wave
+import zlib
 
 import numpy as np
 import pytest
@@ -315,8 +317,8 @@ def test_tensorboardx_audio_mono_and_stereo(tmp_path, tbparse_with_wave):
     for pivot in (False, True):
         for extra in AUDIO_EXTRAS:
             kw = {"pivot": pivot, "extra_columns": extra, "event_types": {"audio"}}
-            pd.testing.assert_frame_equal(SummaryReader(str(tmp_path), **kw).audio,
-                                          tbparse_with_wave.SummaryReader(str(tmp_path), **kw).audio)
+            theirs = tbparse_with_wave.SummaryReader(str(tmp_path), **kw).audio
+            pd.testing.assert_frame_equal(SummaryReader(str(tmp_path), **kw).audio, theirs)
     (path,) = glob.glob(str(tmp_path / "run" / "events.*"))
     ours = SummaryReader(path, event_types={"audio"})
     theirs = tbparse_with_wave.SummaryReader(path, event_types={"audio"})
@@ -419,6 +421,39 @@ def test_hostile_audio_values_left_out_and_reported(tmp_path):
     print(f"hostile audio: 2 good values read, {rep.bad_values} bad WAVs left out and reported")
 
 
+def test_hostile_images_left_out_and_reported(tmp_path):
+    """Images that are not images (random bytes, a PNG cut short, a PNG claiming
+    2^30 x 2^30 pixels): left out of the frame and counted in damage(), the good ones
+    read (tbparse with TensorFlow raises on the first)."""
+    pb = require_module("tensorboard.compat.proto.event_pb2")
+    spb = require_module("tensorboard.compat.proto.summary_pb2")
+    Image = require_module("PIL.Image")
+    from summarylog.summary_reader import SummaryReader
+    out = io.BytesIO()
+    Image.fromarray(np.full((2, 3, 3), 9, np.uint8)).save(out, format="PNG")
+    good = out.getvalue()
+    ihdr = struct.pack(">IIBBBBB", 1 << 30, 1 << 30, 8, 2, 0, 0, 0)
+    bomb = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + \
+        struct.pack(">I", zlib.crc32(b"IHDR" + ihdr)) + good[33:]
+    bad = [os.urandom(200), good[: len(good) // 2], bomb]
+
+    def image_event(step: int, png: bytes):
+        img = spb.Summary.Image(height=2, width=3, colorspace=3, encoded_image_string=png)
+        return pb.Event(step=step, wall_time=float(step),
+                        summary=spb.Summary(value=[spb.Summary.Value(tag="pic", image=img)]))
+
+    events = [pb.Event(wall_time=0.0, file_version="brain.Event:2"), image_event(0, good)]
+    events += [image_event(i + 1, b) for i, b in enumerate(bad)] + [image_event(9, good)]
+    path = str(tmp_path / "events.out.tfevents.1.images")
+    _event_file(path, events)
+    r = SummaryReader(path, event_types={"images"}, pivot=True)
+    df = r.images
+    assert list(df["step"]) == [0, 9] and np.array_equal(df["pic"][0], np.full((2, 3, 3), 9))
+    (rep,) = r.damage().values()
+    assert rep.bad_values == len(bad)
+    print(f"hostile images: 2 good images read, {rep.bad_values} bad ones left out and reported")
+
+
 def test_raw_on_garbage_records_and_files(tmp_path):
     """A record with a valid CRC that is not an Event (tbparse raises DecodeError on it)
     and a file of random bytes named like an event file: the raw accessors read the rest,
@@ -445,8 +480,8 @@ def test_raw_on_garbage_records_and_files(tmp_path):
 
 def test_decode_wav_fuzz(rng):
     """Every cut and thousands of byte flips of valid WAVs (mono, stereo, an 18-byte
-    format chunk, an extra chunk, a JUNK chunk before the format): decoded or WavError, never another exception, never
-    more samples than the bytes hold."""
+    format chunk, an extra chunk, a JUNK chunk before the format): decoded or WavError,
+    never another exception, never more samples than the bytes hold."""
     from summarylog.frames_media import WavError, decode_wav
     base = _wav(np.arange(-50, 50, dtype="<i2") * 300)
     stereo = base[:22] + b"\x02\x00" + base[24:28] + (32000).to_bytes(4, "little") + \
