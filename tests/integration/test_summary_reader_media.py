@@ -185,21 +185,20 @@ def test_raw_purge_as_tbparse(tmp_path, version):
     print(f"purge (file_version={version}): scalar steps {steps}, equal to tbparse's")
 
 
-def test_restart_inside_a_file_frames_as_tbparse(tmp_path, tbparse_with_wave):
-    """A SessionLog START at step 3 after steps 0-5 in one file (a writer appending after
-    a restart): histograms and audio of steps >= 3 read before it are dropped, text
-    kept, as tbparse's (EventAccumulator's) frames."""
-    pd = require_module("pandas")
+def _restart_file(tmp_path) -> str:
+    """Steps 0-5, then a SessionLog START at step 3 (a writer appending after a restart)
+    and steps 3-4 again, in one brain.Event:2 file: scalars (simple and new-style),
+    histograms, text and audio; "late" is a histogram tag only at steps 4-5."""
     pb = require_module("tensorboard.compat.proto.event_pb2")
     spb = require_module("tensorboard.compat.proto.summary_pb2")
     ts = require_module("torch.utils.tensorboard.summary")
-    from summarylog.summary_reader import SummaryReader
     wav = _wav(_pcm16(MONO[2]))
 
     def ev(step: int, x: float, late: bool = False):
         s = spb.Summary()
-        for part in (ts.scalar("a", x), ts.histogram("h", np.arange(5.0) * x, "auto"),
-                     ts.text("t", f"x{x}"), _audio_event(step, wav).summary):
+        for part in (ts.scalar("a", x), ts.scalar("n", x, new_style=True),
+                     ts.histogram("h", np.arange(5.0) * x, "auto"), ts.text("t", f"x{x}"),
+                     _audio_event(step, wav).summary):
             s.value.extend(part.value)
         if late:  # a tag whose every value is purged: listed, but no pivot column
             s.value.extend(ts.histogram("late", np.arange(3.0), "auto").value)
@@ -211,21 +210,43 @@ def test_restart_inside_a_file_frames_as_tbparse(tmp_path, tbparse_with_wave):
                ev(3, 99.0), ev(4, 98.0)]
     path = str(tmp_path / "events.out.tfevents.1.restart")
     _event_file(path, events)
-    steps = {}
-    # all the kinds at once: tbparse keeps only the last tensor of a tag (text too)
-    # when "tensors" is not among event_types
-    kinds = {"scalars", "tensors", "histograms", "text", "audio"}
-    for kind in ("scalars", "histograms", "text", "audio"):
-        for pivot in (False, True):
-            kw = {"event_types": kinds, "extra_columns": {"wall_time"}, "pivot": pivot}
-            theirs = getattr(tbparse_with_wave.SummaryReader(path, **kw), kind)
-            pd.testing.assert_frame_equal(getattr(SummaryReader(path, **kw), kind), theirs)
-        steps[kind] = list(theirs["step"])
-    assert SummaryReader(path, event_types=kinds).get_tags() == \
-        tbparse_with_wave.SummaryReader(path, event_types=kinds).get_tags()
+    return path
+
+
+# all the kinds at once: tbparse keeps only the last tensor of a tag (text too) when
+# "tensors" is not among event_types
+_RESTART_KINDS = {"scalars", "tensors", "histograms", "text", "audio"}
+
+
+def _restart_frames_equal(path: str, tbparse, kind: str) -> list:
+    pd = require_module("pandas")
+    from summarylog.summary_reader import SummaryReader
+    for pivot in (False, True):
+        kw = {"event_types": _RESTART_KINDS, "extra_columns": {"wall_time"}, "pivot": pivot}
+        theirs = getattr(tbparse.SummaryReader(path, **kw), kind)
+        pd.testing.assert_frame_equal(getattr(SummaryReader(path, **kw), kind), theirs)
+    return list(theirs["step"])
+
+
+def test_restart_inside_a_file_frames_as_tbparse(tmp_path, tbparse_with_wave):
+    """After a restart inside one file, histograms and audio of steps >= 3 read before
+    the START are dropped, text kept, as tbparse's (EventAccumulator's) frames."""
+    from summarylog.summary_reader import SummaryReader
+    path = _restart_file(tmp_path)
+    steps = {kind: _restart_frames_equal(path, tbparse_with_wave, kind)
+             for kind in ("scalars", "histograms", "text", "audio")}
+    assert SummaryReader(path, event_types=_RESTART_KINDS).get_tags() == \
+        tbparse_with_wave.SummaryReader(path, event_types=_RESTART_KINDS).get_tags()
     assert SummaryReader(path).get_tags("histograms") == ["h", "late"]
     assert steps["histograms"] == steps["audio"] == [0, 1, 2, 3, 4]
     print(f"restart inside a file: steps {steps}, frames equal to tbparse's")
+
+
+@pytest.mark.xfail(strict=True, reason="Leaf._read (the lead's) reads new-style scalars "
+                   "with the Reader's resume rule; EventAccumulator never purges tensors")
+def test_restart_inside_a_file_keeps_tensors_as_tbparse(tmp_path, tbparse_with_wave):
+    steps = _restart_frames_equal(_restart_file(tmp_path), tbparse_with_wave, "tensors")
+    print(f"restart inside a file: tensors steps {steps}, equal to tbparse's")
 
 
 # -- audio frames ---------------------------------------------------------------------------
