@@ -8,7 +8,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .frames_leaf import HISTOGRAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf, decode_png
+from .frames_leaf import (
+    AUDIO,
+    HISTOGRAMS,
+    IMAGES,
+    SCALARS,
+    TENSORS,
+    TEXT,
+    ImageError,
+    Leaf,
+    decode_png,
+)
 from .read_histograms import Histograms
 
 __all__ = ["LeafFrames", "rebin"]
@@ -66,6 +76,12 @@ def _sorted(series: dict[str, Any], take: Callable[[Any, np.ndarray], Any]) -> d
     return out
 
 
+def _nonempty(events: dict[str, Any]) -> dict[str, Any]:
+    """The tags with values: a tag whose values were all purged by a restart, or were
+    all bad WAVs, is listed but gets no pivot column (as in tbparse)."""
+    return {tag: evs for tag, evs in events.items() if len(evs)}
+
+
 class LeafFrames:
     """One file's DataFrame of one kind, with tbparse's columns in tbparse's order."""
 
@@ -82,7 +98,7 @@ class LeafFrames:
                 cols, walls = self._numeric(_sorted(self.leaf.scalars, lambda s, i: tuple(
                     a[i] for a in s)))
             else:
-                cols, walls = self._histograms(_sorted(self.leaf.histograms,
+                cols, walls = self._histograms(_sorted(_nonempty(self.leaf.histograms),
                                                        lambda h, i: h.take(i)))
             df = self._finish(cols, walls, with_wall=True)
             df.attrs["sorted"] = True
@@ -97,9 +113,11 @@ class LeafFrames:
         elif kind == TEXT:
             cols, walls = self._objects(self.leaf.events[TEXT], {}, [])
         elif kind == HISTOGRAMS:
-            cols, walls = self._histograms(self.leaf.histograms)
+            cols, walls = self._histograms(_nonempty(self.leaf.histograms))
         elif kind == IMAGES:
-            cols, walls = self._images(self.leaf.events[IMAGES])
+            cols, walls = self._images(_nonempty(self.leaf.events[IMAGES]))
+        elif kind == AUDIO:
+            cols, walls = self._audio(_nonempty(self.leaf.events[AUDIO]))
         else:
             return self._hparams()
         return self._finish(cols, walls, with_wall=True)
@@ -203,13 +221,34 @@ class LeafFrames:
 
     def _images(self, events: dict[str, list[tuple[int, float, Any]]]
                 ) -> tuple[dict[str, Any], list[np.ndarray]]:
-        pixels = {tag: [(e[0], e[1], decode_png(e[2]["pngs"][0])) for e in evs]
-                  for tag, evs in events.items()}
-        cols, walls = self._objects(pixels, {}, [])
+        good: dict[str, list[tuple[int, float, Any]]] = {}
+        pixels: dict[str, list[tuple[int, float, Any]]] = {}
+        for tag, evs in events.items():
+            for e in evs:
+                try:
+                    decoded = decode_png(e[2]["pngs"][0])
+                except ImageError:  # one bad image: left out and counted, the rest read
+                    self.leaf.note_bad_value()
+                    continue
+                good.setdefault(tag, []).append(e)
+                pixels.setdefault(tag, []).append((e[0], e[1], decoded))
+        return self._media(good, pixels, ("height", "width"))
+
+    def _audio(self, events: dict[str, list[tuple[int, float, Any]]]
+               ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        samples = {tag: [(e[0], e[1], e[2]["samples"]) for e in evs]
+                   for tag, evs in events.items()}
+        return self._media(events, samples, ("content_type", "length_frames", "sample_rate"))
+
+    def _media(self, events: dict[str, list[tuple[int, float, Any]]],
+               decoded: dict[str, list[tuple[int, float, Any]]], fields: tuple[str, ...]
+               ) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Decoded values with the extra columns of their kind (``tag/field`` in pivot)."""
+        cols, walls = self._objects(decoded, {}, [])
         i = 0
         n = sum(len(evs) for evs in events.values())
         for tag, evs in events.items():
-            for f in ("height", "width"):
+            for f in fields:
                 if f in self.extra:
                     col = self._col(cols, f if not self.pivot else f"{tag}/{f}", n, None)
                     col[i:i + len(evs)] = [e[2][f] for e in evs]

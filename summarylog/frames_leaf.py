@@ -8,40 +8,58 @@ within the file only."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import mmap
 import os
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .discovery import dialect_of, is_event_file
+from .frames_media import WavError, audio_of_value, decode_wav
+from .frames_raw import file_version_number
 from .pb import len_field
 from .read_histograms import Histograms
 from .reader import Reader
 
-__all__ = ["AUDIO", "HISTOGRAMS", "HPARAMS", "IMAGES", "SCALARS", "TENSORS", "TEXT", "Leaf"]
+__all__ = ["AUDIO", "HISTOGRAMS", "HPARAMS", "IMAGES", "SCALARS", "TENSORS", "TEXT", "ImageError",
+           "Leaf", "decode_png"]
 
 SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO = "scalars", "tensors", "histograms", "images", "audio"
 HPARAMS, TEXT = "hparams", "text"
 _TEXT_SUFFIX = "/text_summary"  # torch and tensorboardX append it to text tags; tbparse drops it
 _SSI = "_hparams_/session_start_info"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_PURGED = (IMAGES, AUDIO)  # what EventAccumulator purges on a restart, besides the
+# scalars and histograms (the Reader's columns apply the rule to those)
+
+
+class ImageError(ValueError):
+    """Bytes Pillow cannot decode as an image, with why."""
 
 
 def decode_png(data: bytes) -> np.ndarray:
     """A PNG as tbparse gives it (TensorFlow's decode_image): height x width x channels
-    uint8, palette images expanded to RGB (RGBA with transparency).  Needs Pillow."""
+    uint8, palette images expanded to RGB (RGBA with transparency).  Needs Pillow.
+    :class:`ImageError` (a ValueError) for bytes that are not an image Pillow reads."""
     try:
         from PIL import Image
     except ImportError:
         raise ImportError("SummaryReader.images needs Pillow: pip install pillow") from None
     import io
-    with Image.open(io.BytesIO(data)) as im:
-        if im.mode == "P":
-            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-        elif im.mode not in ("L", "LA", "RGB", "RGBA"):
-            im = im.convert("RGB")
-        arr = np.asarray(im, dtype=np.uint8)
+    # Pillow reports a bad image by many types (OSError, SyntaxError, EOFError, ...)
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            im: Any = opened
+            if im.mode == "P":
+                im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+            elif im.mode not in ("L", "LA", "RGB", "RGBA"):
+                im = im.convert("RGB")
+            arr = np.asarray(im, dtype=np.uint8)
+    except (OSError, SyntaxError, EOFError, ValueError, IndexError,
+            Image.DecompressionBombError) as exc:
+        raise ImageError(f"not an image Pillow decodes: {exc}") from exc
     return arr[:, :, None] if arr.ndim == 2 else arr
 
 
@@ -75,6 +93,8 @@ class Leaf:
         self.hparams: dict[str, Any] = {}
         self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
+        self.bad_media = 0  #: audio (WAV) and images that do not decode (left out, reported)
+        self._version2 = False  # a "brain.Event:2" file: SessionLog START purges
         if not is_event_file(os.path.basename(path)) or not os.path.isfile(path):
             return  # nothing to read in a FIFO, a device, or a file that is not an event file
         with contextlib.suppress(OSError):
@@ -88,14 +108,20 @@ class Leaf:
         run = runs[0]
         tags = reader.scalar_tags(run)
         simple = _simple_value_tags(self.path, tags)
+        unpurged: Reader | None = None  # EventAccumulator never purges tensors
         for tag in tags:
-            s = reader.scalars(run, tag)
-            into = self.scalars if simple is None or tag in simple else self.tensor_scalars
-            into[tag] = (s.step, s.wall_time, s.value)
+            plain = simple is None or tag in simple
+            if not plain and unpurged is None:
+                unpurged = Reader(self.path, purge=False)
+            s = (reader if plain or unpurged is None else unpurged).scalars(run, tag)
+            (self.scalars if plain else self.tensor_scalars)[tag] = (s.step, s.wall_time, s.value)
         # histograms in C: their columns hold only TensorBoard's histo (tbparse's
         # histograms); the Python pass below reads just the tags of other kinds
         kinds = reader.tag_kinds(run)
-        if any("histogram" in k for k in kinds.values()):
+        values = sum(len(s[0]) for s in (*self.scalars.values(), *self.tensor_scalars.values()))
+        records = sum(rep.records for rep in reader.damage(run).values())
+        if records > values + 1 or any(k != ["scalar"] for k in kinds.values()):
+            # (tags whose histograms a restart dropped whole stay listed, as in tbparse)
             self.histograms = reader.histogram_columns(run).series
         need = [t for t, k in kinds.items() if k not in (["scalar"], ["histogram"])]
         for ev in reader.events(run, tags=need) if need else ():
@@ -103,7 +129,11 @@ class Leaf:
         self.reports = reader.damage(run)  # with what decoding the values found
 
     def _add(self, ev: Any) -> None:
-        if ev.kind == "text":
+        if ev.kind == "file_version":
+            self._version2 = file_version_number(str(ev.value)) >= 2
+        elif ev.kind == "session_log" and self._version2 and ev.value.get("status") == "start":
+            self._purge(ev.step)
+        elif ev.kind == "text":
             self.raw_text_tags[ev.tag] = None
             tag = ev.tag.removesuffix(_TEXT_SUFFIX)
             value = np.asarray(ev.value)
@@ -117,9 +147,50 @@ class Leaf:
                 (ev.step, ev.wall_time, value.item() if value.shape == () else value))
         elif ev.kind == "image" and len(ev.value["pngs"]) == 1:
             self.events[IMAGES].setdefault(ev.tag, []).append((ev.step, ev.wall_time, ev.value))
+        elif ev.kind == "other" and isinstance(ev.value, bytes):
+            self._add_audio(ev)
         elif ev.kind == "hparams" and ev.tag == _SSI:
             # tbparse keeps the plugin content of the tag's last value
             self.hparams = dict((ev.value.get("session_start_info") or {}).get("hparams") or {})
+
+    def _purge(self, step: int) -> None:
+        """EventAccumulator's restart rule inside one file: a START at ``step`` drops the
+        histograms, images and audio read before it at steps >= ``step`` (tensors and
+        text stay, as there; legacy files' out-of-order rule is not applied here)."""
+        for kind in _PURGED:
+            for tag, values in self.events[kind].items():
+                self.events[kind][tag] = [v for v in values if v[0] < step]
+
+    def _add_audio(self, ev: Any) -> None:
+        """An audio value (the Reader passes it on undecoded) decoded now, as tbparse's
+        DataFrame holds it; one that does not decode is left out and counted."""
+        try:
+            audio = audio_of_value(ev.value)
+        except DecodeError:  # not expected: the Reader re-serialized the value
+            audio = None
+        if audio is None:
+            return
+        values = self.events[AUDIO].setdefault(ev.tag, [])  # the tag is listed even so
+        try:
+            samples, _ = decode_wav(audio["encoded_audio_string"])
+        except WavError:
+            self.note_bad_value()
+            return
+        values.append((ev.step, ev.wall_time, {**audio, "samples": samples}))
+
+    def note_bad_value(self) -> None:
+        """Count a value of the file that does not decode (a WAV, an image)."""
+        self.bad_media += 1
+
+    def file_reports(self) -> dict[str, Any]:
+        """The Reader's per-file reports, with the values that did not decode here
+        added to ``bad_values`` (copies: the Reader's own are left as they are)."""
+        if not self.bad_media or not self.reports:
+            return dict(self.reports)
+        out = dict(self.reports)
+        path = self.path if self.path in out else next(iter(out))
+        out[path] = dataclasses.replace(out[path], bad_values=out[path].bad_values + self.bad_media)
+        return out
 
     # -- tbparse's tag lists ----------------------------------------------------------
     def tags(self, kind: str) -> list[str]:

@@ -96,8 +96,9 @@ def _spans(ends: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass
 class HistogramRun:
-    """Every histogram of one run, by tag; ``other``: tags that also hold values of
-    other kinds (TF2's tensor histograms among them), which the columns leave out."""
+    """Every histogram of one run, by tag (a tag whose every value the resume rule
+    dropped is there, empty); ``other``: tags that also hold values of other kinds
+    (TF2's tensor histograms among them), which the columns leave out."""
 
     series: dict[str, Histograms] = dataclasses.field(default_factory=dict)
     other: set[str] = dataclasses.field(default_factory=set)
@@ -202,6 +203,7 @@ def load_histograms(files: list[str], purge: bool, verify: bool,
             rep.bad_values = max(rep.bad_values, bad_values)
     names, flags = tag_names(tags)
     ids, rows = cols.result()
+    ids_before = ids
     if purge and purges:
         keep = np.flatnonzero(purge_keep(rows.step, purges))
         ids, rows = ids[keep], rows.take(keep)
@@ -210,8 +212,11 @@ def load_histograms(files: list[str], purge: bool, verify: bool,
     ids_sorted = ids[order]
     bounds = np.searchsorted(ids_sorted, np.arange(len(names) + 1))
     ms = purge and any(dialect_of(p) == "mindspore" for p in files)
+    had = set(ids_before.tolist())
     for t, name in enumerate(names):
         if bounds[t] == bounds[t + 1]:
+            if t in had:  # every value dropped by the resume rule: listed, empty
+                out.series[name] = rows.take(np.zeros(0, np.intp))
             continue
         sel = order[bounds[t]:bounds[t + 1]]
         if ms:

@@ -35,6 +35,8 @@ __all__ = ["Reader", "Scalars", "Histograms", "Event", "FileReport", "is_event_f
 
 # Event.session_log (field 7) whose first field is status START: any length, one varint
 _SESSION_START = rb"\x3a[\x80-\xff]{0,4}[\x00-\x7f]\x08\x01"
+_FILE_VERSION = rb"\x1a[\x00-\x7f]brain\.Event:"  # Event.file_version, as every writer names it
+_MARKERS = ("session_log", "file_version")
 _KIND_RANK = {k: i for i, k in enumerate("scalar histogram image text tensor hparams".split())}
 
 
@@ -182,7 +184,7 @@ class Reader:
     def histogram_tags(self, run: str) -> list[str]:
         """Tags of the run that hold TensorBoard ``histo`` or MindSpore histogram values,
         sorted (TF2's tensor histograms: see :meth:`tags`)."""
-        return sorted(self.histogram_columns(run).series)
+        return sorted(t for t, h in self.histogram_columns(run).series.items() if len(h))
 
     def histograms(self, run: str, tag: str) -> Histograms:
         """``tag``'s histograms in ``run``, columnar (:class:`Histograms`), with the
@@ -195,9 +197,9 @@ class Reader:
             hist = histograms_of_events(self._events(run, values=True), tag, self.purge, ms)
             if len(hist):
                 return hist
-        if tag not in got.series:
+        if not len(got.series.get(tag, ())):
             raise KeyError(f"no histogram tag {tag!r} in run {run!r} "
-                           f"(histogram tags: {sorted(got.series)})")
+                           f"(histogram tags: {self.histogram_tags(run)})")
         return got.series[tag]
 
     # -- every event ---------------------------------------------------------------
@@ -208,8 +210,9 @@ class Reader:
         out: dict[str, set[str]] = {tag: {"scalar"} for tag in cols.series}
         if need := cols.needs_events():  # tags with more than scalars: histograms?
             hist = self.histogram_columns(run)
-            for tag in hist.series:
-                out.setdefault(tag, set()).add("histogram")
+            for tag, h in hist.series.items():
+                if len(h):
+                    out.setdefault(tag, set()).add("histogram")
             need = [t for t in need if t not in hist.series or t in hist.other]
         if need:  # tags with more than scalars and histograms: read their records
             for ev in self._events(run, values=False, tags=need):
@@ -227,13 +230,14 @@ class Reader:
     def events(self, run: str, tags: list[str] | None = None) -> Iterator[Event]:
         """Every value of the run, in file order, as :class:`Event` objects (no resume
         rule: markers come as events); with ``tags``, only those tags' values and the
-        resume markers (records holding neither are not decoded).  Values that do not
-        decode are counted in :meth:`damage`; the other values of their events are yielded."""
+        file-version and resume markers (records holding none of them are not decoded).
+        Values that do not decode are counted in :meth:`damage`; the other values of
+        their events are yielded."""
         if tags is None:
             return self._events(run, values=True)
         wanted = set(tags)
         return (ev for ev in self._events(run, values=True, tags=list(wanted), markers=True)
-                if ev.tag in wanted or (ev.kind == "session_log" and not ev.tag))
+                if ev.tag in wanted or (ev.kind in _MARKERS and not ev.tag))
 
     def _events(self, run: str, values: bool, tags: list[str] | None = None,
                 markers: bool = False) -> Iterator[Event]:
@@ -245,7 +249,7 @@ class Reader:
         if tags is not None and len(tags) <= 64:  # each tag as a Summary.Value tag field
             wanted = re.compile(b"|".join(
                 [re.escape(len_field(1, t.encode("utf-8", "surrogateescape"))) for t in tags]
-                + ([_SESSION_START] if markers else [])))
+                + ([_SESSION_START, _FILE_VERSION] if markers else [])))
         for path in self.files(run):
             dec = EventDecoder(path, plugins, values)
             with RecordReader(path, verify=self.verify) as rr:

@@ -12,14 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from .frames_build import LeafFrames, rebin
+from .frames_build import LeafFrames
+from .frames_helpers import FrameHelpers
 from .frames_leaf import AUDIO, HISTOGRAMS, HPARAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf
+from .frames_raw import RAW_EVENT_TYPES, RAW_TAG_TYPES, RawLog
 
 __all__ = ["ALL_EVENT_TYPES", "ALL_EXTRA_COLUMNS", "SummaryReader"]
 
 ALL_EVENT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO, HPARAMS, TEXT}
 _DEFAULT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, HPARAMS, TEXT}  # tbparse's without TensorFlow
-_DONE_TYPES = _DEFAULT_TYPES | {IMAGES}  # audio: not yet
 ALL_EXTRA_COLUMNS = {"dir_name", "file_name", "wall_time", "min", "max", "num", "sum",
                      "sum_squares", "width", "height", "content_type", "length_frames",
                      "sample_rate"}
@@ -51,14 +52,15 @@ def _merge(s: Any) -> Any:
     return np.nan if not out else out[0] if len(out) == 1 else out
 
 
-class SummaryReader:
+class SummaryReader(FrameHelpers):
     """Every event file under ``log_path`` (a file or a directory) as DataFrames.
 
     Args:
       log_path: an event file or a directory (read recursively, one child per entry).
       pivot: wide DataFrames (one column per tag, one row per step) instead of long ones.
       extra_columns: a set of ``dir_name``, ``file_name``, ``wall_time``, and per kind
-        ``min``, ``max``, ``num``, ``sum``, ``sum_squares`` (histograms).
+        ``min``, ``max``, ``num``, ``sum``, ``sum_squares`` (histograms), ``width``,
+        ``height`` (images), ``content_type``, ``length_frames``, ``sample_rate`` (audio).
       event_types: a set of the kinds to read (default: all but images and audio).
 
     Raises ValueError (not a set, missing path) and KeyError (unknown names), as tbparse.
@@ -85,6 +87,7 @@ class SummaryReader:
         self._children: dict[str, SummaryReader] = {}
         self._leaf: Leaf | None = None
         self._frames: dict[str, Any] = {}
+        self._raw: RawLog | None = None
         if not os.path.exists(log_path):
             raise ValueError(f"File or directory not found: {log_path}")
         if not os.path.isdir(log_path):  # a file, or a FIFO or device: a leaf that reads nothing
@@ -120,7 +123,7 @@ class SummaryReader:
         """Per-file reports (:class:`summarylog.FileReport`: records, damage, unfinished
         tail, malformed events and values) of every event file read (not in tbparse)."""
         if self._leaf is not None:
-            return dict(self._leaf.reports)
+            return self._leaf.file_reports()
         return {p: r for c in self._children.values() for p, r in c.damage().items()}
 
     # -- tags --------------------------------------------------------------------------
@@ -183,8 +186,6 @@ class SummaryReader:
         pd = _pd()
         if event_type not in ALL_EVENT_TYPES:
             raise ValueError(f"Unknown event_type: {event_type}")
-        if event_type not in _DONE_TYPES:
-            raise NotImplementedError(f"SummaryReader.{event_type} is not implemented yet")
         if event_type not in self._types:
             raise ValueError(f"event_type is ignored by user: {event_type}")
         if self._leaf is not None:
@@ -205,7 +206,7 @@ class SummaryReader:
         df = pd.concat(dfs, ignore_index=True)
         if df.empty:
             return pd.DataFrame()
-        keys = [k for k in ("dir_name", "file_name") if k in self._extra]
+        keys: list[str] = [k for k in ("dir_name", "file_name") if k in self._extra]
         keys += ([] if self._pivot else ["tag"]) + ["step"]
         keys = [k for k in keys if k in df.columns]
         df = df.sort_values(keys, ignore_index=True)
@@ -240,7 +241,8 @@ class SummaryReader:
                     at = np.maximum.reduceat(np.where(present, np.arange(n), -1), starts)
                     out[c] = pd.Series(np.where(at >= 0, arr[np.maximum(at, 0)], np.nan))
                     continue
-            grouped = df[c].groupby(keys and [df[k] for k in keys] or [True] * n, sort=False)
+            by: list[Any] = [df[k] for k in keys] if keys else [True] * n
+            grouped = df[c].groupby(by, sort=False)
             out[c] = grouped.aggregate(_merge).reset_index(drop=True)
         return pd.DataFrame(out)
 
@@ -249,48 +251,44 @@ class SummaryReader:
             self._frames[kind] = LeafFrames(self._leaf, self._pivot, self._extra).frame(kind)
         return self._frames[kind]
 
-    # -- tbparse's static helpers --------------------------------------------------------
-    @staticmethod
-    def histogram_to_cdf(counts: np.ndarray, limits: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """The cumulative probability at each (increasing) ``x``, interpolated linearly
-        between the bucket limits (``counts[0]`` must be zero: ``limits[0]`` is the left
-        edge of the first bucket)."""
-        counts = np.asarray(counts, np.float64)
-        limits = np.asarray(limits, np.float64)
-        x = np.asarray(x)
-        if len(counts) != len(limits):
-            raise ValueError("counts and limits must have the same length")
-        if not np.all(np.diff(x) > 0):
-            raise ValueError("x must be increasing")
-        cum = np.cumsum(counts)
-        n = cum[-1]
-        y = np.interp(x, limits, cum, left=0.0, right=n)
-        y[x <= limits[0]] = 0.0
-        return y / n
+    # -- tbparse's raw accessors (one event file) ------------------------------------------
+    def _raw_log(self) -> RawLog:
+        if self._leaf is None:
+            raise ValueError(f"Not an event file: {self.log_path}")
+        if self._raw is None:  # read once, at first use
+            self._raw = RawLog(self.log_path)
+        return self._raw
 
-    @staticmethod
-    def histogram_to_bins(counts: np.ndarray, limits: np.ndarray,
-                          lower_bound: float | None = None, upper_bound: float | None = None,
-                          n_bins: int = 30) -> tuple[np.ndarray, np.ndarray]:
-        """Bin centres and counts of ``n_bins`` equal bins over [lower_bound, upper_bound],
-        as TensorBoard's histogram dashboard rebins buckets."""
-        return rebin(counts, limits, lower_bound, upper_bound, n_bins)
+    @property
+    def raw_tags(self) -> dict[str, Any]:
+        return self.get_raw_tags()  # type: ignore[return-value]
 
-    @staticmethod
-    def tensor_to_histogram(tensor: np.ndarray) -> dict[str, Any]:
-        """A histogram tensor (rows of left edge, right edge, count) as a dict of
-        ``limits`` (with the first left edge), ``counts`` (a 0 first), ``min``, ``max``,
-        ``num``, ``sum`` and ``sum_squares`` (NaN: not in the tensor)."""
-        t = np.asarray(tensor)
-        limits = np.concatenate([t[:1, 0], t[:, 1]])
-        counts = np.concatenate([[0], t[:, 2]])
-        return {"limits": limits, "counts": counts, "min": limits[0], "max": limits[-1],
-                "num": np.sum(counts), "sum": np.nan, "sum_squares": np.nan}
+    def get_raw_tags(self, event_type: str | None = None) -> Any:
+        """The file's tags as TensorBoard's EventAccumulator.Tags() lists them (``graph``
+        and ``meta_graph``: whether the file holds one), with the ``hparams`` and
+        ``text`` plugins' tags: a dict, or the entry of ``event_type``.  ValueError for
+        a directory or an unknown event_type."""
+        if event_type is not None and event_type not in RAW_TAG_TYPES:
+            raise ValueError(f"Unknown event_type: {event_type}")
+        tags = self._raw_log().tags()
+        return tags if event_type is None else tags[event_type]
 
-    @staticmethod
-    def histogram_to_pdf(counts: np.ndarray, limits: np.ndarray,
-                         x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The centres of the intervals of ``x`` and the probability density in each."""
-        x = np.asarray(x)
-        y = SummaryReader.histogram_to_cdf(counts, limits, x)
-        return (x[1:] + x[:-1]) / 2, (y[1:] - y[:-1]) / (x[1:] - x[:-1])
+    @property
+    def raw_events(self) -> dict[str, dict[str, Any]]:
+        return self.get_raw_events()  # type: ignore[return-value]
+
+    def get_raw_events(self, event_type: str | None = None, tag: str | None = None) -> Any:
+        """The file's records as EventAccumulator gives them (namedtuples with its field
+        names; ``hparams``: each tag's plugin content bytes): by kind and tag (no
+        argument), by tag (``event_type``), or one tag's list.  ValueError for a
+        directory or a tag without event_type; KeyError for an unknown event_type or tag."""
+        raw = self._raw_log()
+        if event_type is None:
+            if tag is not None:
+                raise ValueError("tag shouldn't be set if event_type is None")
+            return {k: self.get_raw_events(k) for k in RAW_EVENT_TYPES}
+        if event_type not in RAW_EVENT_TYPES:
+            raise KeyError(f"Unknown event_type: {event_type}")
+        if tag is not None:
+            return raw.events(event_type, tag)
+        return {t: raw.events(event_type, t) for t in raw.tags()[event_type]}

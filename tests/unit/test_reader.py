@@ -694,8 +694,8 @@ def _log(w, step: int, value: float) -> None:
 
 class TestEventsOfTags:
     def test_only_those_tags_and_the_resume_markers(self, tmp_path) -> None:
-        """events(run, tags=...) decodes only records holding those tags or a resume marker
-        (a SessionLog START, with or without a message after its status)."""
+        """events(run, tags=...) decodes only records holding those tags, the file version
+        or a resume marker (a SessionLog START, with or without a message after its status)."""
         from summarylog.pb import tb
         start = tb.Event(step=3, wall_time=5.0)
         start.session_log.status = tb.SessionLog.START
@@ -710,11 +710,13 @@ class TestEventsOfTags:
             start_msg.SerializeToString(), simple_event(3, 4.0, a=5.0)])
         r = Reader(tmp_path)
         got = [(e.kind, e.tag, e.step) for e in r.events(".", tags=["a"])]
-        assert got == [("scalar", "a", 0), ("session_log", "", 3), ("session_log", "", 1),
-                       ("scalar", "a", 3)]
+        assert got == [("file_version", "", 0), ("scalar", "a", 0), ("session_log", "", 3),
+                       ("session_log", "", 1), ("scalar", "a", 3)]
         assert [(e.kind, e.tag) for e in r.events(".", tags=["b"])] == [
-            ("scalar", "b"), ("scalar", "b"), ("session_log", ""), ("session_log", "")]
-        assert [e.tag for e in r.events(".", tags=[])] == ["", ""]
+            ("file_version", ""), ("scalar", "b"), ("scalar", "b"), ("session_log", ""),
+            ("session_log", "")]
+        assert [e.kind for e in r.events(".", tags=[])] == ["file_version", "session_log",
+                                                            "session_log"]
 
 
 class TestPurge:
