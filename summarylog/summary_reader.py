@@ -20,7 +20,6 @@ from .frames_raw import RAW_EVENT_TYPES, RAW_TAG_TYPES, RawLog
 __all__ = ["ALL_EVENT_TYPES", "ALL_EXTRA_COLUMNS", "SummaryReader"]
 
 ALL_EVENT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO, HPARAMS, TEXT}
-_DEFAULT_TYPES = {SCALARS, TENSORS, HISTOGRAMS, HPARAMS, TEXT}  # tbparse's without TensorFlow
 ALL_EXTRA_COLUMNS = {"dir_name", "file_name", "wall_time", "min", "max", "num", "sum",
                      "sum_squares", "width", "height", "content_type", "length_frames",
                      "sample_rate"}
@@ -61,7 +60,8 @@ class SummaryReader(FrameHelpers):
       extra_columns: a set of ``dir_name``, ``file_name``, ``wall_time``, and per kind
         ``min``, ``max``, ``num``, ``sum``, ``sum_squares`` (histograms), ``width``,
         ``height`` (images), ``content_type``, ``length_frames``, ``sample_rate`` (audio).
-      event_types: a set of the kinds to read (default: all but images and audio).
+      event_types: a set of the kinds to read (default: all, as tbparse with TensorFlow;
+        images and audio need no TensorFlow here).
 
     Raises ValueError (not a set, missing path) and KeyError (unknown names), as tbparse.
     """
@@ -76,7 +76,7 @@ class SummaryReader(FrameHelpers):
             raise ValueError(f"extra_columns must be a set, not {type(extra)}")  # noqa: TRY004 (tbparse's)
         if bad := extra - ALL_EXTRA_COLUMNS:
             raise KeyError(f"Invalid columns entries: {bad}")
-        types = (event_types or _DEFAULT_TYPES).copy()
+        types = (event_types or ALL_EVENT_TYPES).copy()
         if not isinstance(types, set):
             raise ValueError(f"event_types must be a set, not {type(types)}")  # noqa: TRY004 (tbparse's)
         if bad := types - ALL_EVENT_TYPES:
