@@ -37,6 +37,13 @@ SPECS: dict[str, tuple[list[str], bool]] = {
     # take no ``data_key`` argument.
     "mindinsight": (["mindinsight==2.3.1", "gunicorn", "numpy<2", "pandas<2.3",
                      "marshmallow<4"], False),
+    # TensorFlow 2.21 on the CPU: the oracle of SummaryReader's images and audio
+    # (tbparse decodes them only when TensorFlow imports) and the writer of
+    # tf.summary runs.  tbparse, pandas, numpy and pyarrow pinned to the main venv's, so
+    # the DataFrames pickled there unpickle in the main venv as the same dtypes (pandas's
+    # string columns are pyarrow-backed only where pyarrow imports).
+    "tensorflow": (["tensorflow-cpu==2.21.0", "tbparse==0.0.9", "pandas==3.1.1",
+                    "numpy==2.4.6", "pyarrow==26.0.1", "pillow"], False),
 }
 
 
