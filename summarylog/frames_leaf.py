@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .discovery import dialect_of, is_event_file
+from .frames_pixels import decode_image
 from .pb import len_field
 from .reader import Reader
 
@@ -28,20 +29,10 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 def decode_png(data: bytes) -> np.ndarray:
-    """A PNG as tbparse gives it (TensorFlow's decode_image): height x width x channels
-    uint8, palette images expanded to RGB (RGBA with transparency).  Needs Pillow."""
-    try:
-        from PIL import Image
-    except ImportError:
-        raise ImportError("SummaryReader.images needs Pillow: pip install pillow") from None
-    import io
-    with Image.open(io.BytesIO(data)) as im:
-        if im.mode == "P":
-            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-        elif im.mode not in ("L", "LA", "RGB", "RGBA"):
-            im = im.convert("RGB")
-        arr = np.asarray(im, dtype=np.uint8)
-    return arr[:, :, None] if arr.ndim == 2 else arr
+    """An encoded image as tbparse gives it (TensorFlow's decode_image): height x width x
+    channels uint8, a GIF frames x height x width x 3 (frames_pixels has TensorFlow's
+    rules).  Needs Pillow."""
+    return decode_image(data)
 
 
 def _simple_value_tags(path: str, tags: list[str]) -> set[str] | None:

@@ -30,7 +30,7 @@ KINDS = ("scalars", "tensors", "histograms", "images", "audio", "hparams", "text
 ALL_EXTRA = ["dir_name", "file_name", "wall_time", "min", "max", "num", "sum", "sum_squares",
              "width", "height", "content_type", "length_frames", "sample_rate"]
 EXTRAS = (None, ["wall_time"], ["dir_name", "file_name"], ALL_EXTRA)
-SOURCES = ("tf2", "tf1", "torch", "tbx", "ours", ".")
+SOURCES = ("tf2", "tf1", "tfimg", "torch", "tbx", "ours", ".")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def _log(w, rng: np.random.Generator, *, stereo: bool, audio: bool = True) -> No
 
 @pytest.fixture(scope="module")
 def logdir(tf_venv, tmp_path_factory):
-    """tf2/tf1 by TensorFlow; torch, tensorboardX and summarylog runs written here."""
+    """tf2/tf1/tfimg by TensorFlow; torch, tensorboardX and summarylog runs written here."""
     root = tmp_path_factory.mktemp("tf-oracle")
     _in_tf(tf_venv, "write", str(root), cwd=str(root))
     tb = require_module("torch.utils.tensorboard")

@@ -5,7 +5,8 @@ checkout: nothing of summarylog or the main venv is imported here).
 ``write LOGDIR``: runs written by TensorFlow itself: ``LOGDIR/tf2`` through ``tf.summary``
 (TF2: every value a tensor with its plugin's metadata) and hparams through
 ``tensorboard.plugins.hparams.api``; ``LOGDIR/tf1`` through ``tf.compat.v1.summary`` in a
-graph and a FileWriter (the legacy simple_value, histo, image and audio values).
+graph and a FileWriter (the legacy simple_value, histo, image and audio values);
+``LOGDIR/tfimg``: legacy images of every PNG colour type and bit depth, GIFs and a BMP.
 
 ``read LOGDIR OUT.pickle SPEC.json``: tbparse.SummaryReader on each source of the spec,
 with TensorFlow importable (so images and audio are decoded by TensorFlow's own
@@ -17,8 +18,10 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import struct
 import sys
 import warnings
+import zlib
 
 import numpy as np
 
@@ -52,7 +55,12 @@ def write_tf2(d: str) -> None:
             tf.summary.audio("stereo", rng.uniform(-1, 1, (1, 80, 2)).astype(np.float32), 16000,
                              step=i)
             tf.summary.text("note", f"step {i} é ✓ 日本", step=i)
-        tf.summary.scalar("loss", 9.5, step=3)  # two values at one step
+            tf.summary.histogram("const", np.full(5, 2.5), step=i)  # one value: singular
+            tf.summary.histogram("empty", np.zeros(0), step=i)
+        # two values of a tag at one step (pivot merges them into a list)
+        tf.summary.scalar("loss", 9.5, step=3)
+        tf.summary.histogram("weights", np.arange(5.0), step=3)
+        tf.summary.image("gray", rng.integers(0, 256, (1, 5, 6, 1), dtype=np.uint8), step=3)
     w.close()
 
 
@@ -85,6 +93,82 @@ def write_tf1(d: str) -> None:
                         mono: rng.uniform(-1, 1, (3, 100, 1)),
                         stereo: rng.uniform(-1, 1, (1, 80, 2))}
                 fw.add_summary(sess.run(merged, feed), i)
+        fw.close()
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+
+def _png(w: int, h: int, depth: int, ctype: int, rows: bytes, extra: bytes = b"") -> bytes:
+    """A PNG made by hand (Pillow writes few of the colour type x bit depth pairs)."""
+    ihdr = struct.pack(">IIBBBBB", w, h, depth, ctype, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + extra
+            + _chunk(b"IDAT", zlib.compress(rows)) + _chunk(b"IEND", b""))
+
+
+def odd_images(rng) -> dict[str, bytes]:
+    """Encoded images of every PNG colour type and bit depth (palettes with and without
+    tRNS, colour-key tRNS), animated GIFs (transparency, disposal 1 and 2) and a BMP."""
+    import io
+
+    from PIL import Image
+    w, h = 7, 5
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+
+    def rows(depth: int, ctype: int) -> bytes:
+        if depth < 8:  # packed samples, rows padded to a byte
+            per = 8 // depth
+            vals = rng.integers(0, 2 ** depth, (h, -(-w // per) * per))
+            packed = np.zeros((h, vals.shape[1] // per), np.uint8)
+            for k in range(per):
+                packed |= (vals[:, k::per] << (8 - depth * (k + 1))).astype(np.uint8)
+            return b"".join(b"\x00" + r.tobytes() for r in packed)
+        arr = rng.integers(0, 2 ** depth, (h, w * channels[ctype])).astype(
+            ">u2" if depth == 16 else np.uint8)
+        return b"".join(b"\x00" + r.tobytes() for r in arr)
+
+    out = {f"gray{d}": _png(w, h, d, 0, rows(d, 0)) for d in (1, 2, 4, 8, 16)}
+    for d in (8, 16):
+        for ctype, name in ((2, "rgb"), (4, "gray_alpha"), (6, "rgba")):
+            out[f"{name}{d}"] = _png(w, h, d, ctype, rows(d, ctype))
+    for d in (1, 2, 4, 8):
+        plte = _chunk(b"PLTE", rng.integers(0, 256, 3 * 2 ** d, dtype=np.uint8).tobytes())
+        trns = _chunk(b"tRNS", rng.integers(0, 256, max(1, 2 ** d // 2), dtype=np.uint8).tobytes())
+        out[f"pal{d}"] = _png(w, h, d, 3, rows(d, 3), plte)
+        out[f"pal{d}_trns"] = _png(w, h, d, 3, rows(d, 3), plte + trns)
+    out["gray8_key"] = _png(w, h, 8, 0, rows(8, 0), _chunk(b"tRNS", struct.pack(">H", 7)))
+    out["rgb8_key"] = _png(w, h, 8, 2, rows(8, 2), _chunk(b"tRNS", struct.pack(">HHH", 1, 2, 3)))
+    out["gray16_key"] = _png(w, h, 16, 0, rows(16, 0), _chunk(b"tRNS", struct.pack(">H", 300)))
+
+    def save(frames, fmt: str, **kw) -> bytes:
+        b = io.BytesIO()
+        frames[0].save(b, fmt, save_all=len(frames) > 1, append_images=frames[1:], **kw)
+        return b.getvalue()
+    rgb = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for _ in range(3)]
+    few = [Image.fromarray((rng.integers(0, 4, (h, w)) * 60).astype(np.uint8), "L").convert("P")
+           for _ in range(3)]
+    out["gif_one"] = save(rgb[:1], "GIF")
+    out["gif_anim"] = save(rgb, "GIF", duration=250, loop=0)
+    out["gif_disposal1"] = save(few, "GIF", transparency=0, disposal=1)
+    out["gif_disposal2"] = save(few, "GIF", transparency=0, disposal=2)
+    out["bmp"] = save(rgb[:1], "BMP")
+    return out
+
+
+def write_odd_images(d: str) -> None:
+    """Legacy Summary.Image values of odd encodings, by TensorFlow's FileWriter (torch's
+    and tensorboardX's add_video write GIFs so; other tools any PNG)."""
+    tf = _tf()
+    rng = np.random.default_rng(2)
+    with tf.Graph().as_default():
+        fw = tf.compat.v1.summary.FileWriter(d)
+        for step in range(2):
+            values = [tf.compat.v1.Summary.Value(tag=name, image=tf.compat.v1.Summary.Image(
+                height=5, width=7, colorspace=3, encoded_image_string=data))
+                for name, data in odd_images(rng).items()]
+            fw.add_summary(tf.compat.v1.Summary(value=values), step)
         fw.close()
 
 
@@ -127,6 +211,7 @@ if __name__ == "__main__":
     if cmd == "write":
         write_tf2(os.path.join(args[0], "tf2"))
         write_tf1(os.path.join(args[0], "tf1"))
+        write_odd_images(os.path.join(args[0], "tfimg"))
     elif cmd == "read":
         read(*args)
     else:
