@@ -41,6 +41,8 @@ def write_tf2(d: str) -> None:
     w = tf.summary.create_file_writer(d)
     with w.as_default():
         hp.hparams({"lr": 0.1, "opt": "adam", "layers": 3, "bn": True})
+        # a tensor before the first scalar: tbparse lists tensor tags in the file's order
+        tf.summary.histogram("first", np.arange(4.0), step=0)
         for i in range(4):
             tf.summary.scalar("loss", 1.0 / (i + 1), step=i)
             tf.summary.scalar("train/acc", i * 0.125, step=i)
