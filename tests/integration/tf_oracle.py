@@ -59,6 +59,14 @@ def write_tf2(d: str) -> None:
             tf.summary.text("note", f"step {i} é ✓ 日本", step=i)
             tf.summary.histogram("const", np.full(5, 2.5), step=i)  # one value: singular
             tf.summary.histogram("empty", np.zeros(0), step=i)
+        # generic tensors of every dtype tbparse's make_ndarray knows, and unicode tags
+        for name, value in (("t_int32", np.arange(6, dtype=np.int32).reshape(2, 3)),
+                            ("t_int64", np.array([-(2 ** 40), 7])), ("t_uint8", np.arange(4, dtype=np.uint8)),
+                            ("t_f16", np.array([0.5, -1.25], np.float16)), ("t_f64", np.float64(1 / 3)),
+                            ("t_bool", np.array([True, False])), ("t_str", np.array([b"a", "é".encode()])),
+                            ("t_empty", np.zeros((0, 3), np.float32)), ("t_i8", np.array([-3], np.int8))):
+            tf.summary.write(name, tf.constant(value), step=0)
+        tf.summary.scalar("损失/é", 0.5, step=0)
         # two values of a tag at one step (pivot merges them into a list)
         tf.summary.scalar("loss", 9.5, step=3)
         tf.summary.histogram("weights", np.arange(5.0), step=3)
