@@ -3,11 +3,14 @@ decodes images (tf.image.decode_image) and audio (tf.audio.decode_wav) only when
 imports, and TensorFlow's own tf.summary writes TF2 runs (every value a plugin tensor).
 
 TensorFlow's pins clash with the main venv's, so it lives in the ``tensorflow`` side venv
-(tools/sidevenvs.py, tbparse/pandas/numpy pinned to the main venv's): there TensorFlow writes
-runs (tests/integration/tf_oracle.py) and tbparse reads the whole logdir, every kind x pivot
-x extra_columns set, pickling its DataFrames; here summarylog.SummaryReader reads the same
-logdir and each frame must equal tbparse's (pandas.testing.assert_frame_equal, arrays in
-object columns compared with np.array_equal, dtype and shape included)."""
+(tools/sidevenvs.py, tbparse/pandas/numpy/pyarrow pinned to the main venv's): there TensorFlow
+writes runs (tests/integration/tf_oracle.py) and tbparse reads the whole logdir, every kind x
+pivot x extra_columns set, pickling its DataFrames; here summarylog.SummaryReader reads the
+same logdir and each frame must equal tbparse's (pandas.testing.assert_frame_equal, arrays in
+object columns compared with np.array_equal, dtype and shape included).
+
+Not compared: JPEG images (TensorFlow's fast inverse DCT rounds some pixels a few levels
+away from Pillow's; no writer of these runs makes JPEGs)."""
 
 from __future__ import annotations
 
