@@ -19,51 +19,74 @@ import numpy as np
 from .discovery import dialect_of
 from .pb import len_field
 
-__all__ = ["TensorForms", "histogram_tensor", "image_tensor", "tensor_form_tags"]
+__all__ = ["TensorForms", "histogram_tensor", "image_tensor", "tensor_form_tags",
+           "tensor_offsets"]
 
 _TENSOR_KEY = b"\x42"  # Summary.Value field 8 (tensor), length-delimited
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def tensor_form_tags(path: str, tags: list[str]) -> set[str]:
-    """The ``tags`` written as tensors in the file (a Value's tag field directly followed
-    by its tensor field: fields are serialized in number order, so nothing sits between
-    them).  Empty for MindSpore files and for files not searchable as bytes (compressed,
-    unreadable): their values keep the kind the Reader gives them."""
+def tensor_offsets(path: str, tags: list[str]) -> dict[str, int]:
+    """Where each of ``tags`` first holds a tensor in the file (the byte offset of a
+    Value's tag field directly followed by its tensor field: fields are serialized in
+    number order, so nothing sits between them); tags never written as tensors are left
+    out.  Empty for MindSpore files and for files not searchable as bytes (compressed,
+    unreadable, not a regular file): their values keep the kind the Reader gives them."""
     if not tags or dialect_of(path) == "mindspore":
-        return set()
+        return {}
     try:
         # non-blocking, and regular files only: a FIFO named like an event file must not hang
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
-        return set()
+        return {}
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return set()
+            return {}
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
             if m[:4] == _ZSTD_MAGIC:
-                return set()
-            keys = {t: len_field(1, t.encode("utf-8", "surrogateescape")) + _TENSOR_KEY
-                    for t in tags}
-            return {t for t, key in keys.items() if m.find(key) >= 0}
+                return {}
+            found = {t: m.find(len_field(1, t.encode("utf-8", "surrogateescape")) + _TENSOR_KEY)
+                     for t in tags}
+            return {t: at for t, at in found.items() if at >= 0}
     except (OSError, ValueError):  # empty file (mmap of 0 bytes) or unreadable
-        return set()
+        return {}
     finally:
         os.close(fd)
 
 
+def tensor_form_tags(path: str, tags: list[str]) -> set[str]:
+    """The ``tags`` written as tensors in the file (see :func:`tensor_offsets`)."""
+    return set(tensor_offsets(path, tags))
+
+
 class TensorForms:
-    """Whether a tag of one file was written as tensors, looked up once per tag (only
-    tags of images and histograms are asked about: the kinds whose two forms decode alike)."""
+    """One file's tags as tensors: whether a tag was written so (only images and
+    histograms are asked: the kinds whose two forms the Reader decodes alike), and
+    tensor tags in the file's order (tbparse lists them, and stacks their rows, so).
+    Each tag is looked up once."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._known: dict[str, bool] = {}
+        self._offset: dict[str, int | None] = {}
+
+    def _look(self, tags: list[str]) -> None:
+        missing = [t for t in dict.fromkeys(tags) if t not in self._offset]
+        if missing:
+            found = tensor_offsets(self.path, missing)
+            self._offset.update({t: found.get(t) for t in missing})
 
     def tensor(self, tag: str) -> bool:
-        if tag not in self._known:
-            self._known[tag] = bool(tensor_form_tags(self.path, [tag]))
-        return self._known[tag]
+        self._look([tag])
+        return self._offset[tag] is not None
+
+    def order(self, tags: list[str]) -> list[str]:
+        """``tags`` by their first tensor in the file; those not found after, as given."""
+        self._look(tags)
+
+        def first(tag: str) -> tuple[bool, int]:
+            at = self._offset[tag]
+            return at is None, at or 0
+        return sorted(dict.fromkeys(tags), key=first)  # stable: the unfound keep their order
 
 
 def image_tensor(value: dict[str, Any]) -> np.ndarray:

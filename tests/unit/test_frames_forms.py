@@ -51,6 +51,9 @@ def test_tensor_forms_and_rebuilt_tensors(tmp_path):
     assert tensor_form_tags(path, tags) == {"tensor_img", "tensor_hist"}
     forms = TensorForms(path)
     assert [forms.tensor(t) for t in tags] == [False, True, False, True, False]
+    # tensor tags in the file's order (tbparse's), the others after them as given
+    assert forms.order(["absent", "tensor_hist", "legacy_img", "tensor_img"]) == [
+        "tensor_img", "tensor_hist", "absent", "legacy_img"]
     r = Reader(path)
     events = {ev.tag: ev for ev in r.events(r.runs()[0])}
     img = image_tensor(events["tensor_img"].value)
