@@ -1,5 +1,6 @@
 """Side virtual environments for frameworks and clients whose pins clash with
-the main one (MindSpore needs numpy<2; MindInsight pins protobuf 3.20), made
+the main one (MindSpore needs numpy<2; MindInsight pins protobuf 3.20;
+TensorFlow, the oracle of SummaryReader's images and audio, its own), made
 under ``<repo>/.venvs/<name>``, once: a stamp file holds the requirement list
 (a changed list rebuilds the venv) and a file lock keeps two processes from
 building the same one.
