@@ -107,9 +107,7 @@ class LeafFrames:
             series = self.leaf.scalars
             cols, walls = self._numeric(series)
         elif kind == TENSORS:
-            series = self.leaf.tensor_scalars
-            cols, walls = self._numeric(series)
-            cols, walls = self._objects(self.leaf.events[TENSORS], cols, walls)
+            cols, walls = self._tensors()
         elif kind == TEXT:
             cols, walls = self._objects(self.leaf.events[TEXT], {}, [])
         elif kind == HISTOGRAMS:
@@ -141,6 +139,18 @@ class LeafFrames:
             else:
                 cols[name] = [np.nan] * n
         return cols[name]
+
+    def _tensors(self) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Scalars-plugin tensors (columnar) and other tensors, their rows in the file's
+        order of tags as tbparse's (a pivot's merged lists keep that order)."""
+        scalars, others = self.leaf.tensor_scalars, self.leaf.events[TENSORS]
+        order = self.leaf.tags(TENSORS)
+        if order == [*scalars, *others]:
+            cols, walls = self._numeric(scalars)
+            return self._objects(others, cols, walls)
+        merged = {t: list(zip(*(a.tolist() for a in scalars[t]))) if t in scalars else others[t]
+                  for t in order}
+        return self._objects(merged, {}, [])
 
     def _numeric(self, series: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
                  ) -> tuple[dict[str, Any], list[np.ndarray]]:

@@ -17,7 +17,9 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .discovery import dialect_of, is_event_file
+from .frames_forms import TensorForms, histogram_tensor, image_tensor
 from .frames_media import WavError, audio_of_value, decode_wav
+from .frames_pixels import decode_image
 from .frames_raw import file_version_number
 from .pb import len_field
 from .read_histograms import Histograms
@@ -40,27 +42,20 @@ class ImageError(ValueError):
 
 
 def decode_png(data: bytes) -> np.ndarray:
-    """A PNG as tbparse gives it (TensorFlow's decode_image): height x width x channels
-    uint8, palette images expanded to RGB (RGBA with transparency).  Needs Pillow.
-    :class:`ImageError` (a ValueError) for bytes that are not an image Pillow reads."""
+    """An encoded image as tbparse gives it (TensorFlow's decode_image): height x width x
+    channels uint8, a GIF frames x height x width x 3 (frames_pixels has TensorFlow's
+    rules).  Needs Pillow.  :class:`ImageError` (a ValueError) for bytes that are not an
+    image Pillow reads."""
     try:
         from PIL import Image
     except ImportError:
         raise ImportError("SummaryReader.images needs Pillow: pip install pillow") from None
-    import io
     # Pillow reports a bad image by many types (OSError, SyntaxError, EOFError, ...)
     try:
-        with Image.open(io.BytesIO(data)) as opened:
-            im: Any = opened
-            if im.mode == "P":
-                im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-            elif im.mode not in ("L", "LA", "RGB", "RGBA"):
-                im = im.convert("RGB")
-            arr = np.asarray(im, dtype=np.uint8)
+        return decode_image(data)
     except (OSError, SyntaxError, EOFError, ValueError, IndexError,
             Image.DecompressionBombError) as exc:
         raise ImageError(f"not an image Pillow decodes: {exc}") from exc
-    return arr[:, :, None] if arr.ndim == 2 else arr
 
 
 def _simple_value_tags(path: str, tags: list[str]) -> set[str] | None:
@@ -94,6 +89,7 @@ class Leaf:
         self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
         self.bad_media = 0  #: audio (WAV) and images that do not decode (left out, reported)
+        self.forms = TensorForms(path)  #: images and histograms written as tensors are tensors
         self._version2 = False  # a "brain.Event:2" file: SessionLog START purges
         if not is_event_file(os.path.basename(path)) or not os.path.isfile(path):
             return  # nothing to read in a FIFO, a device, or a file that is not an event file
@@ -123,7 +119,10 @@ class Leaf:
         if records > values + 1 or any(k != ["scalar"] for k in kinds.values()):
             # (tags whose histograms a restart dropped whole stay listed, as in tbparse)
             self.histograms = reader.histogram_columns(run).series
-        need = [t for t, k in kinds.items() if k not in (["scalar"], ["histogram"])]
+        # a histogram tag the C columns (legacy histo only) lack was written as plugin
+        # tensors (TF2): a tensor to tbparse, decoded below
+        need = [t for t, k in kinds.items() if k not in (["scalar"], ["histogram"])
+                or k == ["histogram"] and t not in self.histograms]
         for ev in reader.events(run, tags=need) if need else ():
             self._add(ev)
         self.reports = reader.damage(run)  # with what decoding the values found
@@ -133,6 +132,10 @@ class Leaf:
             self._version2 = file_version_number(str(ev.value)) >= 2
         elif ev.kind == "session_log" and self._version2 and ev.value.get("status") == "start":
             self._purge(ev.step)
+        elif ev.kind in ("histogram", "image") and self.forms.tensor(ev.tag):
+            # tbparse (EventAccumulator) files a plugin tensor as a tensor, whatever its plugin
+            value = histogram_tensor(ev.value) if ev.kind == "histogram" else image_tensor(ev.value)
+            self.events[TENSORS].setdefault(ev.tag, []).append((ev.step, ev.wall_time, value))
         elif ev.kind == "text":
             self.raw_text_tags[ev.tag] = None
             tag = ev.tag.removesuffix(_TEXT_SUFFIX)
@@ -196,8 +199,8 @@ class Leaf:
     def tags(self, kind: str) -> list[str]:
         if kind == SCALARS:
             return list(self.scalars)
-        if kind == TENSORS:
-            return list(self.tensor_scalars) + list(self.events[TENSORS])
+        if kind == TENSORS:  # in the file's order, as tbparse lists them
+            return self.forms.order([*self.tensor_scalars, *self.events[TENSORS]])
         if kind == HPARAMS:
             return list(self.hparams)
         if kind == TEXT:

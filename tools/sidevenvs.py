@@ -1,5 +1,6 @@
 """Side virtual environments for frameworks and clients whose pins clash with
-the main one (MindSpore needs numpy<2; MindInsight pins protobuf 3.20), made
+the main one (MindSpore needs numpy<2; MindInsight pins protobuf 3.20;
+TensorFlow, the oracle of SummaryReader's images and audio, its own), made
 under ``<repo>/.venvs/<name>``, once: a stamp file holds the requirement list
 (a changed list rebuilds the venv) and a file lock keeps two processes from
 building the same one.
@@ -37,6 +38,13 @@ SPECS: dict[str, tuple[list[str], bool]] = {
     # take no ``data_key`` argument.
     "mindinsight": (["mindinsight==2.3.1", "gunicorn", "numpy<2", "pandas<2.3",
                      "marshmallow<4"], False),
+    # TensorFlow 2.21 on the CPU: the oracle of SummaryReader's images and audio
+    # (tbparse decodes them only when TensorFlow imports) and the writer of
+    # tf.summary runs.  tbparse, pandas, numpy and pyarrow pinned to the main venv's, so
+    # the DataFrames pickled there unpickle in the main venv as the same dtypes (pandas's
+    # string columns are pyarrow-backed only where pyarrow imports).
+    "tensorflow": (["tensorflow-cpu==2.21.0", "tbparse==0.0.9", "pandas==3.1.1",
+                    "numpy==2.4.6", "pyarrow==26.0.1", "pillow"], False),
 }
 
 
