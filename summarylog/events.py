@@ -17,6 +17,8 @@ class Event:
     (list of bytes); ``"text"`` str; ``"tensor"`` numpy array; ``"hparams"``
     dict (the plugin record, e.g. ``{"session_start_info": {"hparams": ...}}``);
     ``"file_version"`` str; ``"session_log"`` dict (``status``, ...);
+    a histogram or image written as a plugin tensor (TF2) also holds ``tensor``,
+    the tensor as written (numpy);
     ``"graph"`` bytes; ``"other"`` the raw ``Summary.Value`` bytes."""
 
     kind: str

@@ -17,7 +17,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .discovery import dialect_of, is_event_file
-from .frames_forms import TensorForms, histogram_tensor, image_tensor
+from .frames_forms import TensorForms
 from .frames_media import WavError, audio_of_value, decode_wav
 from .frames_pixels import decode_image
 from .frames_raw import file_version_number
@@ -89,7 +89,7 @@ class Leaf:
         self.reports: dict[str, Any] = {}  #: the Reader's FileReport of the file, if read
         self.raw_text_tags: dict[str, None] = {}  #: as written (tbparse's text tags keep the suffix)
         self.bad_media = 0  #: audio (WAV) and images that do not decode (left out, reported)
-        self.forms = TensorForms(path)  #: images and histograms written as tensors are tensors
+        self.forms = TensorForms(path)  #: tensor tags in the file's order
         self._version2 = False  # a "brain.Event:2" file: SessionLog START purges
         if not is_event_file(os.path.basename(path)) or not os.path.isfile(path):
             return  # nothing to read in a FIFO, a device, or a file that is not an event file
@@ -132,10 +132,10 @@ class Leaf:
             self._version2 = file_version_number(str(ev.value)) >= 2
         elif ev.kind == "session_log" and self._version2 and ev.value.get("status") == "start":
             self._purge(ev.step)
-        elif ev.kind in ("histogram", "image") and self.forms.tensor(ev.tag):
+        elif ev.kind in ("histogram", "image") and "tensor" in ev.value:
             # tbparse (EventAccumulator) files a plugin tensor as a tensor, whatever its plugin
-            value = histogram_tensor(ev.value) if ev.kind == "histogram" else image_tensor(ev.value)
-            self.events[TENSORS].setdefault(ev.tag, []).append((ev.step, ev.wall_time, value))
+            self.events[TENSORS].setdefault(ev.tag, []).append(
+                (ev.step, ev.wall_time, ev.value["tensor"]))
         elif ev.kind == "text":
             self.raw_text_tags[ev.tag] = None
             tag = ev.tag.removesuffix(_TEXT_SUFFIX)

@@ -380,18 +380,20 @@ def _decode_value(v: Any, plugins: dict[str, str], values: bool = True) -> tuple
         if plugin == "images":
             vals = list(t.string_val)
             return "image", {"width": int(vals[0] or 0), "height": int(vals[1] or 0),
-                             "pngs": vals[2:]}
+                             "pngs": vals[2:], "tensor": _tensor_to_numpy(t)}
         if plugin == "text":
             arr = _tensor_to_numpy(t)
             if arr.ndim == 0:
                 return "text", arr.item().decode("utf-8", "replace")
             return "text", np.vectorize(lambda b: b.decode("utf-8", "replace"))(arr)
         if plugin == "histograms":
-            arr = _tensor_to_numpy(t).astype(np.float64).reshape(-1, 3)
+            raw = _tensor_to_numpy(t)
+            arr = raw.astype(np.float64).reshape(-1, 3)
             return "histogram", {"limits": arr[:, 1].tolist(), "counts": arr[:, 2].tolist(),
                                  "min": float(arr[0, 0]) if len(arr) else 0.0,
                                  "max": float(arr[-1, 1]) if len(arr) else 0.0,
-                                 "num": float(arr[:, 2].sum()), "sum": None, "sum_squares": None}
+                                 "num": float(arr[:, 2].sum()), "sum": None, "sum_squares": None,
+                                 "tensor": raw}
         return "tensor", _tensor_to_numpy(t)
     return "other", v.SerializeToString()
 

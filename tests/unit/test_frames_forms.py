@@ -1,6 +1,6 @@
-"""frames_forms: which tags of a file hold plugin tensors (tbparse files them as tensors
-even when the Reader decodes them as images or histograms), and the tensors rebuilt as
-tbparse's make_ndarray gives them; hostile paths answer "none" without hanging."""
+"""frames_forms: where a file's tags first hold plugin tensors (tbparse's order of tensor
+tags); the Reader's events of tensor-form images and histograms keep the tensor as
+written (tbparse files them as tensors); hostile paths answer "none" without hanging."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import numpy as np
 
 from summarylog import Reader
 from summarylog.dialects.tensorboard import plugin_metadata, value_event
-from summarylog.frames_forms import (TensorForms, histogram_tensor, image_tensor,
-                                     tensor_form_tags)
+from summarylog.frames_forms import TensorForms, tensor_offsets
 from summarylog.pb import tb
 from summarylog.records import RecordWriter
 
@@ -43,26 +42,26 @@ def _write(path: str, hist: np.ndarray) -> None:
                                                   tensor_content=hist.tobytes())))
 
 
-def test_tensor_forms_and_rebuilt_tensors(tmp_path):
+def test_tensor_forms_and_tensors_as_written(tmp_path):
     hist = _tensor_hist(7, -1.5, 2.25)
     path = str(tmp_path / "events.out.tfevents.1.forms")
     _write(path, hist)
     tags = ["legacy_img", "tensor_img", "legacy_hist", "tensor_hist", "absent"]
-    assert tensor_form_tags(path, tags) == {"tensor_img", "tensor_hist"}
+    assert set(tensor_offsets(path, tags)) == {"tensor_img", "tensor_hist"}
     forms = TensorForms(path)
-    assert [forms.tensor(t) for t in tags] == [False, True, False, True, False]
     # tensor tags in the file's order (tbparse's), the others after them as given
     assert forms.order(["absent", "tensor_hist", "legacy_img", "tensor_img"]) == [
         "tensor_img", "tensor_hist", "absent", "legacy_img"]
     r = Reader(path)
     events = {ev.tag: ev for ev in r.events(r.runs()[0])}
-    img = image_tensor(events["tensor_img"].value)
+    assert "tensor" not in events["legacy_img"].value
+    assert "tensor" not in events["legacy_hist"].value
+    img = events["tensor_img"].value["tensor"]
     assert img.dtype == object and img.tolist() == [b"6", b"5", _PNG, _PNG]
-    got = histogram_tensor(events["tensor_hist"].value)
+    got = events["tensor_hist"].value["tensor"]
     assert got.dtype == np.float64 and got.shape == hist.shape
     np.testing.assert_array_equal(got, hist)
-    assert histogram_tensor({"limits": [], "counts": [], "min": 0.0}).shape == (0, 3)
-    print(f"tensor forms: 2 of {len(tags)} tags, a {hist.shape} histogram tensor rebuilt exactly")
+    print(f"tensor forms: 2 of {len(tags)} tags, a {hist.shape} histogram tensor as written")
 
 
 def test_hostile_paths_answer_none_without_hanging(tmp_path):
@@ -75,13 +74,13 @@ def test_hostile_paths_answer_none_without_hanging(tmp_path):
     (tmp_path / "events.out.tfevents.4.dir").mkdir()
     code = textwrap.dedent(f"""
         import os
-        from summarylog.frames_forms import tensor_form_tags
+        from summarylog.frames_forms import tensor_offsets
         d = {str(tmp_path)!r}
-        print(sum(len(tensor_form_tags(os.path.join(d, n), ["x"])) for n in sorted(os.listdir(d))))
+        print(sum(len(tensor_offsets(os.path.join(d, n), ["x"])) for n in sorted(os.listdir(d))))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env={**os.environ, "PYTHONSAFEPATH": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["0"]
-    print("tensor_form_tags on a FIFO, a directory, a dangling link, an empty and a zstd "
+    print("tensor_offsets on a FIFO, a directory, a dangling link, an empty and a zstd "
           "file: no tags, no hang")

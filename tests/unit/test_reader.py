@@ -623,7 +623,10 @@ class TestEvents:
         assert h["sum"] == ref.sum and h["sum_squares"] == ref.sum_squares
         im = by["image", "im", 3]
         hwc = np.transpose(img, (1, 2, 0))
-        assert im.value == {"width": 5, "height": 4, "pngs": [encode_png(hwc)]}
+        # written as the images plugin's tensor (TF2's form): the tensor comes along
+        assert im.value["tensor"].tolist() == [b"5", b"4", encode_png(hwc)]
+        assert {k: v for k, v in im.value.items() if k != "tensor"} == {
+            "width": 5, "height": 4, "pngs": [encode_png(hwc)]}
         assert im.wall_time == 13.0
         ims = by["image", "ims", 3].value
         assert ims["pngs"] == [encode_png(np.transpose(b, (1, 2, 0))) for b in batch]
