@@ -112,7 +112,7 @@ class _Columns:
         # at most _FIRST_*; past that, doubled with what is read
         rows = min(max(size // 256, 64), _FIRST_ROWS)
         buckets = min(max(size // 16, 1024), _FIRST_BUCKETS)
-        self.rows = {"tag_ids": np.empty(rows, np.uint32),
+        self.rows: dict[str, np.ndarray] = {"tag_ids": np.empty(rows, np.uint32),
                      "steps": np.empty(rows, np.int64),
                      "walls": np.empty(rows, np.float64),
                      "stats": np.empty((rows, len(_STATS)), np.float64),

@@ -15,9 +15,8 @@ from ..checks import MAX_VALUE_BYTES, check_size, check_step, check_tag
 from ..dialects.tensorboard import text_event
 from ..reader import Reader
 from ..values import snapshot_scalar
-from ..writer import Writer
 from .base import SummaryWriterBase, check_sub_run
-from .images import check_image_tensor, to_hwc_uint8
+from .images import check_image_tensor, png_payloads, to_hwc_uint8
 
 __all__ = ["BasicMethods"]
 
@@ -33,10 +32,9 @@ def _check_scalar_call(tag: Any, scalar_value: Any, global_step: Any, walltime: 
     snapshot_scalar(scalar_value, "scalar_value")
 
 
-def _image_payloads(writer: Writer, wall: float, step: int, tag: str, arr: np.ndarray,
+def _image_payloads(wall: float, step: int, tag: str, arr: np.ndarray,
                     fmt: str) -> list[bytes]:
-    hwc = to_hwc_uint8(arr, fmt)
-    return writer.encode_images(wall, step, tag, hwc, [0, 1, 2, 3], True)
+    return png_payloads(wall, step, tag, to_hwc_uint8(arr, fmt))
 
 
 def _text_payloads(wall: float, step: int, tag: str, text: str) -> list[bytes]:
@@ -115,7 +113,7 @@ class BasicMethods(SummaryWriterBase):
         arr, fmt = check_image_tensor(img, dataformats, ndims)
         step, wall = self.at(global_step, walltime)
         w = self.writer
-        w.submit(_image_payloads, w, wall, step, tag, arr, fmt)
+        w.submit(_image_payloads, wall, step, tag, arr, fmt)
 
     def add_text(self, tag: str, text_string: str, global_step: int | None = None,
                  walltime: float | None = None) -> None:

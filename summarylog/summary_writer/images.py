@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 
 from ..checks import check_size
+from ..dialects.tb_media import legacy_image_payload
+from ..png import encode_png
 from ..values import to_numpy
 
-__all__ = ["check_image_tensor", "to_hwc_uint8", "grid"]
+__all__ = ["check_image_tensor", "to_hwc_uint8", "grid", "png_payloads"]
 
 GRID_COLUMNS = 8
 
@@ -74,3 +76,9 @@ def to_hwc_uint8(arr: np.ndarray, fmt: str) -> np.ndarray:
         return np.ascontiguousarray(hwc)
     scaled = np.nan_to_num(hwc.astype(np.float32) * 255.0, nan=0.0)
     return np.clip(scaled, 0, 255).astype(np.uint8)
+
+
+def png_payloads(wall: float, step: int, tag: str, hwc: np.ndarray) -> list[bytes]:
+    """One PNG of uint8 ``hwc`` pixels as torch's writer logs it (a Summary.Image)."""
+    h, w, c = hwc.shape
+    return [legacy_image_payload(wall, step, tag, encode_png(hwc), h, w, c)]

@@ -11,12 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..checks import check_size, check_tag
-from ..dialects.tb_media import audio_payload, encoded_image_payload
+from ..dialects.tb_media import audio_payload, legacy_image_payload
 from ..media_codecs import encode_gif, encode_wav, require_pillow
 from ..png import encode_png
-from ..writer import Writer
 from .base import SummaryWriterBase
-from .images import GRID_COLUMNS, check_image_tensor, to_hwc_uint8
+from .images import GRID_COLUMNS, check_image_tensor, png_payloads, to_hwc_uint8
 from .media_checks import (
     check_boxes,
     check_figures,
@@ -44,7 +43,7 @@ def _video_payloads(wall: float, step: int, tag: str, ntchw: np.ndarray,
                     fps: float) -> list[bytes]:
     frames = video_frames(ntchw)
     _, h, w, c = frames.shape
-    return [encoded_image_payload(wall, step, tag, encode_gif(frames, fps), h, w, c)]
+    return [legacy_image_payload(wall, step, tag, encode_gif(frames, fps), h, w, c)]
 
 
 def _boxes_payloads(wall: float, step: int, tag: str, img: np.ndarray, fmt: str,
@@ -52,10 +51,10 @@ def _boxes_payloads(wall: float, step: int, tag: str, img: np.ndarray, fmt: str,
                     rescale: float) -> list[bytes]:
     drawn = draw_boxes(to_hwc_uint8(img, fmt), boxes, labels, rescale)
     h, w, c = drawn.shape
-    return [encoded_image_payload(wall, step, tag, encode_png(drawn), h, w, c)]
+    return [legacy_image_payload(wall, step, tag, encode_png(drawn), h, w, c)]
 
 
-def _figure_payloads(writer: Writer, wall: float, step: int, tag: str,
+def _figure_payloads(wall: float, step: int, tag: str,
                      items: list[FigureSnapshot | np.ndarray], batch: bool) -> list[bytes]:
     rgba = [pixels(item) for item in items]  # snapshots unpickled and drawn here
     if len({p.shape for p in rgba}) > 1:  # sizes were checked at the call; a figure
@@ -65,7 +64,7 @@ def _figure_payloads(writer: Writer, wall: float, step: int, tag: str,
         hwc = to_hwc_uint8(np.stack([p[:, :, :3] for p in rgba]), "NHWC")
     else:
         hwc = np.ascontiguousarray(rgba[0][:, :, :3])
-    return writer.encode_images(wall, step, tag, hwc, [0, 1, 2, 3], True)
+    return png_payloads(wall, step, tag, hwc)
 
 
 class MediaMethods(SummaryWriterBase):
@@ -120,7 +119,7 @@ class MediaMethods(SummaryWriterBase):
             for f in figures:
                 plt.close(f)
         nbytes = sum(len(i.data) if isinstance(i, FigureSnapshot) else i.nbytes for i in items)
-        self.writer.submit(_figure_payloads, self.writer, wall, step, tag, items, batch,
+        self.writer.submit(_figure_payloads, wall, step, tag, items, batch,
                            nbytes=nbytes)
 
     def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any,

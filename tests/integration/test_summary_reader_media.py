@@ -368,9 +368,10 @@ def test_media_helpers(logdir, tbparse_with_wave):
         SummaryReader.tensor_to_audio(np.array([[wavs[0], b"x"]], dtype=object))
     with pytest.raises(ValueError):
         SummaryReader.tensor_to_audio(np.array([[b"garbage", b""]], dtype=object))
-    # summarylog writes images as image-plugin tensors: width, height, PNG
-    proto = raw.get_raw_events("tensors", "pic")[2].tensor_proto
-    one = np.array(list(proto.string_val), dtype=object)
+    # an image-plugin tensor (width, height, PNG), made of the image the writer logged
+    ev = raw.get_raw_events("images", "pic")[2]
+    one = np.array([str(ev.width).encode(), str(ev.height).encode(), ev.encoded_image_string],
+                   dtype=object)
     assert list(one[:2]) == [b"5", b"4"]
     for tensor in (one, np.concatenate([one, one[2:]])):
         got = SummaryReader.tensor_to_image(tensor)

@@ -36,9 +36,9 @@ def pictures_of(logdir: str) -> dict[str, np.ndarray]:
         with RecordReader(os.path.join(logdir, name)) as r:
             for payload in r:
                 for v in tb.Event.FromString(payload).summary.value:
-                    if len(v.tensor.string_val) != 3:  # not an image (a scalar)
+                    if not v.HasField("image"):  # not an image (a scalar)
                         continue
-                    png = io.BytesIO(v.tensor.string_val[2])
+                    png = io.BytesIO(v.image.encoded_image_string)
                     out[v.tag] = np.asarray(Image.open(png).convert("RGB"))
     return out
 

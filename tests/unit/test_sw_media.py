@@ -46,7 +46,7 @@ def wav_of(value) -> tuple[wave._wave_params, np.ndarray]:
 def picture_of(value) -> np.ndarray:
     from PIL import Image
 
-    return np.asarray(Image.open(io.BytesIO(value.tensor.string_val[2])).convert("RGB"))
+    return np.asarray(Image.open(io.BytesIO(value.image.encoded_image_string)).convert("RGB"))
 
 
 # ---------------------------------------------------------------------------
@@ -153,13 +153,13 @@ def test_drawing_and_encoding_run_on_the_writer_thread(tmp_path, monkeypatch):
             return fn(*a, **k)
         return wrapped
 
-    import summarylog.png as png_mod
+    from summarylog.summary_writer import images as images_mod
 
     for name in ("encode_wav", "encode_gif", "encode_png", "draw_boxes", "pcm16",
                  "video_frames"):
         monkeypatch.setattr(media_mod, name, spy(name, getattr(media_mod, name)))
-    # add_figure's PNG goes through Writer.encode_images, which imports encode_png late
-    monkeypatch.setattr(png_mod, "encode_png", spy("figure png", png_mod.encode_png))
+    # add_figure's PNG is encoded by summary_writer.images.png_payloads
+    monkeypatch.setattr(images_mod, "encode_png", spy("figure png", images_mod.encode_png))
     caller = threading.current_thread().name
     with summarylog.SummaryWriter(tmp_path) as w:
         w.add_audio("a", np.zeros(100, np.float32), 0)
@@ -203,7 +203,7 @@ def test_values_are_copied_before_the_call_returns(tmp_path, monkeypatch):
     assert picture_of(got["b"])[4, 4].tolist() == [127, 127, 127]
     from PIL import Image
 
-    gif = Image.open(io.BytesIO(got["v"].tensor.string_val[2]))
+    gif = Image.open(io.BytesIO(got["v"].image.encoded_image_string))
     assert np.asarray(gif.convert("RGB"))[0, 0].tolist() == [127, 127, 127]
 
 
@@ -280,11 +280,11 @@ def test_video_keeps_every_frame_and_the_frame_rate(tmp_path):
         w.add_video("v", vid, 0, fps=7)  # moviepy drops the last frame of this one
         w.add_video("slow", vid[:, :2], 0, fps=0.5)
     got = {v.tag: v for _, v in values_of(str(tmp_path))}
-    gif = Image.open(io.BytesIO(got["v"].tensor.string_val[2]))
+    gif = Image.open(io.BytesIO(got["v"].image.encoded_image_string))
     assert gif.format == "GIF" and gif.n_frames == 7 and gif.info["loop"] == 0
     assert gif.info["duration"] == 140  # GIF keeps hundredths: 1000/7 ms -> 140
-    assert got["v"].tensor.string_val[:2] == [b"6", b"6"]
-    assert Image.open(io.BytesIO(got["slow"].tensor.string_val[2])).info["duration"] == 2000
+    assert (got["v"].image.width, got["v"].image.height) == (6, 6)
+    assert Image.open(io.BytesIO(got["slow"].image.encoded_image_string)).info["duration"] == 2000
     gif.seek(6)
     assert np.abs(np.asarray(gif.convert("RGB")).astype(int)
                   - video_frames(vid)[6]).max() <= 8  # palette of one frame's colours
@@ -313,7 +313,7 @@ def test_rescale_resizes_and_records_the_real_size(tmp_path):
         w.add_image_with_boxes("grid", np.stack([img] * 3), BOXES, dataformats="NCHW",
                                rescale=2)
     got = {v.tag: v for _, v in values_of(str(tmp_path))}
-    assert got["half"].tensor.string_val[:2] == [b"15", b"10"]
+    assert (got["half"].image.width, got["half"].image.height) == (15, 10)
     assert picture_of(got["half"]).shape == (10, 15, 3)
     assert picture_of(got["grid"]).shape == (40, 180, 3)
 
