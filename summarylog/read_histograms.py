@@ -104,6 +104,14 @@ class HistogramRun:
     other: set[str] = dataclasses.field(default_factory=set)
 
 
+def _moved(arr: np.ndarray, n: int, used: int) -> np.ndarray:
+    """A bigger array holding ``arr[:used]`` (np.empty and a copy: resize would also
+    clear the new part, touching every page twice)."""
+    out = np.empty((n, *arr.shape[1:]), arr.dtype)
+    out[:used] = arr[:used]
+    return out
+
+
 class _Columns:
     """The growing output arrays of one load, and the C struct pointing into them."""
 
@@ -132,20 +140,21 @@ class _Columns:
         c.cap_rows, c.cap_limits, c.cap_counts = (len(self.rows["steps"]), len(self.limits),
                                                   len(self.counts))
 
-    def grow(self, record_len: int) -> None:
+    def grow(self, record_len: int, read: float) -> None:
         """Room for at least one more record of ``record_len`` bytes in every array (a
-        histogram Value takes >= 2 bytes, a bucket edge 8, a MindSpore bucket 2)."""
+        histogram Value takes >= 2 bytes, a bucket edge 8, a MindSpore bucket 2), and for
+        the rest of the run as projected from the fraction ``read`` of its bytes so far:
+        one or two moves for a big run, not a doubling each."""
         c = self.c
+        scale = 1.1 / read if read > 0.01 else 2.0
         need_rows = c.n_rows + record_len // 2 + 1
-        need_buckets = max(c.n_limits, c.n_counts) + record_len // 2 + 1
-        for name in (*self.rows, "limits", "counts"):  # no pointer may outlive a resize
-            setattr(c, name, ffi.NULL)
-        rows = max(len(self.rows["steps"]) * 2, need_rows)
-        for name, arr in self.rows.items():
-            arr.resize((rows, *arr.shape[1:]), refcheck=False)
-        buckets = max(len(self.limits) * 2, need_buckets)
-        self.limits.resize(buckets, refcheck=False)
-        self.counts.resize(buckets, refcheck=False)
+        used = max(c.n_limits, c.n_counts)
+        need_buckets = used + record_len // 2 + 1
+        rows = max(int(c.n_rows * scale), len(self.rows["steps"]) * 5 // 4, need_rows)
+        self.rows = {name: _moved(arr, rows, c.n_rows) for name, arr in self.rows.items()}
+        buckets = max(int(used * scale), len(self.limits) * 5 // 4, need_buckets)
+        self.limits = _moved(self.limits, buckets, c.n_limits)
+        self.counts = _moved(self.counts, buckets, c.n_counts)
         self._point()
 
     def result(self) -> tuple[np.ndarray, Histograms]:
@@ -177,6 +186,7 @@ def load_histograms(files: list[str], purge: bool, verify: bool,
     cols = _Columns(size)
     res = ffi.new("slg_decode_result *")
     purges: list[tuple[int, int]] = []
+    before = 0  # bytes of the files read before this one
     for path in files:
         lib.slg_tags_set_dialect(tags, _DIALECTS[dialect_of(path)])
         rep = reports.setdefault(path, FileReport(path))
@@ -197,7 +207,9 @@ def load_histograms(files: list[str], purge: bool, verify: bool,
                     bad_events += res.bad_events
                     bad_values += res.bad_values
                     if rc == lib.SLG_DECODE_OUT_FULL:
-                        cols.grow(spans[done].length)
+                        cols.grow(spans[done].length, (before + spans[done].offset) / size
+                                  if size else 0.0)
+            before += rr.size or 0
             rep.records = max(rep.records, rr.records_read)
             rep.bad_events = max(rep.bad_events, bad_events)
             rep.bad_values = max(rep.bad_values, bad_values)
