@@ -15,9 +15,15 @@
 #include "summarylog_api.h"
 #include "tags.h"
 
-/* the Summary.Value fields of each dialect's `value` oneof, and its histogram's */
-static int tb_oneof(uint32_t f) { return f == 2 || f == 3 || f == 4 || f == 5 || f == 6 || f == 8; }
-static int ms_oneof(uint32_t f) { return f == 3 || f == 4 || f == 8 || f == 9 || f == 10; }
+/* Is field f with wire type wt a member of each dialect's Summary.Value `value` oneof?
+ * (the float scalar is fixed32, the rest messages or bytes; with another wire type a
+ * field is unknown to protobuf and switches nothing) */
+static int tb_oneof(uint32_t f, int wt) {
+    return f == 2 ? wt == 5 : (f == 3 || f == 4 || f == 5 || f == 6 || f == 8) && wt == 2;
+}
+static int ms_oneof(uint32_t f, int wt) {
+    return f == 3 ? wt == 5 : (f == 4 || f == 8 || f == 9 || f == 10) && wt == 2;
+}
 
 typedef struct { double left, width, count; } ms_bucket;
 
@@ -54,14 +60,16 @@ static int cmp_bucket(const void *x, const void *y) {
     return c ? c : cmp_num(a->count, b->count);
 }
 
-/* Append the doubles of a repeated double field (packed or one unpacked) */
+/* Append the doubles of a repeated double field (packed or one unpacked); another
+ * wire type is an unknown field to protobuf, skipped */
 static int put_doubles(int wt, uint64_t v, cursor sub, double *arr, uint64_t cap, uint64_t *n) {
+    if (wt != 1 && wt != 2) return 1;
     if (wt == 1) {
         if (*n >= cap) return -ENOSPC;
         arr[(*n)++] = f64_bits(v);
         return 1;
     }
-    if (wt != 2 || (sub.end - sub.p) % 8) return 0;
+    if ((sub.end - sub.p) % 8) return 0;
     uint64_t k = (uint64_t)(sub.end - sub.p) / 8;
     if (k > cap - *n) return -ENOSPC;
     for (uint64_t j = 0; j < k; j++) arr[*n + j] = f64_bits(slg_get_le64((const char *)sub.p + 8 * j));
@@ -163,8 +171,8 @@ static int decode_value(cursor val, int ms, slg_hist_columns *o, scratch *s, cur
     while (val.p < val.end) {
         if (!next_field(&val, &f, &wt, &v, &sub)) return 0;
         if (f == 1 && wt == 2) { *tag = sub; continue; }
-        if (!(ms ? ms_oneof(f) : tb_oneof(f))) continue;
-        if (f != hist_field || wt != 2) { member = f; continue; }
+        if (!(ms ? ms_oneof(f, wt) : tb_oneof(f, wt))) continue;
+        if (f != hist_field) { member = f; continue; }
         if (member != hist_field) { /* a new histogram: what came before is cleared */
             o->n_limits = l0;
             o->n_counts = c0;

@@ -167,6 +167,15 @@ static void test_protobuf_rules(void) {
     n += 4;
     el = event_of(ev, 2, "s", vf, n);
     len += slg_frame((char *)buf + len, (const char *)ev, el);
+    /* fields of wire types protobuf does not expect are unknown fields: a histo
+     * field as a varint switches nothing, buckets as varints are skipped */
+    n = put_u64(vf, 5, 9);
+    a = put_f64(h1, 1, -3.0);
+    a += put_u64(h1 + a, 6, 4);
+    n += put_len(vf + n, 5, h1, a);
+    n += put_u64(vf + n, 2, 1); /* simple_value as a varint: not the float member */
+    el = event_of(ev, 5, "odd", vf, n);
+    len += slg_frame((char *)buf + len, (const char *)ev, el);
     /* a packed field whose length is no multiple of 8: a bad value */
     a = put_len(h1, 6, packed, 12);
     n = put_len(vf, 5, h1, a);
@@ -180,11 +189,14 @@ static void test_protobuf_rules(void) {
     uint64_t bv, be;
     out_init(&o, 512, 65536);
     CHECK_EQ(decode_all(buf, len, SLG_DIALECT_TB, &o, 1, &bv, &be), 0);
-    CHECK_EQ(o.c.n_rows, 1);
+    CHECK_EQ(o.c.n_rows, 2);
     CHECK(o.stats[0] == -2.0);
     CHECK_EQ(o.limit_ends[0], 3);
     CHECK(o.limits[0] == 1.0 && o.limits[1] == 2.0 && o.limits[2] == 9.0);
     CHECK(o.counts[2] == 4.0);
+    CHECK_EQ(o.steps[1], 5);
+    CHECK(o.stats[SLG_HIST_STATS] == -3.0 && o.stats[SLG_HIST_STATS + 2] == 0.0);
+    CHECK_EQ(o.limit_ends[1], 3); /* no bucket from the varint field */
     CHECK_EQ(bv, 2);
     CHECK_EQ(be, 0);
 }
