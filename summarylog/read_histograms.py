@@ -117,7 +117,7 @@ class _Columns:
 
     def __init__(self, size: int) -> None:
         # sized from the files' bytes (a histogram of k buckets takes >= 16 k + 20),
-        # at most _FIRST_*; past that, doubled with what is read
+        # at most _FIRST_*; past that, grown to the run's projected size (grow)
         rows = min(max(size // 256, 64), _FIRST_ROWS)
         buckets = min(max(size // 16, 1024), _FIRST_BUCKETS)
         self.rows: dict[str, np.ndarray] = {"tag_ids": np.empty(rows, np.uint32),
@@ -193,15 +193,17 @@ def load_histograms(files: list[str], purge: bool, verify: bool,
         bad_events = bad_values = 0
         with RecordReader(path, verify=verify) as rr:
             spans = rr.spans
-            for buf, base, nsp, _damage in rr.scan_batches():
+            for buf, base, nsp, damage in rr.scan_batches():
+                for d in damage:
+                    rr.add_damage(d)
                 done = 0
                 while done < nsp:
                     rc = lib.slg_decode_histograms(buf, base, spans + done, nsp - done, tags,
                                                    cols.c, res)
                     if rc < 0:
                         raise MemoryError("slg_decode_histograms")
-                    before = cols.c.n_rows - res.n_values
-                    purges += [(before + res.purge_index[k], res.purge_step[k])
+                    rows_before = cols.c.n_rows - res.n_values
+                    purges += [(rows_before + res.purge_index[k], res.purge_step[k])
                                for k in range(res.n_purges)]
                     done += res.spans_done
                     bad_events += res.bad_events
@@ -213,6 +215,8 @@ def load_histograms(files: list[str], purge: bool, verify: bool,
             rep.records = max(rep.records, rr.records_read)
             rep.bad_events = max(rep.bad_events, bad_events)
             rep.bad_values = max(rep.bad_values, bad_values)
+            rep.set_damage(rr.damage, rr.damage_past_cap)  # a full pass, as Reader.events'
+            rep.tail, rep.size = rr.tail, rr.size
     names, flags = tag_names(tags)
     ids, rows = cols.result()
     ids_before = ids
