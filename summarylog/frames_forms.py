@@ -14,38 +14,44 @@ import stat
 from .discovery import dialect_of
 from .pb import len_field
 
-__all__ = ["TensorForms", "tensor_offsets"]
+__all__ = ["TensorForms", "tensor_offsets", "value_offsets"]
 
 _TENSOR_KEY = b"\x42"  # Summary.Value field 8 (tensor), length-delimited
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def tensor_offsets(path: str, tags: list[str]) -> dict[str, int]:
-    """Where each of ``tags`` first holds a tensor in the file (the byte offset of a
-    Value's tag field directly followed by its tensor field: fields are serialized in
-    number order, so nothing sits between them); tags never written as tensors are left
-    out.  Empty for MindSpore files and for files not searchable as bytes (compressed,
-    unreadable, not a regular file): their values keep the kind the Reader gives them."""
-    if not tags or dialect_of(path) == "mindspore":
-        return {}
+def value_offsets(path: str, tags: list[str], key: bytes) -> dict[str, int] | None:
+    """Where each of ``tags`` first has a Summary.Value field starting with ``key`` right
+    after its tag field (fields are serialized in number order, so nothing sits between
+    them): the byte offset of that tag field; tags never so written are left out.  None
+    for MindSpore files and for files not searchable as bytes (compressed, unreadable,
+    not a regular file)."""
+    if dialect_of(path) == "mindspore":
+        return None
     try:
         # non-blocking, and regular files only: a FIFO named like an event file must not hang
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
-        return {}
+        return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return {}
+            return None
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
             if m[:4] == _ZSTD_MAGIC:
-                return {}
-            found = {t: m.find(len_field(1, t.encode("utf-8", "surrogateescape")) + _TENSOR_KEY)
+                return None
+            found = {t: m.find(len_field(1, t.encode("utf-8", "surrogateescape")) + key)
                      for t in tags}
             return {t: at for t, at in found.items() if at >= 0}
     except (OSError, ValueError):  # empty file (mmap of 0 bytes) or unreadable
-        return {}
+        return None
     finally:
         os.close(fd)
+
+
+def tensor_offsets(path: str, tags: list[str]) -> dict[str, int]:
+    """Where each of ``tags`` first holds a tensor in the file (:func:`value_offsets`);
+    empty when the file cannot be searched."""
+    return (value_offsets(path, tags, _TENSOR_KEY) or {}) if tags else {}
 
 
 class TensorForms:

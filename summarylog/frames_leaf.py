@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import mmap
 import os
 from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from .discovery import dialect_of, is_event_file
-from .frames_forms import TensorForms
+from .discovery import is_event_file
+from .frames_forms import TensorForms, value_offsets
 from .frames_media import WavError, audio_of_value, decode_wav
 from .frames_pixels import decode_image
 from .frames_raw import file_version_number
-from .pb import len_field
 from .read_histograms import Histograms
 from .reader import Reader
 
@@ -32,7 +30,6 @@ SCALARS, TENSORS, HISTOGRAMS, IMAGES, AUDIO = "scalars", "tensors", "histograms"
 HPARAMS, TEXT = "hparams", "text"
 _TEXT_SUFFIX = "/text_summary"  # torch and tensorboardX append it to text tags; tbparse drops it
 _SSI = "_hparams_/session_start_info"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _PURGED = (IMAGES, AUDIO)  # what EventAccumulator purges on a restart, besides the
 # scalars and histograms (the Reader's columns apply the rule to those)
 
@@ -61,17 +58,9 @@ def decode_png(data: bytes) -> np.ndarray:
 def _simple_value_tags(path: str, tags: list[str]) -> set[str] | None:
     """Tags written as ``simple_value`` (a Value's tag field directly followed by field 2,
     fixed32); the others were written as scalars-plugin tensors.  None when the file
-    cannot be searched as bytes (compressed): then every tag counts as simple."""
-    if dialect_of(path) == "mindspore":  # MindSpore scalars are all scalar_value
-        return None
-    try:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            if m[:4] == _ZSTD_MAGIC:
-                return None
-            return {t for t in tags
-                    if m.find(len_field(1, t.encode("utf-8", "surrogateescape")) + b"\x15") >= 0}
-    except (OSError, ValueError):  # empty file (mmap of 0 bytes) or unreadable
-        return None
+    cannot be searched as bytes (MindSpore's, compressed): then every tag counts as simple."""
+    found = value_offsets(path, tags, b"\x15")
+    return None if found is None else set(found)
 
 
 class Leaf:
