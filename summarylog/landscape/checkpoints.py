@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EXTENSIONS", "save", "load"]
+__all__ = ["EXTENSIONS", "save", "load", "flatten_pytree", "unflatten_like"]
 
 #: framework -> file extension
 EXTENSIONS = {"mindspore": ".ckpt", "torch": ".pt", "jax": ".npz", "numpy": ".npz"}
@@ -82,6 +82,41 @@ def load(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     raise ValueError(f"{path}: no checkpoint format for {ext!r} (one of .ckpt, .pt, .npz)")
+
+
+def _key_name(k: Any) -> str:
+    for attr in ("key", "name", "idx"):  # jax's DictKey, GetAttrKey, SequenceKey
+        if hasattr(k, attr):
+            return str(getattr(k, attr))
+    return str(k)
+
+
+def flatten_pytree(tree: Any) -> dict[str, Any]:
+    """A JAX pytree's leaves by path name (``"Dense_0/kernel"``): the names of the
+    ``.npz`` a JAX collector saves, and of :func:`unflatten_like`."""
+    import jax
+
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {"/".join(_key_name(k) for k in path) or "_": leaf for path, leaf in leaves}
+
+
+def unflatten_like(template: Any, named: Mapping[str, Any]) -> Any:
+    """``template``'s pytree with each leaf replaced by ``named``'s array of the same
+    path name (KeyError naming it when missing; ValueError on a shape change)."""
+    import jax
+
+    paths, treedef = jax.tree_util.tree_flatten_with_path(template)
+    leaves = []
+    for path, leaf in paths:
+        name = "/".join(_key_name(k) for k in path) or "_"
+        if name not in named:
+            raise KeyError(f"the checkpoint has no parameter {name!r}")
+        arr = named[name]
+        if tuple(np.shape(arr)) != tuple(np.shape(leaf)):
+            raise ValueError(f"parameter {name!r}: the checkpoint's shape {np.shape(arr)} is not "
+                             f"the model's {np.shape(leaf)}")
+        leaves.append(arr)
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 # -- MindSpore's checkpoint protobuf, by hand: three small messages ---------------------
