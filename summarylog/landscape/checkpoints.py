@@ -140,13 +140,13 @@ def _field(num: int, payload: bytes) -> bytes:
 def _ckpt_bytes(named: Mapping[str, Any]) -> bytes:
     parts = []
     for name, value in named.items():
-        arr = np.ascontiguousarray(np.asarray(value))
+        arr = np.asarray(value)  # (ascontiguousarray would make a scalar 1-D)
         kind = _MS_NAMES.get(arr.dtype)
         if kind is None:
             raise TypeError(f"named[{name!r}]: dtype {arr.dtype} has no MindSpore type")
         dims = b"".join(_varint(1 << 3) + _varint(int(d)) for d in arr.shape)
         tensor = dims + _field(2, kind.encode()) + _field(3, arr.astype(arr.dtype.newbyteorder("<"),
-                                                                         copy=False).tobytes())
+                                                                         copy=False).tobytes(order="C"))
         parts.append(_field(1, _field(1, str(name).encode()) + _field(2, tensor)))
     return b"".join(parts)
 
