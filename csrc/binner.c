@@ -1,4 +1,4 @@
-/* binner.c - TensorBoard histogram events binned, encoded and framed on a
+/* binner.c - histogram events (TensorBoard's, or MindSpore's step Event) binned, encoded and framed on a
  * native thread of low priority, then written into a writer.
  *
  * Binning is logging's CPU-heavy part.  On a Python thread it would compete
@@ -76,12 +76,50 @@ static int reserve(slg_binner *b, uint64_t need) {
     return 0;
 }
 
+/* Hand `len` framed bytes holding `records` events to the job's writer. */
+static void write_out(slg_hist_job *job, uint64_t len, uint64_t records, const char *src) {
+    char *dst;
+    int rc = slg_writer_begin(job->writer, len, records, &dst);
+    if (rc) { /* not taken: SLG_DROPPED (a full buffer, on_full=drop) or -errno */
+        job->write_status = rc;
+        job->dropped = records;
+        return;
+    }
+    memcpy(dst, src, (size_t)len);
+    job->records = records;
+    job->write_status = slg_writer_commit(job->writer, len, records); /* an earlier error */
+}
+
+/* A MindSpore-dialect job: the whole step in one Event, as a recorded step is. */
+static void run_ms_job(slg_binner *b, slg_hist_job *job) {
+    uint64_t bound = slg_ms_step_bound(job);
+    int rc = bound > UINT64_MAX - SLG_FRAME_OVERHEAD ? -ENOMEM
+                                                      : reserve(b, bound + SLG_FRAME_OVERHEAD);
+    if (rc) {
+        for (uint64_t i = 0; i < job->n; i++) job->items[i].status = rc;
+        job->write_status = rc;
+        job->dropped = 1;
+        return;
+    }
+    int64_t len = slg_ms_encode_step(job, b->buf + SLG_HEADER_SIZE, b->cap - SLG_FRAME_OVERHEAD);
+    if (len < 0) {
+        job->write_status = (int)len;
+        job->dropped = 1;
+        return;
+    }
+    write_out(job, slg_frame_in_place(b->buf, (uint64_t)len), 1, b->buf);
+}
+
 /* Bin, encode and write one job (no lock held).  The events go into the
  * writer's buffer under its lock (slg_writer_begin/commit), so that whether
  * they were taken is known apart from an earlier error the writer reports. */
 static void run_job(slg_binner *b, slg_hist_job *job) {
     job->records = job->dropped = 0;
     job->write_status = 0;
+    if (job->dialect == SLG_DIALECT_MS) {
+        run_ms_job(b, job);
+        return;
+    }
     int64_t scalar_len = job->has_scalar ? encode_scalar(job, NULL, 0) : 0;
     uint64_t hist = slg_tb_histogram_items_bound(job->items, job->n);
     int rc = scalar_len < 0 ? (int)scalar_len
@@ -102,17 +140,7 @@ static void run_job(slg_binner *b, slg_hist_job *job) {
                                                                b->cap - len);
     for (uint64_t i = 0; i < job->n; i++)
         if (job->items[i].status >= 0 && job->items[i].status != SLG_HIST_FALLBACK) records++;
-    if (!len) return;
-    char *dst;
-    rc = slg_writer_begin(job->writer, len, records, &dst);
-    if (rc) { /* not taken: SLG_DROPPED (a full buffer, on_full=drop) or -errno */
-        job->write_status = rc;
-        job->dropped = records;
-        return;
-    }
-    memcpy(dst, b->buf, (size_t)len);
-    job->records = records;
-    job->write_status = slg_writer_commit(job->writer, len, records); /* an earlier error */
+    if (len) write_out(job, len, records, b->buf);
 }
 
 static void *binner_main(void *arg) {

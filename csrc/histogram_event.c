@@ -175,3 +175,125 @@ int64_t slg_tb_encode_histogram_items(slg_hist_item *items, uint64_t n, char *ou
     }
     return (int64_t)(o - out);
 }
+
+/* ---- MindSpore's dialect ------------------------------------------------- */
+
+/* MindSpore's Summary.Histogram of n float32/float64 values, as
+ * dialects/mindspore.py laid it out: equal-width buckets over the finite
+ * values' [min, max] (widened by 0.5 each side in the values' type when they
+ * are one value), edges by np.linspace in float64 cast to that type (numpy 1's
+ * result), widths taken in that type (`edges` and `widths`, when given, replace
+ * them: float16 sources); then nan/+inf/-inf counts, max, min, sum (0 with no finite value)
+ * and the count of all values. */
+int64_t slg_ms_histogram(const void *values, int is_f64, uint64_t n, const double *edges,
+                         const double *widths, uint64_t edge_bins, char *out, uint64_t cap) {
+    if (cap < SLG_MS_HISTOGRAM_MAX) return -28; /* -ENOSPC */
+    slg_value_stats_t st;
+    slg_value_stats(values, is_f64, n, &st);
+    char *p = out;
+    if (st.finite) {
+        uint64_t bins = edges ? edge_bins : (uint64_t)slg_ms_bins(st.finite);
+        if (bins == 0 || bins > SLG_MS_MAX_BINS || (edges && !widths)) return -22; /* -EINVAL */
+        double own[SLG_MS_MAX_BINS + 1], left[SLG_MS_MAX_BINS], width[SLG_MS_MAX_BINS];
+        int64_t counts[SLG_MS_MAX_BINS];
+        if (!edges) {
+            double lo = st.min, hi = st.max;
+            if (lo == hi) {
+                if (is_f64) lo -= 0.5, hi += 0.5;
+                else lo = (double)((float)lo - 0.5f), hi = (double)((float)hi + 0.5f);
+            }
+            linspace_edges(lo, hi, bins, is_f64, own);
+            edges = own;
+        }
+        if (slg_histogram_counts(values, is_f64, n, edges, bins, counts) != 0)
+            return -22; /* edges that collapsed (huge values): not a histogram */
+        for (uint64_t i = 0; i < bins; i++) {
+            left[i] = edges[i];
+            width[i] = widths ? widths[i]
+                       : is_f64 ? edges[i + 1] - edges[i]
+                                : (double)((float)edges[i + 1] - (float)edges[i]);
+        }
+        p += slg_ms_buckets(left, width, counts, bins, p);
+    } else {
+        st.max = st.min = st.sum = 0.0;
+    }
+    *p++ = 0x10;
+    p = slg_put_varint(p, st.nan_count);
+    *p++ = 0x18;
+    p = slg_put_varint(p, st.pos_inf_count);
+    *p++ = 0x20;
+    p = slg_put_varint(p, st.neg_inf_count);
+    const double stats[3] = {st.max, st.min, st.sum};
+    for (int i = 0; i < 3; i++) {
+        *p++ = (char)(0x29 + 8 * i);
+        slg_put_le64(p, slg_double_bits(stats[i]));
+        p += 8;
+    }
+    *p++ = 0x40;
+    p = slg_put_varint(p, n);
+    return p - out;
+}
+
+uint64_t slg_ms_step_bound(const slg_hist_job *job) {
+    /* event head (wall, step, summary key) + the scalar value + each histogram value */
+    uint64_t total = 9 + 11 + 11 + (job->has_scalar ? 11 + 11 + job->scalar_tag_len + 5 : 0);
+    for (uint64_t i = 0; i < job->n; i++) {
+        uint64_t one = 11 + 11 + job->items[i].tag_len + 11 + SLG_MS_HISTOGRAM_MAX;
+        if (one > UINT64_MAX / 2 - total) return UINT64_MAX;
+        total += one;
+    }
+    return total;
+}
+
+/* A job as one MindSpore Event of its step, as dialects/mindspore.py writes a
+ * recorded step: Event{wall_time=1, step=2, summary=5{value=1{tag=1,
+ * scalar_value=3} (the scalar first), value=1{tag=1, histogram=9}...}}.  Each
+ * item's status: its Value's bytes or -errno (left out).  The length. */
+int64_t slg_ms_encode_step(slg_hist_job *job, char *out, uint64_t cap) {
+    if (cap < slg_ms_step_bound(job)) return -28; /* -ENOSPC */
+    enum { HEAD = 9 + 11 + 11 };
+    char *v = out + HEAD; /* the values first, then the head in front of them */
+    if (job->has_scalar) {
+        float f = (float)job->scalar;
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        uint64_t value = slg_len_field(job->scalar_tag_len) + 5;
+        v = slg_put_len_key(v, 0x0A, value);
+        v = slg_put_len_key(v, 0x0A, job->scalar_tag_len);
+        memcpy(v, job->scalar_tag, job->scalar_tag_len);
+        v += job->scalar_tag_len;
+        *v++ = 0x1D;
+        slg_put_le32(v, bits);
+        v += 4;
+    }
+    int64_t step = job->has_scalar ? job->scalar_step : job->n ? job->items[0].step : 0;
+    double wall = job->has_scalar ? job->scalar_wall_time : job->n ? job->items[0].wall_time : 0;
+    for (uint64_t i = 0; i < job->n; i++) {
+        slg_hist_item *it = &job->items[i];
+        /* the histogram first, at the end of the room its framing may take */
+        uint64_t pre = 11 + slg_len_field(it->tag_len) + 11;
+        int64_t h = slg_ms_histogram(it->values, it->is_f64, it->n, NULL, NULL, 0, v + pre,
+                                     SLG_MS_HISTOGRAM_MAX);
+        it->status = h;
+        if (h < 0) continue;
+        uint64_t hist = (uint64_t)h, value = slg_len_field(it->tag_len) + slg_len_field(hist);
+        char *w = slg_put_len_key(v, 0x0A, value);
+        w = slg_put_len_key(w, 0x0A, it->tag_len);
+        memcpy(w, it->tag, it->tag_len);
+        w += it->tag_len;
+        w = slg_put_len_key(w, 0x4A, hist);
+        memmove(w, v + pre, (size_t)hist);
+        v = w + hist;
+    }
+    uint64_t summary = (uint64_t)(v - (out + HEAD));
+    uint64_t head = 9 + 1 + slg_varint_len((uint64_t)step) + 1 + slg_varint_len(summary);
+    char *p = out;
+    *p++ = 0x09;
+    slg_put_le64(p, slg_double_bits(wall));
+    p += 8;
+    *p++ = 0x10;
+    p = slg_put_varint(p, (uint64_t)step);
+    p = slg_put_len_key(p, 0x2A, summary);
+    memmove(p, out + HEAD, (size_t)summary);
+    return (int64_t)(head + summary);
+}

@@ -40,9 +40,10 @@ static uint64_t aligned64(uint64_t n) { return (n + 63) & ~(uint64_t)63; }
 int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs,
                   const uint64_t *counts, const uint8_t *is_f64, const char *tags,
                   const uint64_t *tag_lens, const char *scalar_tag, uint64_t scalar_tag_len,
-                  uint64_t slots, slg_lane **out) {
+                  uint64_t slots, int dialect, slg_lane **out) {
     *out = NULL;
     if (!b || !w || slots == 0 || slots > 4096 || n > (1u << 20)) return -EINVAL;
+    if (dialect != SLG_DIALECT_TB && dialect != SLG_DIALECT_MS) return -EINVAL;
     if (slg_binner_forked(b)) return -ECHILD;
     if (n && (!srcs || !counts || !is_f64 || !tag_lens || !tags)) return -EINVAL;
     if (scalar_tag_len > (1u << 30) || (scalar_tag_len && !scalar_tag)) return -EINVAL;
@@ -115,6 +116,7 @@ int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs
         s->job.n = n;
         s->job.scalar_tag = l->scalar_tag;
         s->job.scalar_tag_len = scalar_tag_len;
+        s->job.dialect = dialect;
     }
     l->st.slots = slots;
     l->st.slot_bytes = slot_bytes;

@@ -280,6 +280,14 @@ int64_t slg_ms_bins(uint64_t finite);
  * count) messages framed at out (NULL: only size them); returns their bytes. */
 uint64_t slg_ms_buckets(const double *left, const double *width, const int64_t *count,
                         uint64_t n, char *out);
+/* Bytes a MindSpore Summary.Histogram (at most 90 buckets) may take. */
+#define SLG_MS_HISTOGRAM_MAX 4096
+/* MindSpore's Summary.Histogram of n float32/float64 values by its bucket rule
+ * (edges, widths: NULL, or the edge_bins + 1 edges and edge_bins widths to use)
+ * into out (cap bytes, at least SLG_MS_HISTOGRAM_MAX).  The length, or -EINVAL
+ * (edges that collapsed). */
+int64_t slg_ms_histogram(const void *values, int is_f64, uint64_t n, const double *edges,
+                         const double *widths, uint64_t edge_bins, char *out, uint64_t cap);
 /* Bytes slg_tb_encode_histogram_event may need (bins <= 0: MindSpore's rule). */
 uint64_t slg_tb_histogram_event_bound(uint64_t tag_len, int64_t bins);
 /* A TensorBoard histogram Event of n float32/float64 values in `bins` buckets
@@ -323,6 +331,8 @@ typedef struct {
     int64_t scalar_step;
     double scalar_wall_time;
     int32_t has_scalar;
+    int32_t dialect;        /* SLG_DIALECT_TB: an event per value; SLG_DIALECT_MS: one
+                               MindSpore Event of the step (every item at its step) */
     int32_t write_status;   /* out: 0; SLG_DROPPED (buffer full); -errno: not
                                written or, with records > 0, written and the
                                writer reported an earlier error */
@@ -331,6 +341,13 @@ typedef struct {
     uint64_t dropped;       /* out: events made but not written */
     void *next;             /* the binner's queue link */
 } slg_hist_job;
+
+#define SLG_DIALECT_TB 0
+#define SLG_DIALECT_MS 1
+/* Bytes slg_ms_encode_step may need for `job` (UINT64_MAX on overflow). */
+uint64_t slg_ms_step_bound(const slg_hist_job *job);
+/* The job as one MindSpore Event (unframed) at out; sets each item's status. */
+int64_t slg_ms_encode_step(slg_hist_job *job, char *out, uint64_t cap);
 
 typedef struct slg_binner slg_binner;
 
@@ -374,11 +391,12 @@ typedef struct {
  * values at address srcs[i]) with their histogram tags, and an optional
  * scalar tag: each collect() copies the tensors into the next slot and queues
  * its job (the scalar, then the histograms by MindSpore's rule) on b, writing
- * into w.  The caller keeps the sources, b and w alive while the lane is. */
+ * into w, as TensorBoard events or (dialect SLG_DIALECT_MS) one MindSpore Event
+ * a collection.  The caller keeps the sources, b and w alive while the lane is. */
 int slg_lane_open(slg_binner *b, slg_writer *w, uint64_t n, const uint64_t *srcs,
                   const uint64_t *counts, const uint8_t *is_f64, const char *tags,
                   const uint64_t *tag_lens, const char *scalar_tag, uint64_t scalar_tag_len,
-                  uint64_t slots, slg_lane **out);
+                  uint64_t slots, int dialect, slg_lane **out);
 /* One collection at step and wall_time.  0: queued; SLG_LANE_BUSY (the next
  * slot's job is unfinished) and SLG_LANE_CLOSED: nothing queued; -errno:
  * queued, and an earlier job failed to write; -ECHILD: a forked child. */

@@ -1,4 +1,5 @@
-"""TensorBoard histogram events binned, encoded and written by a native thread
+"""Histogram events (TensorBoard's, or MindSpore's one Event a step) binned, encoded
+and written by a native thread
 (csrc/binner.c, csrc/lane.c).  Binning is the CPU-heavy part of logging: there it
 holds no GIL and runs at nice 19, so it only takes a CPU the training threads leave
 idle (a Python thread would compete with them for both).
@@ -137,12 +138,15 @@ class Lane:
     """A ring of ``slots`` private copies of ``entries`` (``(tag, array)`` views of
     C-contiguous float32/64 memory kept in place, e.g. a model's parameters), each
     collection copied and queued on a :class:`Binner` in one native call; its histogram
-    events (MindSpore's rule) follow the ``scalar_tag`` event into ``rw``.  Not thread-safe."""
+    events (MindSpore's rule) follow the ``scalar_tag`` event into ``rw``; with
+    ``mindspore=True`` a collection is one MindSpore Event, as a recorded step.  Not
+    thread-safe."""
 
     __slots__ = ("rw", "binner", "tags", "scalar_tag", "_arrays", "_h")
 
     def __init__(self, binner: Binner, rw: "RecordWriter", scalar_tag: str,
-                 entries: Sequence[tuple[str, np.ndarray]], slots: int = 8) -> None:
+                 entries: Sequence[tuple[str, np.ndarray]], slots: int = 8,
+                 mindspore: bool = False) -> None:
         if rw.compression is not None:
             raise ValueError("the binner writes framed records: the file must not be compressed")
         for tag, arr in entries:
@@ -160,7 +164,8 @@ class Lane:
                                [a.ctypes.data for a in self._arrays],
                                [a.size for a in self._arrays],
                                bytes(a.dtype.itemsize == 8 for a in self._arrays),
-                               b"".join(tags), list(map(len, tags)), stag, len(stag), slots, h)
+                               b"".join(tags), list(map(len, tags)), stag, len(stag), slots,
+                               lib.SLG_DIALECT_MS if mindspore else lib.SLG_DIALECT_TB, h)
         _check(rc, "slg_lane_open")
         self._h = ffi.gc(h[0], lib.slg_lane_free)
 

@@ -82,7 +82,7 @@ class HistogramStage:
             write_payload(payload)
 
     def open_lane(self, rw: "RecordWriter", scalar_tag: str | None,
-                  entries: list[tuple[str, np.ndarray]]) -> Lane | None:
+                  entries: list[tuple[str, np.ndarray]], mindspore: bool = False) -> Lane | None:
         """A :class:`~summarylog.binner.Lane` into ``rw``; None when two copies of the
         tensors exceed :data:`LANE_BYTES`, or no thread or memory is to be had."""
         size = sum((arr.nbytes + 63) & ~63 for _, arr in entries)
@@ -92,7 +92,7 @@ class HistogramStage:
             return None
         self.fold_retired()
         try:
-            lane = Lane(binner, rw, scalar_tag or "", entries, slots=slots)
+            lane = Lane(binner, rw, scalar_tag or "", entries, slots=slots, mindspore=mindspore)
         except OSError as exc:
             log.warning("summarylog: no lane for %s (%s): collections take the queue",
                         self.logdir, exc)

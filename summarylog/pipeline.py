@@ -139,15 +139,16 @@ class Pipeline:
         self._ensure_thread()
         self._wake.set()
 
-    def open_lane(self, scalar_tag: str | None, entries: list[tuple[str, np.ndarray]]) -> Any:
-        """A collector's lane into the current file (see HistogramStage.open_lane);
-        None while there is no file yet, or one the binner can't write to
-        (compressed, rotating)."""
+    def open_lane(self, scalar_tag: str | None, entries: list[tuple[str, np.ndarray]],
+                  mindspore: bool = False) -> Any:
+        """A collector's lane into the current file (see HistogramStage.open_lane;
+        ``mindspore``: a MindSpore summary file); None while there is no file yet,
+        or one the binner can't write to (compressed, rotating)."""
         rw = self.files.current
         if rw is None or rw.compression is not None or self.max_file_size is not None \
                 or self.closed:
             return None
-        return self.histograms.open_lane(rw, scalar_tag, entries)
+        return self.histograms.open_lane(rw, scalar_tag, entries, mindspore)
 
     @property
     def queued_jobs(self) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._native import ffi, lib
 from ..events import Event
-from ..histograms import as_float_array, equal_width_counts, value_stats
+from ..histograms import as_float_array, value_stats
 from ..pb import fields, len_field, ms, varint
 from ..png import encode_png
 from .tensorboard import tensor_elements
@@ -25,7 +25,6 @@ __all__ = [
 
 VERSION = "MindSpore.Event:1"
 MAX_BUCKETS = 90
-_STATS = struct.Struct("<BdBdBd")  # a Histogram's max, min, sum: keys and doubles
 _WALL = struct.Struct("<Bd")  # an Event's wall_time: key and double
 
 #: numpy dtype -> anf_ir DataType number (``DT_`` and the dtype's name in capitals)
@@ -50,31 +49,31 @@ def _step_field(step: int) -> bytes:
 def histogram_bytes(values: np.ndarray) -> bytes:
     """A serialized Summary.Histogram of ``values`` by MindSpore's rule: equal widths over
     [min, max] (widened by 0.5 each side when min == max); non-finite values counted
-    apart.  Framed here, byte for byte as protobuf would (tested): as messages they
-    are slow under the pure-Python protobuf MindSpore selects."""
+    apart.  Made by the C core (``slg_ms_histogram``, which the collectors' lane uses
+    too), byte for byte as protobuf would (tested): as messages they are slow under the
+    pure-Python protobuf MindSpore selects.  Edges are np.linspace's in float64 cast
+    to the values' dtype, as numpy 1 (MindSpore's) makes them for any numpy."""
     src = np.asarray(values)
     arr = as_float_array(src)
-    st = value_stats(arr)
-    n, buckets = st.finite, bytearray()
-    if n:
-        bins = lib.slg_ms_bins(n)  # 2 (<= 5), 3 (<= 10), n // 10 + 1 (<= 880), else 90
-        # edges in the values' dtype (float64 for integers), as MindSpore makes them
-        dtype = src.dtype if src.dtype.kind == "f" else np.dtype(np.float64)
-        lo, hi = dtype.type(st.min), dtype.type(st.max)
-        if lo == hi:
-            lo, hi = lo - dtype.type(0.5), hi + dtype.type(0.5)
-        edges = np.linspace(lo, hi, bins + 1, dtype=dtype)
-        # widths in the values' dtype, as MindSpore computes them
-        args = [*(ffi.from_buffer("double[]", np.ascontiguousarray(a, np.float64))
-                  for a in (edges[:-1], np.diff(edges))),
-                ffi.from_buffer("int64_t[]", equal_width_counts(arr, edges)), bins]
-        buckets = bytearray(lib.slg_ms_buckets(*args, ffi.NULL))
-        lib.slg_ms_buckets(*args, ffi.from_buffer(buckets))
-    top, bottom, total = (st.max, st.min, st.sum) if n else (0.0, 0.0, 0.0)
-    # fields in number order: buckets 1, nan/+inf/-inf counts 2-4, max/min/sum 5-7, count 8
-    return b"".join((buckets, b"\x10", varint(st.nan_count), b"\x18", varint(st.pos_inf_count),
-                     b"\x20", varint(st.neg_inf_count),
-                     _STATS.pack(0x29, top, 0x31, bottom, 0x39, total), b"\x40", varint(arr.size)))
+    edges = widths = ffi.NULL
+    bins = 0
+    if src.dtype == np.float16:  # edges and widths in float16 (the values' dtype)
+        st = value_stats(arr)
+        if st.finite:
+            bins = lib.slg_ms_bins(st.finite)
+            lo, hi = np.float16(st.min), np.float16(st.max)
+            if lo == hi:
+                lo, hi = lo - np.float16(0.5), hi + np.float16(0.5)
+            e16 = np.linspace(float(lo), float(hi), bins + 1).astype(np.float16)
+            edges = ffi.from_buffer("double[]", e16.astype(np.float64))
+            widths = ffi.from_buffer("double[]", np.diff(e16).astype(np.float64))
+    out = bytearray(lib.SLG_MS_HISTOGRAM_MAX)
+    n = lib.slg_ms_histogram(ffi.from_buffer(arr), arr.dtype.itemsize == 8, arr.size, edges,
+                             widths, bins, ffi.from_buffer(out), len(out))
+    if n < 0:
+        raise ValueError(f"no histogram: the {src.dtype} bucket edges of these values "
+                         f"collapse (values too large for their precision)")
+    return bytes(out[:n])
 
 
 def graph_bytes(value: Any) -> bytes:

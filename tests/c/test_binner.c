@@ -6,7 +6,8 @@
  * collect() time (sources changed right after), a lane whose slots are all
  * queued says busy instead of overwriting one (a stalled disk), a failed
  * write's error reaches collect() or take_error() once, and a forked
- * child's calls are refused.
+ * child's calls are refused; a MindSpore-dialect lane writes one Event a
+ * collection, its histograms slg_ms_histogram's.
  *
  * Files go to a fresh directory under $TMPDIR (or /tmp), removed at the end. */
 #include <dirent.h>
@@ -102,7 +103,7 @@ static slg_lane *one_lane(slg_binner *b, slg_writer *w, const float *v, uint64_t
     uint8_t f64[1] = {0};
     slg_lane *l = NULL;
     CHECK_EQ(slg_lane_open(b, w, 1, srcs, counts, f64, "h", tag_lens, scalar_tag,
-                           strlen(scalar_tag), slots, &l), 0);
+                           strlen(scalar_tag), slots, SLG_DIALECT_TB, &l), 0);
     return l;
 }
 
@@ -344,7 +345,8 @@ static void test_lane_collections(void) {
     const char tags[] = "w/autob/autolonger/name/auto";
     uint64_t tag_lens[N] = {6, 6, 16};
     slg_lane *l = NULL;
-    CHECK_EQ(slg_lane_open(b, w, N, srcs, counts, f64, tags, tag_lens, "loss/auto", 9, 3, &l), 0);
+    CHECK_EQ(slg_lane_open(b, w, N, srcs, counts, f64, tags, tag_lens, "loss/auto", 9, 3,
+                           SLG_DIALECT_TB, &l), 0);
     /* the values each collection saw, kept to check the file */
     void *seen[ROUNDS][N];
     int taken[ROUNDS];
@@ -397,6 +399,114 @@ static void test_lane_collections(void) {
     free(data);
     for (int c = 0; c < ROUNDS; c++)
         for (int i = 0; i < N; i++) free(seen[c][i]);
+    for (int i = 0; i < N; i++) free(src[i]);
+    slg_writer_free(w);
+}
+
+/* A varint at *p (a well-formed file: the writer's own). */
+static uint64_t get_varint(const char **p) {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+        unsigned char c = (unsigned char)*(*p)++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (c < 0x80) return v;
+    }
+}
+
+/* A MindSpore-dialect lane: each collection is one Event holding the scalar
+ * (when given) and every histogram, which is slg_ms_histogram's of the values
+ * at collect() time; tensors of one value, specials and tiny sizes included. */
+static void test_ms_lane(void) {
+    char path[4096];
+    slg_writer *w = open_writer("lane_MS", path, sizeof path);
+    slg_binner *b = NULL;
+    CHECK_EQ(slg_binner_open(19, 0.02, &b), 0);
+    t_rng r;
+    rng_seed(&r, 11);
+    enum { N = 4, ROUNDS = 60 };
+    uint64_t counts[N] = {1, 900, 5, 3000};
+    uint8_t f64[N] = {0, 1, 1, 0};
+    void *src[N];
+    uint64_t srcs[N];
+    for (int i = 0; i < N; i++) {
+        src[i] = xmalloc(counts[i] * 8);
+        srcs[i] = (uint64_t)(uintptr_t)src[i];
+    }
+    const char tags[] = "a/autob/autoc/autod/auto";
+    uint64_t tag_lens[N] = {6, 6, 6, 6};
+    slg_lane *l = NULL;
+    CHECK_EQ(slg_lane_open(b, w, N, srcs, counts, f64, tags, tag_lens, "loss/auto", 9, 3,
+                           SLG_DIALECT_MS, &l), 0);
+    static char want[ROUNDS][N][SLG_MS_HISTOGRAM_MAX];
+    int64_t want_len[ROUNDS][N];
+    for (int k = 0; k < ROUNDS; k++) {
+        for (int i = 0; i < N; i++) {
+            fill(&r, src[i], f64[i], counts[i]);
+            if (k % 7 == 0) memset(src[i], 0, counts[i] * (f64[i] ? 8 : 4)); /* one value */
+            want_len[k][i] = slg_ms_histogram(src[i], f64[i], counts[i], NULL, NULL, 0,
+                                              want[k][i], SLG_MS_HISTOGRAM_MAX);
+            CHECK(want_len[k][i] > 0);
+        }
+        int rc;
+        do {
+            rc = slg_lane_collect(l, k % 3 != 2, 0.5 * k, 5 * k, 10.0 + k);
+            if (rc == SLG_LANE_BUSY) slg_binner_flush(b);
+        } while (rc == SLG_LANE_BUSY);
+        CHECK_EQ(rc, 0);
+        for (int i = 0; i < N; i++) memset(src[i], 0x7f, counts[i] * (f64[i] ? 8 : 4));
+    }
+    CHECK_EQ(slg_binner_flush(b), 0);
+    slg_lane_stats st;
+    slg_lane_get_stats(l, &st);
+    CHECK_EQ(st.collections, ROUNDS);
+    CHECK_EQ(st.events, ROUNDS);
+    CHECK_EQ(st.failed, 0);
+    slg_lane_free(l);
+    slg_binner_free(b);
+    CHECK_EQ(slg_writer_close(w), 0);
+    uint64_t len;
+    char *data = read_file(path, &len);
+    static records rec;
+    split(data, len, &rec);
+    CHECK_EQ(rec.n, ROUNDS);
+    for (int k = 0; k < ROUNDS; k++) {
+        const char *p = rec.p[k], *end = p + rec.len[k];
+        CHECK_EQ((unsigned char)p[0], 0x09);
+        double wall;
+        memcpy(&wall, p + 1, 8);
+        CHECK(wall == 10.0 + k);
+        p += 9;
+        CHECK_EQ((unsigned char)*p++, 0x10);
+        CHECK_EQ(get_varint(&p), (uint64_t)(5 * k));
+        CHECK_EQ((unsigned char)*p++, 0x2A);
+        CHECK_EQ(get_varint(&p), (uint64_t)(end - p));
+        if (k % 3 != 2) { /* value{tag "loss/auto", scalar_value 0.5k} */
+            CHECK_EQ((unsigned char)*p++, 0x0A);
+            CHECK_EQ(get_varint(&p), 2 + 9 + 5);
+            CHECK(memcmp(p, "\x0a\x09loss/auto\x1d", 12) == 0);
+            float f;
+            memcpy(&f, p + 12, 4);
+            CHECK(f == (float)(0.5 * k));
+            p += 16;
+        }
+        for (int i = 0; i < N; i++) {
+            CHECK_EQ((unsigned char)*p++, 0x0A);
+            const char *value_end = p;
+            uint64_t vlen = get_varint(&p);
+            value_end = p + vlen;
+            CHECK_EQ((unsigned char)*p++, 0x0A);
+            CHECK_EQ(get_varint(&p), 6);
+            CHECK(memcmp(p, tags + 6 * i, 6) == 0);
+            p += 6;
+            CHECK_EQ((unsigned char)*p++, 0x4A);
+            CHECK_EQ(get_varint(&p), (uint64_t)want_len[k][i]);
+            CHECK(memcmp(p, want[k][i], (size_t)want_len[k][i]) == 0);
+            p += want_len[k][i];
+            CHECK(p == value_end);
+        }
+        CHECK(p == end);
+    }
+    free(data);
     for (int i = 0; i < N; i++) free(src[i]);
     slg_writer_free(w);
 }
@@ -552,6 +662,7 @@ int main(void) {
     RUN(test_refusals_and_close);
     RUN(test_two_threads);
     RUN(test_lane_collections);
+    RUN(test_ms_lane);
     RUN(test_lane_busy_and_errors);
     RUN(test_fork_child_refuses);
     RUN(test_two_closers_and_drops);

@@ -316,3 +316,35 @@ def test_a_job_is_kept_alive_until_it_finished(tmp_path) -> None:
     rw.close()
     stalled.close()
     assert len(_payloads(str(tmp_path / "b"))) == 1
+
+
+def test_a_mindspore_lane_writes_each_collection_as_the_recorded_step(tmp_path) -> None:
+    """A MindSpore-dialect lane: one Event a collection, the bytes MindSporeEncoder
+    makes for the same step (the scalar, then each histogram by MindSpore's rule)."""
+    from summarylog.dialects.mindspore import MindSporeEncoder
+
+    rng = np.random.default_rng(2)
+    arrays = [np.zeros(3000, np.float32), np.zeros((5, 4), np.float64), np.zeros(1, np.float32)]
+    binner = Binner(poll_secs=0.01)
+    path = str(tmp_path / "events.out.events.summary.1.h_MS")
+    seen = []
+    with RecordWriter(path) as rw:
+        lane = Lane(binner, rw, "loss/auto", [(f"p{i}/auto", a) for i, a in enumerate(arrays)],
+                    slots=3, mindspore=True)
+        for k in range(20):
+            for a in arrays:
+                a[...] = _values(rng, a.size, a.dtype.type).reshape(a.shape)
+            seen.append([a.copy() for a in arrays])
+            loss = None if k % 4 == 3 else 0.25 * k - 1e39 * (k == 5)  # (an overflow: inf)
+            while not lane.collect(loss, 7 * k - 3, 50.0 + k):
+                binner.flush()
+        binner.flush()
+        st = lane.stats
+        assert st["collections"] == 20 and st["events"] == 20 and st["failed"] == 0
+    enc = MindSporeEncoder()
+    want = []
+    for k, vals in enumerate(seen):
+        values = [] if k % 4 == 3 else [("scalar", "loss/auto", 0.25 * k - 1e39 * (k == 5))]
+        values += [("histogram", f"p{i}/auto", v) for i, v in enumerate(vals)]
+        want += enc.summary(50.0 + k, 7 * k - 3, values)
+    assert _payloads(path) == want
