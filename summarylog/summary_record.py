@@ -234,17 +234,20 @@ class SummaryRecord:
     # -- a collector's lane (summarylog.collector_lane) ------------------------------
     @property
     def lanes_possible(self) -> bool:
-        """Whether :meth:`open_lane` may ever give a lane (TensorBoard files
-        that don't rotate or compress, no exports)."""
-        return (self._tb is not None and self._tb.max_file_size is None
-                and self._tb.compression is None and not self.export_options)
+        """Whether :meth:`open_lane` may ever give a lane (files that don't
+        rotate or compress, no exports)."""
+        if self.export_options:
+            return False
+        if self._tb is not None:
+            return self._tb.max_file_size is None and self._tb.compression is None
+        return self._files is not None and self._files.max_file_size is None
 
     def open_lane(self, scalar_tag: str | None,
                   entries: list[tuple[str, np.ndarray]]) -> Lane | None:
         """A :class:`~summarylog.binner.Lane` into this record's TensorBoard
-        file (see summarylog.collector_lane): ``entries`` are ``(histogram
-        tag, array viewing the tensor's memory)``, ``scalar_tag`` the loss's.
-        None while collections can't go that way."""
+        file or MindSpore summary file (see summarylog.collector_lane):
+        ``entries`` are ``(histogram tag, array viewing the tensor's memory)``,
+        ``scalar_tag`` the loss's.  None while collections can't go that way."""
         if not self.lanes_possible or self._closed or self._stopped:
             return None
         if any(arr.ndim == 0 or arr.size == 0 or arr.dtype not in BINNABLE
@@ -253,12 +256,11 @@ class SummaryRecord:
         for tag in (scalar_tag, *(t for t, _ in entries)):
             if tag is not None:
                 check_summary_tag(tag)
-        return self._tb.pipeline.open_lane(scalar_tag, entries)
+        return self._pipe.open_lane(scalar_tag, entries, mindspore=self._tb is None)
 
     def retire_lane(self, lane: Lane) -> None:
         """A lane its collector no longer uses (its tensors moved)."""
-        if self._tb is not None:
-            self._tb.pipeline.histograms.retire(lane)
+        self._pipe.histograms.retire(lane)
 
     def lane_ready(self) -> bool:
         """Whether a collection may go through a lane now: recording, and no

@@ -216,9 +216,10 @@ def _spread(none: list[float], ours: list[float]) -> str:
     return f"middle half of the rounds' ratios {q1:.3f}-{q3:.3f}x"
 
 
-@bench("mindspore_collector", goal=5.0, unit="1/s overhead",
+@bench("mindspore_collector", goal=20.0, unit="1/s overhead",
        peer="MindSpore's own SummaryCollector",
-       description="MindSpore Model.train, 768 steps: overhead of each SummaryCollector")
+       description="MindSpore Model.train, 768 steps: overhead of each SummaryCollector at "
+                   "its defaults (the loss landscape's 19 checkpoints included)")
 def bench_mindspore_collector(ctx: Context) -> list[Row]:
     """Added wall time of MindSpore's SummaryCollector vs summarylog's on the
     same Model.train run, both collecting the same things (figures are

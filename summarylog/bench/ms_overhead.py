@@ -6,11 +6,12 @@ rotated each round, and prints JSON {"none": [{"wall": s, "cpu": s}, ...],
 
     python ms_overhead.py OUTDIR ROUNDS EPOCHS
 
-Both collectors collect the same things: MindSpore's defaults without the
-loss landscape (summarylog has none; MindSpore's default one also saves 19
-checkpoints).  ``cpu`` counts the process's threads and its reaped children
+Both collectors collect the same things: MindSpore's defaults, the loss
+landscape's included (the parameters saved at steps 1-19 into ``ckpt_dir`` with
+``train_metadata.json``).  ``cpu`` counts the process's threads and its reaped children
 (MindSpore's writer process and its packer pool).  A collector that leaves
-its summary directory without a summary and a lineage file fails the run.
+its summary directory without a summary and a lineage file, or without the 19
+checkpoints and their train_metadata.json, fails the run.
 """
 
 import gc
@@ -50,7 +51,7 @@ def main(outdir: str, rounds: int, epochs: int) -> None:
         cbs = []
         d = os.path.join(outdir, f"{which}-{i}")
         if which == "mindspore":
-            cbs.append(ms.SummaryCollector(d, collect_specified_data={"collect_landscape": None}))
+            cbs.append(ms.SummaryCollector(d))
         elif which == "ours":
             cbs.append(SummaryCollector(d))
         t0, c0, k0 = time.perf_counter(), time.process_time(), os.times()
@@ -67,9 +68,13 @@ def main(outdir: str, rounds: int, epochs: int) -> None:
         time.sleep(0.2)
         if cbs:
             files = os.listdir(d)
+            ckpts = os.listdir(os.path.join(d, "ckpt_dir")) if "ckpt_dir" in files else []
             if not (any(f.endswith("_MS") for f in files)
-                    and any(f.endswith("_lineage") for f in files)):
-                raise RuntimeError(f"{which}'s collector left {d} with {sorted(files)}")
+                    and any(f.endswith("_lineage") for f in files)
+                    and "train_metadata.json" in ckpts
+                    and sum(f.endswith(".ckpt") for f in ckpts) >= 19):
+                raise RuntimeError(f"{which}'s collector left {d} with {sorted(files)}, "
+                                   f"ckpt_dir: {sorted(ckpts)}")
         return {"wall": wall, "cpu": cpu}
 
     run("none", -1)  # warm-up: graph compile, dataset pipeline
