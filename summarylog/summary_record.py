@@ -27,6 +27,8 @@ from .checks import check_choice, check_flush_secs, check_optional_size
 from .dialects.mindspore import MindSporeEncoder
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
+from .record_limits import DisplayLimits
+from .record_ops import check_train_network, drop_mindspore_summary_ops, mindspore_summary_ops
 from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
 from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_OP_NAME,
                             SUMMARY_PLUGINS, TagNameError, check_export_options,
@@ -111,9 +113,12 @@ class SummaryRecord:
         self._finished = False
         self._stopped = False  # an I/O error stopped recording (raise_exception=False)
         self._error: BaseException | None = None
+        self._lost_steps = 0  # steps (partly) not written; recording went on
         #: callables returning {"TAG[:TYPE]": tensor} of summary operators
-        #: since the last call (framework adapters register them)
+        #: since the last call (framework adapters register them; MindSpore's
+        #: operators are taken without one when MindSpore is loaded)
         self.summary_op_sources: list[Callable[[], Mapping[str, Any]]] = []
+        drop_mindspore_summary_ops()  # values from before this record (as MindSpore)
         self._tb: Any = None
         self._files: MindSporeFiles | None = None
         if format == "tensorboard":
@@ -141,7 +146,8 @@ class SummaryRecord:
         # woken thread takes the GIL, and the training thread may wait for it
         self._wake_bytes = min(max_buffer // 8, 8 << 20)
         self._sink: Any = (TensorBoardSink(self._tb, builder, self._wake_bytes) if self._tb
-                           else MindSporeSink(self._files, self._enc, builder))
+                           else MindSporeSink(self._files, self._enc, builder,
+                                              DisplayLimits(self._dir)))
         self._pipe.after_drain.append(lambda final: self._sink.drained(final or self._lane_waits))
         self._lane_waits = False  # a collector's lane waits for the queued steps
         shutdown.register(self)
@@ -211,10 +217,14 @@ class SummaryRecord:
     def record(self, step: int, train_network: Any = None,
                plugin_filter: Callable[[str], bool] | None = None) -> bool:
         """Write everything added since the last call as step ``step`` (one
-        summary Event; lineage to the lineage file).  Returns False when
-        closed or stopped by an error.  ``step`` not an int: TypeError."""
+        summary Event; lineage to the lineage file), with the values of
+        MindSpore's summary operators run since then (train mode, when the
+        program loaded MindSpore).  Returns False when closed or stopped by
+        an I/O error.  ``step`` not an int, ``train_network`` not a network
+        (a MindSpore Cell, a graph message or its bytes, or None): TypeError."""
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
             raise TypeError(f"step must be an int, got {type(step).__name__}")
+        check_train_network(train_network)
         if plugin_filter is not None and not callable(plugin_filter):
             raise TypeError(f"plugin_filter must be callable or None, "
                             f"got {type(plugin_filter).__name__}")
@@ -302,6 +312,11 @@ class SummaryRecord:
                 ops = source()
                 if ops:
                     self._add_summary_ops(ops)
+            # MindSpore's operators, when the program loaded it: the cache is
+            # taken (emptied), so a source above that took it leaves nothing
+            ops = mindspore_summary_ops()
+            if ops:
+                self._add_summary_ops(ops)
         n = None
         if not self._pool and later is not None:
             # a collection and nothing else (the common case): no filtering, and
@@ -337,13 +352,36 @@ class SummaryRecord:
 
     def _write_step(self, step: int, wall: float, pool: Any,
                     plugin_filter: Callable[[str], bool] | None) -> list[bytes]:
-        """A recorded step, on the background stage (a pipeline job)."""
+        """A recorded step, on the background stage (a pipeline job).  An
+        I/O error stops recording (see ``raise_exception``); any other
+        failure loses (part of) this step only."""
         if not self._stopped:
             try:
                 self._sink.write_step(step, wall, pool, plugin_filter)
-            except Exception as exc:
+            except OSError as exc:
                 self._fail(exc)
+            except Exception as exc:
+                self._lose_step(step, exc)
         return []
+
+    def _lose_step(self, step: int, exc: Exception) -> None:
+        """A step (or part of it) not written: counted, logged (the first
+        few, then every 100th), raised from the next call if strict."""
+        self._lost_steps += 1
+        n = self._lost_steps
+        if n <= 5 or n % 100 == 0:
+            log.error("summarylog: %s: step %d of %s not written: %s%s", self._dir, step,
+                      self.format, exc, "" if n < 5 else
+                      f" ({n} steps lost so far; see SummaryRecord.stats())")
+        if self.raise_exception:
+            self._error = self._error or exc
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: ``lost_steps`` (steps of which a record could not be
+        written: too large, or a value the encoder refused; recording went
+        on) and the background stage's (``dropped_values``, ``events``,
+        queue state)."""
+        return dict(self._pipe.stats(), lost_steps=self._lost_steps)
 
     def _add_summary_ops(self, ops: Mapping[Any, Any]) -> None:
         """The values of summary operators ('TAG[:TYPE]' names) taken at a record."""

@@ -1,0 +1,98 @@
+"""MindInsight's display limits, watched for a run a SummaryRecord writes.
+
+MindInsight 2.3.1 keeps, per run (mindinsight/conf/constants.py and
+datavisual/data_transform/events_data.py): 300 tags over all dashboards (a
+new tag past them evicts the oldest), 10 graph tags and 6 tensor tags (the
+same), and per tag the newest steps of a reservoir: 1 000 scalar steps
+(sampled at random, the newest kept), 10 image steps, 50 histogram steps,
+20 tensor steps, 1 graph step; a tensor of more than 10 000 000 values is not
+shown (datavisual/data_transform/tensor_container.py).  Past any of them the
+data is in the files (summarylog's Reader reads it all) but MindInsight hides
+part of it: :class:`DisplayLimits` warns once per kind of limit per run.
+
+Counted on the background stage, from the values of each written step:
+a dict update per value, nothing on the training thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+__all__ = ["DisplayLimits", "TOTAL_TAGS", "TAGS_PER_PLUGIN", "STEPS_PER_TAG",
+           "MAX_TENSOR_VALUES"]
+
+log = logging.getLogger("summarylog")
+
+TOTAL_TAGS = 300  #: MAX_TAG_SIZE_PER_EVENTS_DATA
+TAGS_PER_PLUGIN = {"graph": 10, "tensor": 6}  #: MAX_GRAPH_TAG_SIZE, MAX_TENSOR_TAG_SIZE
+STEPS_PER_TAG = {"scalar": 1000, "image": 10, "histogram": 50, "tensor": 20}  #: reservoirs
+MAX_TENSOR_VALUES = 10_000_000  #: tensor_container.MAX_TENSOR_COUNT
+
+_HIDES = {
+    "scalar": "it shows a random sample of 1000 steps per scalar tag (the newest kept)",
+    "image": "it shows only 10 steps per image tag (a random sample, the newest kept)",
+    "histogram": "it shows only 50 steps per histogram tag (a random sample, the newest kept)",
+    "tensor": "it shows only 20 steps per tensor tag (a random sample, the newest kept)",
+}
+
+
+class DisplayLimits:
+    """Counts a run's tags and steps per tag; the first time a count passes
+    one of MindInsight's limits, one warning on the ``summarylog`` logger
+    says what MindInsight will hide (the files keep everything)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.warned: set[str] = set()  # kinds of limits passed (one warning each)
+        self._steps: dict[tuple[str, str], list[int]] = {}  # (plugin, tag) -> [steps, last]
+        self._tags_by_plugin: dict[str, int] = {}
+        self._graphs = 0
+
+    def count(self, step: int, values: list[tuple[str, str, Any]], graphs: int = 0) -> None:
+        """A written step: its ``(plugin, tag, array)`` values and its number
+        of graphs (each its own MindInsight tag once its file is new)."""
+        steps = self._steps
+        for plugin, tag, value in values:
+            seen = steps.get((plugin, tag))
+            if seen is None:
+                steps[(plugin, tag)] = [1, step]
+                self._new_tag(plugin, tag)
+            elif seen[1] != step:  # a step recorded again replaces its value
+                seen[0] += 1
+                seen[1] = step
+                limit = STEPS_PER_TAG.get(plugin)
+                if limit is not None and seen[0] == limit + 1:
+                    self._warn(f"steps:{plugin}", f"{plugin} tag {tag!r} has more than {limit} "
+                               f"steps: {_HIDES[plugin]}")
+            if plugin == "tensor" and getattr(value, "size", 0) > MAX_TENSOR_VALUES:
+                self._warn("tensor_size", f"tensor {tag!r} has {value.size} values, more than "
+                           f"{MAX_TENSOR_VALUES}: MindInsight does not show such a tensor")
+        if graphs:
+            self._graphs += graphs
+            if self._graphs > TAGS_PER_PLUGIN["graph"]:
+                self._warn("tags:graph", f"more than {TAGS_PER_PLUGIN['graph']} graphs: "
+                           f"MindInsight shows at most {TAGS_PER_PLUGIN['graph']} graph tags "
+                           f"per run (one per file, its newest graph) and drops the oldest")
+            self._check_total("a graph")
+
+    def _new_tag(self, plugin: str, tag: str) -> None:
+        n = self._tags_by_plugin[plugin] = self._tags_by_plugin.get(plugin, 0) + 1
+        limit = TAGS_PER_PLUGIN.get(plugin)
+        if limit is not None and n > limit:
+            self._warn(f"tags:{plugin}", f"more than {limit} {plugin} tags (the newest: "
+                       f"{tag!r}): MindInsight shows {limit} {plugin} tags per run and drops "
+                       f"the oldest ones")
+        self._check_total(f"{tag!r}/{plugin}")
+
+    def _check_total(self, newest: str) -> None:
+        if len(self._steps) + self._graphs > TOTAL_TAGS:
+            self._warn("tags", f"more than {TOTAL_TAGS} tags (the newest: {newest}): "
+                       f"MindInsight shows {TOTAL_TAGS} tags per run over all its dashboards "
+                       f"and drops the oldest ones")
+
+    def _warn(self, kind: str, text: str) -> None:
+        if kind not in self.warned:
+            self.warned.add(kind)
+            log.warning("summarylog: %s: %s (the files hold everything; summarylog's Reader "
+                        "reads it all)", self.where, text)
