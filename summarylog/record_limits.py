@@ -30,10 +30,10 @@ STEPS_PER_TAG = {"scalar": 1000, "image": 10, "histogram": 50, "tensor": 20}  #:
 MAX_TENSOR_VALUES = 10_000_000  #: tensor_container.MAX_TENSOR_COUNT
 
 _HIDES = {
-    "scalar": "it shows a random sample of 1000 steps per scalar tag (the newest kept)",
-    "image": "it shows only 10 steps per image tag (a random sample, the newest kept)",
-    "histogram": "it shows only 50 steps per histogram tag (a random sample, the newest kept)",
-    "tensor": "it shows only 20 steps per tensor tag (a random sample, the newest kept)",
+    "scalar": "MindInsight shows a random sample of 1000 steps per scalar tag (the newest kept)",
+    "image": "MindInsight shows only 10 steps per image tag (a random sample, the newest kept)",
+    "histogram": "MindInsight shows only 50 steps per histogram tag (a random sample, the newest kept)",
+    "tensor": "MindInsight shows only 20 steps per tensor tag (a random sample, the newest kept)",
 }
 
 

@@ -30,9 +30,19 @@ from .pipeline import Job, Pipeline
 from .record_limits import DisplayLimits
 from .record_ops import check_train_network, drop_mindspore_summary_ops, mindspore_summary_ops
 from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
-from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_OP_NAME,
-                            SUMMARY_PLUGINS, TagNameError, check_export_options,
-                            check_summary_tag, graph_of, pool_bytes, pool_item)
+from .record_values import (
+    LANDSCAPE,
+    LATER,
+    LINEAGE_PLUGINS,
+    SUMMARY_OP_NAME,
+    SUMMARY_PLUGINS,
+    TagNameError,
+    check_export_options,
+    check_summary_tag,
+    graph_of,
+    pool_bytes,
+    pool_item,
+)
 from .records import RecordWriter
 
 __all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
