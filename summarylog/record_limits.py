@@ -6,7 +6,10 @@ new tag past them evicts the oldest), 10 graph tags and 6 tensor tags (the
 same), and per tag the newest steps of a reservoir: 1 000 scalar steps
 (sampled at random, the newest kept), 10 image steps, 50 histogram steps,
 20 tensor steps, 1 graph step; a tensor of more than 10 000 000 values is not
-shown (datavisual/data_transform/tensor_container.py).  Past any of them the
+shown (datavisual/data_transform/tensor_container.py).  Its run list holds at
+most 999 summary directories (datavisual/data_transform/summary_watcher.py:
+the base directory and its subdirectories, oldest first by modification
+time, so the newest runs are the ones left out): :func:`check_run_listing`.  Past any of them the
 data is in the files (summarylog's Reader reads it all) but MindInsight hides
 part of it: :class:`DisplayLimits` warns once per kind of limit per run.
 
@@ -17,10 +20,12 @@ a dict update per value, nothing on the training thread.
 from __future__ import annotations
 
 import logging
+import os
+import re
 from typing import Any
 
-__all__ = ["DisplayLimits", "TOTAL_TAGS", "TAGS_PER_PLUGIN", "STEPS_PER_TAG",
-           "MAX_TENSOR_VALUES"]
+__all__ = ["MAX_RUNS", "MAX_TENSOR_VALUES", "STEPS_PER_TAG", "TAGS_PER_PLUGIN", "TOTAL_TAGS",
+           "DisplayLimits", "check_run_listing"]
 
 log = logging.getLogger("summarylog")
 
@@ -28,6 +33,8 @@ TOTAL_TAGS = 300  #: MAX_TAG_SIZE_PER_EVENTS_DATA
 TAGS_PER_PLUGIN = {"graph": 10, "tensor": 6}  #: MAX_GRAPH_TAG_SIZE, MAX_TENSOR_TAG_SIZE
 STEPS_PER_TAG = {"scalar": 1000, "image": 10, "histogram": 50, "tensor": 20}  #: reservoirs
 MAX_TENSOR_VALUES = 10_000_000  #: tensor_container.MAX_TENSOR_COUNT
+MAX_RUNS = 999  #: SummaryWatcher.MAX_SUMMARY_DIR_COUNT
+_SUMMARY_NAME = re.compile(r"summary\.\d+")  # MindInsight's summary (and lineage) file names
 
 _HIDES = {
     "scalar": "MindInsight shows a random sample of 1000 steps per scalar tag (the newest kept)",
@@ -96,3 +103,36 @@ class DisplayLimits:
             self.warned.add(kind)
             log.warning("summarylog: %s: %s (the files hold everything; summarylog's Reader "
                         "reads it all)", self.where, text)
+
+
+def _holds_summaries(path: str) -> bool:
+    try:
+        with os.scandir(path) as it:
+            return any(_SUMMARY_NAME.search(e.name) for e in it)
+    except OSError:
+        return False
+
+
+def check_run_listing(log_dir: str) -> bool:
+    """Warn (and return True) when the directory holding ``log_dir`` already
+    holds :data:`MAX_RUNS` other runs: MindInsight started there lists the
+    oldest 999 only, so this new run would not be listed.  One scan of that
+    directory; its subdirectories are looked into only past 999 of them."""
+    parent, me = os.path.split(os.path.normpath(log_dir))
+    try:
+        with os.scandir(parent) as it:
+            dirs = [e.path for e in it if e.name != me and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return False
+    if len(dirs) < MAX_RUNS:
+        return False
+    runs = 0
+    for path in dirs:
+        runs += _holds_summaries(path)
+        if runs >= MAX_RUNS:
+            log.warning("summarylog: %s: %s already holds %d runs: MindInsight started on it "
+                        "lists at most %d (the oldest first), so it will not list this run "
+                        "(summarylog's Reader reads them all)", log_dir, parent, MAX_RUNS,
+                        MAX_RUNS)
+            return True
+    return False

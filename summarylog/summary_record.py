@@ -27,7 +27,7 @@ from .checks import check_choice, check_flush_secs, check_optional_size
 from .dialects.mindspore import MindSporeEncoder
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
-from .record_limits import DisplayLimits
+from .record_limits import DisplayLimits, check_run_listing
 from .record_ops import check_train_network, drop_mindspore_summary_ops, mindspore_summary_ops
 from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
 from .record_values import (
@@ -149,6 +149,7 @@ class SummaryRecord:
                                   max_buffer=max_buffer, on_full="block",
                                   strict=raise_exception, max_file_size=None,
                                   on_error=self._fail)
+            check_run_listing(self._dir)
         export = self.export_options and self.export_options.get("tensor_format") == "npy"
         builder = StepBuilder(export_dir(self._dir, self._files.names if self._files else None)
                               if export else None)

@@ -369,3 +369,17 @@ def test_counting_costs_a_dict_update_per_value():
     t2 = min(timeit.repeat(new_step, number=n, repeat=3))
     print(f"DisplayLimits.count of a 10-scalar step: {t / n * 1e6:.2f} us (same step), "
           f"{t2 / n * 1e6:.2f} us (new step), on the background thread")
+
+
+def test_a_run_past_mindinsights_999_listed_runs_warns(tmp_path, caplog):
+    base = tmp_path / "base"
+    for i in range(998):
+        (base / f"run{i}").mkdir(parents=True)
+        (base / f"run{i}" / "events.out.events.summary.1.host_MS").write_bytes(b"")
+    (base / "not_a_run").mkdir()  # no summary file: not counted
+    SummaryRecord(base / "run998").close()  # the 999th run: listed
+    assert _warnings(caplog) == []
+    (base / "run998" / "events.out.events.summary.1.host_MS").write_bytes(b"")
+    SummaryRecord(base / "run999").close()  # the 1000th: not listed
+    (msg,) = _warnings(caplog)
+    assert "lists at most 999" in msg and "run999" in msg
