@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["mindspore_summary_ops", "drop_mindspore_summary_ops", "check_train_network"]
+from .record_values import SUMMARY_OP_NAME
+
+__all__ = ["check_train_network", "drop_mindspore_summary_ops", "mindspore_summary_ops",
+           "take_summary_ops"]
 
 log = logging.getLogger("summarylog")
 
@@ -39,6 +42,21 @@ def mindspore_summary_ops() -> Mapping[str, Any] | None:
     except Exception as exc:  # pragma: no cover - MindSpore's internals vary by version
         log.warning("summarylog: could not take MindSpore's summary operators' values: %s", exc)
         return None
+
+
+def take_summary_ops(sources: Iterable[Callable[[], Mapping[str, Any]]],
+                     add_value: Callable[[str, str, Any], None]) -> None:
+    """The values of the summary operators run since the last record, from
+    the adapters' ``sources``, then from MindSpore when it is loaded (its
+    cache is taken: a source that took it already leaves nothing), each
+    ``add_value(plugin, tag, value)``; a bad 'TAG[:TYPE]' name is skipped."""
+    for ops in (*(source() for source in sources), mindspore_summary_ops()):
+        for full, tensor in (ops or {}).items():
+            m = SUMMARY_OP_NAME.match(full) if isinstance(full, str) else None
+            if m is None:
+                log.warning("summarylog: the name %r is invalid, expected 'TAG[:TYPE]'.", full)
+                continue
+            add_value(m.group(2).lower(), m.group(1), tensor)
 
 
 def drop_mindspore_summary_ops() -> None:

@@ -32,18 +32,9 @@ from google.protobuf import json_format
 from .dialects.base import DialectEncoder
 from .dialects.mindspore import user_info_dict
 from .pipeline import BATCH
-from .record_values import (
-    BORROWED_MAX,
-    LANDSCAPE,
-    LATER,
-    LINEAGE_PLUGINS,
-    SUMMARY_PLUGINS,
-    check_summary_tag,
-    export_name,
-    real_subdir,
-    resolve,
-    summary_value,
-)
+from .record_values import (BORROWED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS,
+                            check_summary_tag, export_name, real_subdir, resolve,
+                            summary_value)
 from .records import MAX_PAYLOAD
 
 __all__ = ["StepBuilder", "MindSporeSink", "TensorBoardSink", "StepWriteError", "MAX_RECORD"]

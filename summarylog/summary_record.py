@@ -28,21 +28,11 @@ from .dialects.mindspore import MindSporeEncoder
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
 from .record_limits import DisplayLimits, check_run_listing
-from .record_ops import check_train_network, drop_mindspore_summary_ops, mindspore_summary_ops
+from .record_ops import check_train_network, drop_mindspore_summary_ops, take_summary_ops
 from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
-from .record_values import (
-    LANDSCAPE,
-    LATER,
-    LINEAGE_PLUGINS,
-    SUMMARY_OP_NAME,
-    SUMMARY_PLUGINS,
-    TagNameError,
-    check_export_options,
-    check_summary_tag,
-    graph_of,
-    pool_bytes,
-    pool_item,
-)
+from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS, TagNameError,
+                            check_export_options, check_summary_tag, graph_of, pool_bytes,
+                            pool_item)
 from .records import RecordWriter
 
 __all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
@@ -318,16 +308,8 @@ class SummaryRecord:
             if graph is not None:
                 self.add_value("graph", "graph", graph)
                 self._has_graph = True
-        if self._mode == "train":
-            for source in self.summary_op_sources:
-                ops = source()
-                if ops:
-                    self._add_summary_ops(ops)
-            # MindSpore's operators, when the program loaded it: the cache is
-            # taken (emptied), so a source above that took it leaves nothing
-            ops = mindspore_summary_ops()
-            if ops:
-                self._add_summary_ops(ops)
+        if self._mode == "train":  # summary operators' values (not in eval, as MindSpore)
+            take_summary_ops(self.summary_op_sources, self.add_value)
         n = None
         if not self._pool and later is not None:
             # a collection and nothing else (the common case): no filtering, and
@@ -393,15 +375,6 @@ class SummaryRecord:
         on) and the background stage's (``dropped_values``, ``events``,
         queue state)."""
         return dict(self._pipe.stats(), lost_steps=self._lost_steps)
-
-    def _add_summary_ops(self, ops: Mapping[Any, Any]) -> None:
-        """The values of summary operators ('TAG[:TYPE]' names) taken at a record."""
-        for full, tensor in ops.items():
-            m = SUMMARY_OP_NAME.match(full) if isinstance(full, str) else None
-            if m is None:
-                log.warning("summarylog: the name %r is invalid, expected 'TAG[:TYPE]'.", full)
-                continue
-            self.add_value(m.group(2).lower(), m.group(1), tensor)
 
     def flush(self) -> None:
         """Return when everything recorded so far reached the OS."""

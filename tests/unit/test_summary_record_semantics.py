@@ -247,7 +247,7 @@ def test_mindspore_is_never_imported_by_summary_record(tmp_path):
 
 def test_taking_summary_operators_costs_nothing_measurable_without_mindspore(tmp_path,
                                                                              monkeypatch):
-    import summarylog.summary_record as sr
+    import summarylog.record_ops as ops
 
     assert "mindspore.train.summary.summary_record" not in sys.modules
     with SummaryRecord(tmp_path, flush_secs=60) as rec:
@@ -255,11 +255,11 @@ def test_taking_summary_operators_costs_nothing_measurable_without_mindspore(tmp
             rec.add_value("scalar", "loss", 0.5)
             rec.record(1)
 
-        real = sr.mindspore_summary_ops
+        real = ops.mindspore_summary_ops
         times: dict[str, list[float]] = {"lookup": [], "stub": []}
         for _ in range(5):  # interleaved, so that warm-up favours neither
             for name, hook in (("stub", lambda: None), ("lookup", real)):
-                monkeypatch.setattr(sr, "mindspore_summary_ops", hook)
+                monkeypatch.setattr(ops, "mindspore_summary_ops", hook)
                 times[name].append(timeit.timeit(one, number=2000) / 2000 * 1e6)
         with_hook, without = min(times["lookup"]), min(times["stub"])
     print(f"add_value + record of a scalar: {with_hook:.2f} us with the MindSpore lookup, "
