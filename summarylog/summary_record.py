@@ -52,7 +52,11 @@ class SummaryRecord:
       max_file_size: bytes per file (None: no limit); see ``on_limit``.
       raise_exception: raise I/O errors (OSError naming the file) from
         ``record``/``flush``/``close`` (default False: log them once and stop
-        recording, leaving what was written readable).
+        recording, leaving what was written readable).  A step that can't be
+        written (over 2 GiB - 1 in one record, or a value its encoder
+        refuses) is lost alone and recording goes on: logged, counted in
+        :meth:`stats`, and raised (``StepWriteError``) from the next call
+        when True.
       export_options: ``{"tensor_format": "npy"}`` also writes every tensor
         value to ``export_<sec>/tensor/<tag>_<step>.npy``; None (default).
       format: ``"mindinsight"`` (default; MindSpore files) or
