@@ -29,13 +29,13 @@ from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
 from .record_limits import DisplayLimits, check_run_listing
 from .record_ops import check_train_network, drop_mindspore_summary_ops, take_summary_ops
-from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
+from .record_sinks import MindSporeSink, StepBuilder, StepWriteError, TensorBoardSink, export_dir
 from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS, TagNameError,
                             check_export_options, check_summary_tag, graph_of, pool_bytes,
                             pool_item)
 from .records import RecordWriter
 
-__all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
+__all__ = ["SummaryRecord", "TagNameError", "StepWriteError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
 
 log = logging.getLogger("summarylog")
 
