@@ -36,12 +36,9 @@ MAX_TENSOR_VALUES = 10_000_000  #: tensor_container.MAX_TENSOR_COUNT
 MAX_RUNS = 999  #: SummaryWatcher.MAX_SUMMARY_DIR_COUNT
 _SUMMARY_NAME = re.compile(r"summary\.\d+")  # MindInsight's summary (and lineage) file names
 
-_HIDES = {
-    "scalar": "MindInsight shows a random sample of 1000 steps per scalar tag (the newest kept)",
-    "image": "MindInsight shows only 10 steps per image tag (a random sample, the newest kept)",
-    "histogram": "MindInsight shows only 50 steps per histogram tag (a random sample, the newest kept)",
-    "tensor": "MindInsight shows only 20 steps per tensor tag (a random sample, the newest kept)",
-}
+_HIDES = {plugin: f"MindInsight shows only {n} steps per {plugin} tag (a random sample, "
+                  f"the newest kept)" for plugin, n in STEPS_PER_TAG.items()}
+_HIDES["scalar"] = "MindInsight shows a random sample of 1000 steps per scalar tag (the newest kept)"
 
 
 class DisplayLimits:
