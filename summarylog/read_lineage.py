@@ -3,7 +3,12 @@
 A record's ``metric`` is JSON from the training script: it is parsed only
 within :data:`MAX_METRIC_BYTES` and :data:`MAX_METRIC_DEPTH` (deep nesting
 would exhaust the recursion limit); anything but a JSON object within them is
-kept as ``{"_raw": text}`` and counted as a malformed value of its file."""
+kept as ``{"_raw": text}`` and counted as a malformed value of its file.
+
+A ``dataset_graph`` record comes back as a
+:class:`~summarylog.read_dataset_graph.DatasetGraph`: the record's fields as
+a dict (as before) that also has structured fields (operations with their
+parameters and children, the dataset path and batch size)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .read_dataset_graph import DatasetGraph
 from .read_types import FileReport
 from .records import RecordReader
 
@@ -76,8 +82,8 @@ def read_lineage(run: str, files: list[str], verify: bool,
                     bad_values += not ok
                     vd = fields.get("valid_dataset", {})
                     row.update({k: vd.get(k) for k in ("valid_dataset_path", "valid_dataset_size")})
-                elif member == "dataset_graph":
-                    row["dataset_graph"] = fields
+                elif member == "dataset_graph":  # the old dict, with structured fields
+                    row["dataset_graph"] = DatasetGraph.of(fields)
                 elif member == "user_defined_info":
                     user.update(user_info_dict(fields))
             reports[path] = FileReport(path, rr.records_read, [], rr.tail, bad, rr.size,

@@ -35,13 +35,59 @@ from .pipeline import BATCH
 from .record_values import (BORROWED_MAX, LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS,
                             check_summary_tag, export_name, real_subdir, resolve,
                             summary_value)
+from .records import MAX_PAYLOAD
 
-__all__ = ["StepBuilder", "MindSporeSink", "TensorBoardSink"]
+__all__ = ["StepBuilder", "MindSporeSink", "TensorBoardSink", "StepWriteError", "MAX_RECORD"]
 
 log = logging.getLogger("summarylog")
 
 Pool = dict[str, list[tuple[str, Any]]]
 Filter = Callable[[str], bool] | None
+
+#: the largest record a step may write: protobuf's message limit, which the
+#: native writer enforces too (a module attribute: tests lower it)
+MAX_RECORD = MAX_PAYLOAD
+
+
+class StepWriteError(ValueError):
+    """Part of a recorded step could not be written: a record over
+    :data:`MAX_RECORD`, or a value its encoder refused.  That part is lost;
+    the step's other records and later steps are written."""
+
+    def __init__(self, step: int, lost: list[str]) -> None:
+        self.step, self.lost = step, list(lost)
+        super().__init__(f"step {step}: lost " + "; ".join(self.lost))
+
+
+def encode_values(enc: DialectEncoder, wall: float, step: int,
+                  values: list[tuple[str, str, Any]], lost: list[str]) -> list[bytes]:
+    """``enc.summary`` of a step's values; when it fails, the values it
+    refuses are found one by one and dropped (named in ``lost``)."""
+    try:
+        return enc.summary(wall, step, values)
+    except OSError:
+        raise
+    except Exception:
+        pass
+    kept = []
+    for value in values:
+        try:
+            enc.summary(wall, step, [value])
+        except OSError:
+            raise
+        except Exception as exc:
+            lost.append(f"the {value[0]} {value[1]!r} (refused by the encoder: "
+                        f"{type(exc).__name__}: {exc})")
+            continue
+        kept.append(value)
+    return enc.summary(wall, step, kept) if kept else []
+
+
+def check_record(payload: Any, what: str) -> None:
+    """A record over :data:`MAX_RECORD` raises ValueError, before any write."""
+    if len(payload) > MAX_RECORD:
+        raise ValueError(f"{what} is {len(payload)} bytes, over the {MAX_RECORD} bytes a "
+                         f"record may hold (2 GiB - 1, protobuf's message limit)")
 
 
 class StepBuilder:
@@ -129,24 +175,48 @@ def export_dir(base: str, names: Any) -> Callable[[], str]:
 class MindSporeSink:
     holds_scalars = False  # (each step is written whole, at once)
 
-    def __init__(self, files: Any, encoder: DialectEncoder, builder: StepBuilder) -> None:
+    def __init__(self, files: Any, encoder: DialectEncoder, builder: StepBuilder,
+                 limits: Any = None) -> None:
         self.files, self.enc, self.builder = files, encoder, builder
+        self.limits = limits  # MindInsight's display limits (summarylog.record_limits)
         self.last_step = 0
 
     def write_step(self, step: int, wall: float, pool: Pool, plugin_filter: Filter) -> None:
+        """Each record of the step on its own: one that can't be made or is
+        too large is lost alone (StepWriteError, raised after the others
+        were written); an I/O error (OSError) is raised at once."""
         pool = self.builder.build(step, pool, plugin_filter)
-        files, enc = self.files, self.enc
-        for _, graph in pool.get("graph", []):
-            files.write(enc.graph(wall, graph, step))
+        enc, lost = self.enc, []
         values = [(plugin, tag, arr) for plugin in (*SUMMARY_PLUGINS, LANDSCAPE)
                   for tag, arr in pool.get(plugin, [])]
+        if self.limits is not None:
+            self.limits.count(step, values, len(pool.get("graph", ())))
+        for _, graph in pool.get("graph", []):
+            self._write(lambda g=graph: [enc.graph(wall, g, step)], "the graph event", lost)
         if values:
             self.last_step = max(self.last_step, step)
-            for payload in enc.summary(wall, step, values):
-                files.write(payload)
+            self._write(lambda: encode_values(enc, wall, step, values, lost),
+                        "the summary event", lost)
         for plugin in LINEAGE_PLUGINS:
             for _, message in pool.get(plugin, []):
-                files.write(enc.lineage(wall, plugin, message), lineage=True)
+                self._write(lambda p=plugin, m=message: [enc.lineage(wall, p, m)],
+                            f"the {plugin} record", lost, lineage=True)
+        if lost:
+            raise StepWriteError(step, lost)
+
+    def _write(self, make: Callable[[], list[bytes]], what: str, lost: list[str],
+               lineage: bool = False) -> None:
+        try:
+            payloads = make()
+            for payload in payloads:
+                check_record(payload, what)
+        except OSError:
+            raise
+        except Exception as exc:
+            lost.append(str(exc) if str(exc).startswith(what) else f"{what} ({exc})")
+            return
+        for payload in payloads:
+            self.files.write(payload, lineage=lineage)
 
     def drained(self, final: bool = True) -> None:
         pass
@@ -185,7 +255,9 @@ class TensorBoardSink:
         for tag, arr in pool.get("histogram", []):  # the arrays are ours alone
             self._hold(wall, step, tag, arr)
         rest = [(p, tag, v) for p in ("image", "tensor", LANDSCAPE) for tag, v in pool.get(p, ())]
-        for payload in enc.summary(wall, step, rest) if rest else ():
+        lost: list[str] = []
+        # (a payload over the record limit is dropped alone, counted, by write_payload)
+        for payload in encode_values(enc, wall, step, rest, lost) if rest else ():
             pipe.write_payload(payload)
         for _, graph_def in pool.get("graph", []):
             pipe.write_payload(enc.graph(wall, graph_def))
@@ -193,6 +265,8 @@ class TensorBoardSink:
             for _, message in pool.get(plugin, []):
                 self._lineage(plugin, message)
         self._write_past_limits()
+        if lost:
+            raise StepWriteError(step, lost)
 
     def _hold(self, wall: float, step: int, tag: str, arr: np.ndarray) -> None:
         """Keep a histogram for :meth:`drained`: those of all the steps of one

@@ -27,13 +27,15 @@ from .checks import check_choice, check_flush_secs, check_optional_size
 from .dialects.mindspore import MindSporeEncoder
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
-from .record_sinks import MindSporeSink, StepBuilder, TensorBoardSink, export_dir
-from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_OP_NAME,
-                            SUMMARY_PLUGINS, TagNameError, check_export_options,
-                            check_summary_tag, graph_of, pool_bytes, pool_item)
+from .record_limits import DisplayLimits, check_run_listing
+from .record_ops import check_train_network, drop_mindspore_summary_ops, take_summary_ops
+from .record_sinks import MindSporeSink, StepBuilder, StepWriteError, TensorBoardSink, export_dir
+from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS, TagNameError,
+                            check_export_options, check_summary_tag, graph_of, pool_bytes,
+                            pool_item)
 from .records import RecordWriter
 
-__all__ = ["SummaryRecord", "TagNameError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
+__all__ = ["SummaryRecord", "TagNameError", "StepWriteError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
 
 log = logging.getLogger("summarylog")
 
@@ -50,7 +52,11 @@ class SummaryRecord:
       max_file_size: bytes per file (None: no limit); see ``on_limit``.
       raise_exception: raise I/O errors (OSError naming the file) from
         ``record``/``flush``/``close`` (default False: log them once and stop
-        recording, leaving what was written readable).
+        recording, leaving what was written readable).  A step that can't be
+        written (over 2 GiB - 1 in one record, or a value its encoder
+        refuses) is lost alone and recording goes on: logged, counted in
+        :meth:`stats`, and raised (``StepWriteError``) from the next call
+        when True.
       export_options: ``{"tensor_format": "npy"}`` also writes every tensor
         value to ``export_<sec>/tensor/<tag>_<step>.npy``; None (default).
       format: ``"mindinsight"`` (default; MindSpore files) or
@@ -111,9 +117,12 @@ class SummaryRecord:
         self._finished = False
         self._stopped = False  # an I/O error stopped recording (raise_exception=False)
         self._error: BaseException | None = None
+        self._lost_steps = 0  # steps (partly) not written; recording went on
         #: callables returning {"TAG[:TYPE]": tensor} of summary operators
-        #: since the last call (framework adapters register them)
+        #: since the last call (framework adapters register them; MindSpore's
+        #: operators are taken without one when MindSpore is loaded)
         self.summary_op_sources: list[Callable[[], Mapping[str, Any]]] = []
+        drop_mindspore_summary_ops()  # values from before this record (as MindSpore)
         self._tb: Any = None
         self._files: MindSporeFiles | None = None
         if format == "tensorboard":
@@ -134,6 +143,7 @@ class SummaryRecord:
                                   max_buffer=max_buffer, on_full="block",
                                   strict=raise_exception, max_file_size=None,
                                   on_error=self._fail)
+            check_run_listing(self._dir)
         export = self.export_options and self.export_options.get("tensor_format") == "npy"
         builder = StepBuilder(export_dir(self._dir, self._files.names if self._files else None)
                               if export else None)
@@ -141,7 +151,8 @@ class SummaryRecord:
         # woken thread takes the GIL, and the training thread may wait for it
         self._wake_bytes = min(max_buffer // 8, 8 << 20)
         self._sink: Any = (TensorBoardSink(self._tb, builder, self._wake_bytes) if self._tb
-                           else MindSporeSink(self._files, self._enc, builder))
+                           else MindSporeSink(self._files, self._enc, builder,
+                                              DisplayLimits(self._dir)))
         self._pipe.after_drain.append(lambda final: self._sink.drained(final or self._lane_waits))
         self._lane_waits = False  # a collector's lane waits for the queued steps
         shutdown.register(self)
@@ -211,10 +222,14 @@ class SummaryRecord:
     def record(self, step: int, train_network: Any = None,
                plugin_filter: Callable[[str], bool] | None = None) -> bool:
         """Write everything added since the last call as step ``step`` (one
-        summary Event; lineage to the lineage file).  Returns False when
-        closed or stopped by an error.  ``step`` not an int: TypeError."""
+        summary Event; lineage to the lineage file), with the values of
+        MindSpore's summary operators run since then (train mode, when the
+        program loaded MindSpore).  Returns False when closed or stopped by
+        an I/O error.  ``step`` not an int, ``train_network`` not a network
+        (a MindSpore Cell, a graph message or its bytes, or None): TypeError."""
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
             raise TypeError(f"step must be an int, got {type(step).__name__}")
+        check_train_network(train_network)
         if plugin_filter is not None and not callable(plugin_filter):
             raise TypeError(f"plugin_filter must be callable or None, "
                             f"got {type(plugin_filter).__name__}")
@@ -299,11 +314,8 @@ class SummaryRecord:
             if graph is not None:
                 self.add_value("graph", "graph", graph)
                 self._has_graph = True
-        if self._mode == "train":
-            for source in self.summary_op_sources:
-                ops = source()
-                if ops:
-                    self._add_summary_ops(ops)
+        if self._mode == "train":  # summary operators' values (not in eval, as MindSpore)
+            take_summary_ops(self.summary_op_sources, self.add_value)
         n = None
         if not self._pool and later is not None:
             # a collection and nothing else (the common case): no filtering, and
@@ -339,22 +351,36 @@ class SummaryRecord:
 
     def _write_step(self, step: int, wall: float, pool: Any,
                     plugin_filter: Callable[[str], bool] | None) -> list[bytes]:
-        """A recorded step, on the background stage (a pipeline job)."""
+        """A recorded step, on the background stage (a pipeline job).  An
+        I/O error stops recording (see ``raise_exception``); any other
+        failure loses (part of) this step only."""
         if not self._stopped:
             try:
                 self._sink.write_step(step, wall, pool, plugin_filter)
-            except Exception as exc:
+            except OSError as exc:
                 self._fail(exc)
+            except Exception as exc:
+                self._lose_step(step, exc)
         return []
 
-    def _add_summary_ops(self, ops: Mapping[Any, Any]) -> None:
-        """The values of summary operators ('TAG[:TYPE]' names) taken at a record."""
-        for full, tensor in ops.items():
-            m = SUMMARY_OP_NAME.match(full) if isinstance(full, str) else None
-            if m is None:
-                log.warning("summarylog: the name %r is invalid, expected 'TAG[:TYPE]'.", full)
-                continue
-            self.add_value(m.group(2).lower(), m.group(1), tensor)
+    def _lose_step(self, step: int, exc: Exception) -> None:
+        """A step (or part of it) not written: counted, logged (the first
+        few, then every 100th), raised from the next call if strict."""
+        self._lost_steps += 1
+        n = self._lost_steps
+        if n <= 5 or n % 100 == 0:
+            log.error("summarylog: %s: step %d of %s not written: %s%s", self._dir, step,
+                      self.format, exc, "" if n < 5 else
+                      f" ({n} steps lost so far; see SummaryRecord.stats())")
+        if self.raise_exception:
+            self._error = self._error or exc
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: ``lost_steps`` (steps of which a record could not be
+        written: too large, or a value the encoder refused; recording went
+        on) and the background stage's (``dropped_values``, ``events``,
+        queue state)."""
+        return dict(self._pipe.stats(), lost_steps=self._lost_steps)
 
     def flush(self) -> None:
         """Return when everything recorded so far reached the OS."""
