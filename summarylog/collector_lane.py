@@ -80,7 +80,8 @@ class CollectorLane:
                 return False
         if not run.lane.collect(value, step, time.time()):
             return False
-        self.record.took_lane(step)
+        self.record.took_lane(step, scalar_tag if loss is not None else None,
+                              [tag for _, tag in specs])
         return True
 
     def _open(self, scalar_tag: str | None, params: list[Any],

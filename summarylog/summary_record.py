@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -290,10 +290,17 @@ class SummaryRecord:
         return not (self._pool or self._mode != "train" or self._closed or self._stopped
                     or self._error is not None)
 
-    def took_lane(self, step: int) -> None:
-        """A lane took a collection at ``step`` (lineage metrics' step)."""
+    def took_lane(self, step: int, scalar_tag: str | None = None,
+                  histogram_tags: Sequence[str] = ()) -> None:
+        """A lane took a collection at ``step`` (lineage metrics' step; MindInsight's
+        display limits count its values: the record's thread is idle meanwhile, as
+        :meth:`lane_ready` made sure)."""
         if step > self._sink.last_step:
             self._sink.last_step = step
+        limits = getattr(self._sink, "limits", None)
+        if limits is not None:
+            values = [("histogram", t, None) for t in histogram_tags]
+            limits.count(step, [("scalar", scalar_tag, None), *values] if scalar_tag else values)
 
     @property
     def mode(self) -> str:

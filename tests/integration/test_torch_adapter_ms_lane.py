@@ -56,3 +56,27 @@ def test_mindspore_files_take_the_lane_with_each_steps_values(tmp_path, figure):
             assert e.value == want.value
     figure(f"MindSpore files: {len(seen)} collections, {stats['collections']} through the "
            f"lane ({stats['busy']} found it busy), each the step's values")
+
+
+def test_collections_through_the_lane_count_toward_mindinsights_limits(tmp_path, caplog):
+    """MindInsight shows 50 steps per histogram tag: lane collections count too."""
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 4)
+    with caplog.at_level("WARNING", logger="summarylog"):
+        with SummaryCollector(tmp_path, model=model, optimizer=opt, format="mindinsight",
+                              collect_freq=1,
+                              collect_specified_data={"collect_graph": False,
+                                                      "collect_landscape": None}) as sc:
+            for i in range(1, 81):
+                loss = model(x).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sc.step(loss=loss)
+                if i == 1:
+                    sc.core.record.flush()
+            taken = sc.core.lane.lane.stats["collections"]
+    assert taken > 50
+    warned = [r.getMessage() for r in caplog.records if "more than 50 steps" in r.getMessage()]
+    assert len(warned) == 1 and "histogram tag" in warned[0]
