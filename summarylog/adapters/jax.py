@@ -198,14 +198,15 @@ class SummaryCollector(CollectorBase):
         Returns True when the step was collected."""
         core = self.core
         if (type(step) is int and core is not None and self.last_step < step < core.quiet_until
-                and step < self.landscape.next_step and learning_rate is None
-                and opt_state is None):
+                and learning_rate is None and opt_state is None):
             # the common case, a step that collects nothing: no more work than this
             self.last_step = step
             if loss is not None:
                 core.last_loss = loss
             if self._keep_params and params is not None:
                 self._last_params = params  # a reference: JAX arrays do not change
+            if step >= self.landscape.next_step:  # (an int compare when nothing is due)
+                self._landscape_at(step, params)
             return False
         self._check_open()
         if type(step) is not int:

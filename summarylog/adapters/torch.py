@@ -333,10 +333,11 @@ class SummaryCollector(CollectorBase):
         core = self.core
         current = self.global_step + 1 if step is None else step
         if (type(current) is int and core is not None
-                and self.global_step < current < core.quiet_until
-                and current < self.landscape.next_step):
+                and self.global_step < current < core.quiet_until):
             # the common case, a step that collects nothing: no more work than this
             self.global_step = current
+            if current >= self.landscape.next_step:  # (an int compare when nothing is due)
+                self._landscape_at(current)
             if loss is not None or outputs is not None:
                 core.last_loss = loss if loss is not None else outputs
             if self._ops:
