@@ -254,8 +254,11 @@ class CollectorCore:
                  rank: int | None = None, lazy_values: bool = False,
                  freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None,
                  read: Callable[[Any], Any] | None = None,
-                 lane: LaneSource | None = None) -> None:
+                 lane: LaneSource | None = None, params_chosen: bool = False) -> None:
         self.policy = policy
+        #: the adapter hands only the parameters to histogram (chosen by the policy, plus
+        #: their gradients): all are taken, not chosen again
+        self.params_chosen = params_chosen
         #: values are checked and read on the background thread: immutable ones (JAX) as
         #: they are, others through ``freeze`` (private copies made at the step: torch's)
         self.lazy_values = lazy_values or freeze is not None
@@ -418,7 +421,8 @@ class CollectorCore:
             if names != self._hist_names:  # chosen again only when the names change
                 self._hist_names = names
                 self._later_count = -1
-                self.hist_keys = self.policy.histogram_names(names)
+                self.hist_keys = (list(names) if self.params_chosen
+                                  else self.policy.histogram_names(names))
                 self.hist_specs = [("histogram", f"{name}/auto") for name in self.hist_keys]
             specs += self.hist_specs
             out += map(named.__getitem__, self.hist_keys)

@@ -273,7 +273,7 @@ class SummaryCollector(CollectorBase):
         self._selected: dict[str, torch.Tensor] | None = None  # the histogrammed parameters
         if self.enabled:
             core = self._open(rank=self.rank if self.world_size > 1 else None,
-                              freeze=_snapshot_all,
+                              freeze=_snapshot_all, params_chosen=True,
                               lane=None if collect_gradients else _LaneSource(self))
             n = _len(train_loader) if epochs is not None else None
             core.begin(epochs * n if n is not None else None)
