@@ -108,3 +108,7 @@ def test_sink_mode_path_two_collectors_and_a_bad_mode(ms_venv, tmp_path):
     assert meta["step_per_epoch"] == 4
     assert info["two"].startswith("ValueError: There are more than one SummaryCollector")
     assert info["mode"].startswith("ValueError: Only support `train`")
+    assert info["positional"] == [5, 8, True, False, None]
+    assert info["num_process='8'"].startswith("TypeError") and "num_process" in info[
+        "num_process='8'"]
+    assert info["num_process=0"].startswith("ValueError")

@@ -84,6 +84,18 @@ def main(outdir):
         out["mode"] = f"ValueError: {exc}"
     finally:
         c.close()
+    # num_process in its positional place, as MindSpore's signature has it
+    p = SummaryCollector(os.path.join(outdir, "pos"), 5, 8, {"collect_metric": True}, False)
+    out["positional"] = [p.policy.collect_freq, p.policy.num_process,
+                         p.policy.enabled("collect_metric"), p.policy.keep_default_action,
+                         p.policy.landscape]
+    p.close()
+    for bad in ("8", 0):
+        try:
+            SummaryCollector(os.path.join(outdir, "pos"), 5, bad)
+            out[f"num_process={bad!r}"] = "no error"
+        except (TypeError, ValueError) as exc:
+            out[f"num_process={bad!r}"] = f"{type(exc).__name__}: {exc}"
     print(json.dumps(out))
 
 
