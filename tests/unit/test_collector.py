@@ -232,3 +232,29 @@ def test_steps_before_quiet_until_collect_nothing(tmp_path, freq, tensor_freq, t
     skipping.close()
     every.close()
     assert skipping.quiet_until == 0  # a closed core skips nothing: step() must raise
+
+
+def test_landscape_plugin_through_the_collectors_record(tmp_path):
+    """A LossLandscape recorded through a collector's SummaryRecord (the LANDSCAPE
+    plugin, as MindSpore's SummaryLandscape records one) is written whole at its step."""
+    from summarylog.landscape import Landscape
+    from summarylog.pb import ms
+
+    core = CollectorCore(CollectionPolicy(tmp_path, collect_specified_data={
+        "collect_landscape": None}))
+    core.begin(4)
+    core.step(1, loss=np.float32(0.5))
+    ls = Landscape("landscape_[1, 3]", x=[-1.0, 0.0, 1.0], y=[-2.0, 0.0, 2.0],
+                   z=np.arange(9.0).reshape(3, 3), intervals=[1, 2, 3],
+                   path_x=[0.5, 0.1, 0.0], path_y=[0.2, 0.1, 0.0], path_z=[3.0, 2.0, 1.0],
+                   convergence_point=(0.0, 0.0, 1.0))
+    core.record.add_value("LANDSCAPE", ls.tag, ls.to_message())
+    core.record.record(0)
+    core.close()
+    r = Reader(tmp_path)
+    assert r.tags(".")[ls.tag] == "landscape"
+    (value,) = [e.value for e in r.events(".") if e.tag == ls.tag]
+    if isinstance(value, (bytes, bytearray)):
+        value = Landscape.from_message(ls.tag, ms.LossLandscape.FromString(bytes(value)))
+    z = value.z if hasattr(value, "z") else value["z"]
+    np.testing.assert_array_equal(np.asarray(z), ls.z)
