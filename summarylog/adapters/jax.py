@@ -130,6 +130,14 @@ class SummaryCollector(CollectorBase):
       collect_gradients: also histogram ``grads`` (``<name>.grad/auto``).
       num_process: as MindSpore's (checked, kept as ``policy.num_process``).
       process0_only: under multi-host JAX only process 0 writes (default).
+
+    ``collect_landscape`` (on by default, as in MindSpore) saves the ``params`` given
+    to :meth:`step` (or :meth:`epoch_end` with unit ``"epoch"``) into
+    ``{summary_dir}/ckpt_dir`` as ``{network_name or Net}_{point}_{unit}.npz`` (names as
+    :func:`summarylog.landscape.checkpoints.flatten_pytree`), read from the device on a
+    background thread, and ``train_metadata.json`` at :meth:`close`; process 0 alone
+    saves them.  Arrays the step donates (``donate_argnums``) may be gone before they
+    are read: such a point is logged and left out.
     """
 
     _active: list["SummaryCollector"] = []  # open ones, newest last: summary() feeds it
@@ -169,7 +177,8 @@ class SummaryCollector(CollectorBase):
         self._last_params: Any = None  # the newest params given (the end's point)
         self._keep_params = False
         self._warned_no_params = False
-        if self.enabled and self.policy.landscape is not None:
+        # process 0 alone: the processes of a data-parallel run hold the same parameters
+        if self.enabled and self.process == 0 and self.policy.landscape is not None:
             self.landscape = LandscapeSaver(self.policy.summary_dir, self.policy.landscape,
                                             ".npz")
             self._keep_params = True

@@ -238,6 +238,12 @@ class SummaryCollector(CollectorBase):
       num_process: as MindSpore's (checked, kept as ``policy.num_process``; the
         checkpoints of ``collect_landscape`` are written by one background thread).
       rank0_only: under torch.distributed, only rank 0 writes (default True).
+
+    ``collect_landscape`` (on by default, as in MindSpore) saves the model's
+    ``state_dict`` (a CPU copy at the step, written by a background thread) into
+    ``{summary_dir}/ckpt_dir`` as ``{Model}_{point}_{unit}.pt`` at its interval points
+    and at the end of training, and ``train_metadata.json`` at :meth:`close`; under
+    torch.distributed, rank 0 alone saves them.
     """
 
     _active: list["SummaryCollector"] = []  # open ones, newest last: summary() feeds it
@@ -281,7 +287,8 @@ class SummaryCollector(CollectorBase):
         #: collect_landscape's checkpoints (state_dict as .pt); LANDSCAPE_OFF when off
         self.landscape: Any = LANDSCAPE_OFF
         self._first_epoch_steps = 0  # step_per_epoch when the loader has no len()
-        if self.enabled and self.policy.landscape is not None:
+        # rank 0 alone: the ranks of a data-parallel run hold the same parameters
+        if self.enabled and self.rank in (None, 0) and self.policy.landscape is not None:
             if model is None:
                 log.warning("summarylog: collect_landscape needs model=: no parameters saved")
             else:
