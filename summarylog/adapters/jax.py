@@ -168,7 +168,8 @@ class SummaryCollector(CollectorBase):
         self.last_step = 0
         if self.enabled:
             rank = self.process if jax.process_count() > 1 else None
-            self._open(rank=rank, lazy_values=True, read=to_numpy, params_chosen=True).begin(total_steps)
+            self._open(rank=rank, lazy_values=True, read=to_numpy,
+                       params_chosen=True).begin(total_steps)
         self._register()  # (every process traces the same step: summary() alike in all)
         #: collect_landscape's checkpoints (the params pytree as .npz); LANDSCAPE_OFF when off
         self.landscape: Any = LANDSCAPE_OFF

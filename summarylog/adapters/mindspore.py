@@ -60,13 +60,14 @@ def _landscape_backbone(network: Any) -> Any:
     """The cell whose parameters MindSpore saves for a landscape: the backbone, then
     down ``network`` children of wrapper cells (stopping below one with an optimizer)."""
     cell = _backbone(network)
-    while True:
+    for _ in range(1000):  # (wrappers nest a few deep; a cycle of cells must not hang)
         children = cell.name_cells()
         if "network" not in children:
             return cell
         cell = cell.network
         if "optimizer" in children:
             return cell
+    return cell
 
 
 def _param_copies(cell: Any) -> dict[str, np.ndarray]:
@@ -264,20 +265,21 @@ class SummaryCollector(Callback):
         core = self._core
         if cb.mode != "train" or core is None:
             return
-        if cb.cur_step_num >= self.landscape.next_step:  # (in sink mode: once per sink)
-            self._landscape_at(cb, cb.cur_step_num)
+        step = cb.cur_step_num
+        if step >= self.landscape.next_step:  # (in sink mode: once per sink)
+            self._landscape_at(cb, step)
         if self._sink:  # the unit is an epoch: only the first step's records here
             if not core.started:
-                core.first_step(cb.cur_step_num, **self._first_items(cb))
+                core.first_step(step, **self._first_items(cb))
             return
-        if cb.cur_step_num < core.quiet_until:  # the common case: a step that collects nothing
+        if step < core.quiet_until:  # the common case: a step that collects nothing
             loss = getattr(cb, "net_outputs", None)
             if loss is not None:
                 core.last_loss = loss
             return
         element = getattr(cb, "train_dataset_element", None)
         inputs = element[0] if isinstance(element, (list, tuple)) and element else None
-        self._collect(cb, cb.cur_step_num, inputs)
+        self._collect(cb, step, inputs)
 
     def epoch_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
