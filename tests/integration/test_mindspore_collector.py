@@ -127,6 +127,10 @@ def test_graph_mode_records_the_graph(ms_venv, tmp_path):
 
 
 def test_sink_mode_collects_per_epoch_like_mindspore(ms_venv, tmp_path):
+    """Sink mode asked for on the CPU: MindSpore trains step by step (step_end at every
+    step) but reports dataset_sink_mode; both collectors collect once per epoch.  The
+    real sink path (step_end once per sink) is test_mindspore_landscape.py's
+    test_sink_mode_path_two_collectors_and_a_bad_mode."""
     info = _train(ms_venv, tmp_path, "mindinsight", "graph", "1", "both")
     o = Reader(tmp_path / "ours").scalars(".", "loss/auto")
     t = Reader(tmp_path / "mindspore").scalars(".", "loss/auto")
