@@ -30,8 +30,8 @@ MAX_TENSOR_COLLECTIONS = 20
 _HYPER_CONFIG_ENV = "MINDINSIGHT_HYPER_CONFIG"
 _HYPER_CONFIG_MAX = 100_000
 
-#: the items collected by default (MindSpore's defaults, without the loss
-#: landscape, which is not supported yet)
+#: the items collected by default (MindSpore's defaults; the loss landscape's
+#: settings, also on by default, are :data:`summarylog.landscape.DEFAULT_LANDSCAPE`)
 DEFAULT_COLLECT: dict[str, Any] = {
     "collect_metric": True,
     "collect_graph": True,
@@ -92,7 +92,7 @@ class CollectionPolicy:
                  custom_lineage_data: Mapping[str, Any] | None = None,
                  collect_tensor_freq: int | None = None, max_file_size: int | None = None,
                  export_options: Mapping[str, Any] | None = None,
-                 format: str = "mindinsight") -> None:
+                 format: str = "mindinsight", num_process: int = 32) -> None:
         if isinstance(summary_dir, os.PathLike):
             summary_dir = os.fspath(summary_dir)
         if not isinstance(summary_dir, str) or not summary_dir:
@@ -106,6 +106,10 @@ class CollectionPolicy:
                             f"got {type(keep_default_action).__name__}")
         self.keep_default_action = keep_default_action
         self.items = self._resolve(collect_specified_data, keep_default_action)
+        #: checked ``collect_landscape`` settings (MindSpore's defaults unless given), or
+        #: None: off
+        self.landscape = self._landscape(collect_specified_data, keep_default_action)
+        self.num_process = _positive_int("num_process", num_process)
         regular = self.items.get("histogram_regular")
         self._regex = re.compile(regular) if regular else None
         self.custom_lineage_data = {**_env_custom_lineage(),
@@ -117,9 +121,23 @@ class CollectionPolicy:
         self.format = format
 
     @staticmethod
+    def _landscape(spec: Any, keep_default: bool) -> dict[str, Any] | None:
+        """MindSpore's rule: a given ``collect_landscape`` replaces the defaults whole;
+        without one, the defaults when ``keep_default_action``, else nothing."""
+        from .landscape.metadata import DEFAULT_LANDSCAPE, check_collect_landscape
+
+        if spec is not None and "collect_landscape" in spec:
+            return check_collect_landscape(spec["collect_landscape"])
+        return check_collect_landscape(DEFAULT_LANDSCAPE) if keep_default else None
+
+    @staticmethod
     def _resolve(spec: Any, keep_default: bool) -> dict[str, Any]:
         if spec is None:
-            return dict(DEFAULT_COLLECT)
+            if keep_default:
+                return dict(DEFAULT_COLLECT)
+            # as MindSpore: nothing collected automatically, summary operators only
+            return {**dict.fromkeys(DEFAULT_COLLECT, False), "histogram_regular": None,
+                    "_histograms": False}
         if not isinstance(spec, Mapping):
             raise TypeError(f"collect_specified_data must be a dict, got {type(spec).__name__}")
         for k, v in spec.items():
@@ -129,11 +147,7 @@ class CollectionPolicy:
                 raise ValueError(f"collect_specified_data: unknown key {k!r} "
                                  f"(known: {', '.join(_KNOWN)})")
             if k == "collect_landscape":
-                if v:
-                    raise NotImplementedError(
-                        "collect_specified_data['collect_landscape'] (loss landscapes) is not "
-                        "supported by summarylog yet; leave it out or set it to None")
-                continue
+                continue  # checked by _landscape
             if k == "histogram_regular":
                 if v is not None and not isinstance(v, str):
                     raise TypeError(f"histogram_regular must be a str or None, "
@@ -240,8 +254,11 @@ class CollectorCore:
                  rank: int | None = None, lazy_values: bool = False,
                  freeze: Callable[[list[Any]], tuple[list[Any], int]] | None = None,
                  read: Callable[[Any], Any] | None = None,
-                 lane: LaneSource | None = None) -> None:
+                 lane: LaneSource | None = None, params_chosen: bool = False) -> None:
         self.policy = policy
+        #: the adapter hands only the parameters to histogram (chosen by the policy, plus
+        #: their gradients): all are taken, not chosen again
+        self.params_chosen = params_chosen
         #: values are checked and read on the background thread: immutable ones (JAX) as
         #: they are, others through ``freeze`` (private copies made at the step: torch's)
         self.lazy_values = lazy_values or freeze is not None
@@ -404,7 +421,8 @@ class CollectorCore:
             if names != self._hist_names:  # chosen again only when the names change
                 self._hist_names = names
                 self._later_count = -1
-                self.hist_keys = self.policy.histogram_names(names)
+                self.hist_keys = (list(names) if self.params_chosen
+                                  else self.policy.histogram_names(names))
                 self.hist_specs = [("histogram", f"{name}/auto") for name in self.hist_keys]
             specs += self.hist_specs
             out += map(named.__getitem__, self.hist_keys)

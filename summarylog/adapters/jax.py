@@ -29,6 +29,8 @@ import jax
 import numpy as np
 
 from ..collector import CollectionPolicy
+from ..landscape.checkpoints import flatten_pytree
+from ..landscape.collect import LANDSCAPE_OFF, LandscapeSaver
 from .base import CollectorBase, op_key
 from ..values import to_numpy
 
@@ -126,7 +128,16 @@ class SummaryCollector(CollectorBase):
       optimizer_name, loss_name, network_name, batch_size, epochs,
       dataset_size: lineage facts JAX cannot know.
       collect_gradients: also histogram ``grads`` (``<name>.grad/auto``).
+      num_process: as MindSpore's (checked, kept as ``policy.num_process``).
       process0_only: under multi-host JAX only process 0 writes (default).
+
+    ``collect_landscape`` (on by default, as in MindSpore) saves the ``params`` given
+    to :meth:`step` (or :meth:`epoch_end` with unit ``"epoch"``) into
+    ``{summary_dir}/ckpt_dir`` as ``{network_name or Net}_{point}_{unit}.npz`` (names as
+    :func:`summarylog.landscape.checkpoints.flatten_pytree`), read from the device on a
+    background thread, and ``train_metadata.json`` at :meth:`close`; process 0 alone
+    saves them.  Arrays the step donates (``donate_argnums``) may be gone before they
+    are read: such a point is logged and left out.
     """
 
     _active: list["SummaryCollector"] = []  # open ones, newest last: summary() feeds it
@@ -141,10 +152,11 @@ class SummaryCollector(CollectorBase):
                  loss_name: str | None = None, network_name: str | None = None,
                  batch_size: int | None = None, epochs: int | None = None,
                  dataset_size: int | None = None, collect_gradients: bool = False,
-                 process0_only: bool = True) -> None:
+                 process0_only: bool = True, num_process: int = 32) -> None:
         super().__init__(CollectionPolicy(
             summary_dir, collect_freq, collect_specified_data, keep_default_action,
-            custom_lineage_data, collect_tensor_freq, max_file_size, export_options, format))
+            custom_lineage_data, collect_tensor_freq, max_file_size, export_options, format,
+            num_process))
         self.facts = {"optimizer": optimizer_name, "loss_function": loss_name,
                       "network": network_name, "batch_size": batch_size, "epoch": epochs,
                       "dataset_size": dataset_size}
@@ -156,8 +168,21 @@ class SummaryCollector(CollectorBase):
         self.last_step = 0
         if self.enabled:
             rank = self.process if jax.process_count() > 1 else None
-            self._open(rank=rank, lazy_values=True, read=to_numpy).begin(total_steps)
+            self._open(rank=rank, lazy_values=True, read=to_numpy,
+                       params_chosen=True).begin(total_steps)
         self._register()  # (every process traces the same step: summary() alike in all)
+        #: collect_landscape's checkpoints (the params pytree as .npz); LANDSCAPE_OFF when off
+        self.landscape: Any = LANDSCAPE_OFF
+        self.epoch = 0
+        self._first_epoch_steps = 0
+        self._last_params: Any = None  # the newest params given (the end's point)
+        self._keep_params = False
+        self._warned_no_params = False
+        # process 0 alone: the processes of a data-parallel run hold the same parameters
+        if self.enabled and self.process == 0 and self.policy.landscape is not None:
+            self.landscape = LandscapeSaver(self.policy.summary_dir, self.policy.landscape,
+                                            ".npz")
+            self._keep_params = True
 
     def _histograms(self, params: Any, grads: Any) -> Callable[[], dict[str, Any]]:
         def named() -> dict[str, Any]:
@@ -188,6 +213,10 @@ class SummaryCollector(CollectorBase):
             self.last_step = step
             if loss is not None:
                 core.last_loss = loss
+            if self._keep_params and params is not None:
+                self._last_params = params  # a reference: JAX arrays do not change
+            if step >= self.landscape.next_step:  # (an int compare when nothing is due)
+                self._landscape_at(step, params)
             return False
         self._check_open()
         if type(step) is not int:
@@ -195,6 +224,10 @@ class SummaryCollector(CollectorBase):
                 raise TypeError(f"step must be an int, got {type(step).__name__}")
             step = int(step)
         self.last_step = step
+        if self._keep_params and params is not None:
+            self._last_params = params
+        if step >= self.landscape.next_step:
+            self._landscape_at(step, params)
         if learning_rate is not None or opt_state is not None:
             lr = self._learning_rate(learning_rate, opt_state, step)
             if lr is not None:
@@ -211,6 +244,55 @@ class SummaryCollector(CollectorBase):
                 log.warning("summarylog: the step's graph could not be traced: %s", exc)
         return core.step(step, loss=loss, inputs=batch, params=self._histograms(params, grads),
                          graph=g)
+
+    def epoch_end(self, params: Any = None) -> None:
+        """At the end of an epoch (``params``: the parameters then; default: the last
+        ones given to :meth:`step`): flush without waiting, and with
+        ``collect_landscape``'s unit ``"epoch"``, save the parameters at interval epochs."""
+        self.epoch += 1
+        if self.epoch == 1:
+            self._first_epoch_steps = self.last_step
+        if self.core is not None:
+            self.core.epoch_end()
+        if self.epoch >= self.landscape.next_epoch:
+            self._landscape_at(self.epoch, params if params is not None else self._last_params)
+
+    def _landscape_at(self, point: int, params: Any) -> None:
+        if params is None:
+            if self.landscape.wants(point) and not self._warned_no_params:
+                self._warned_no_params = True
+                log.warning("summarylog: collect_landscape: no params= given at %s %d: "
+                            "its parameters are not saved", self.landscape.unit, point)
+            self.landscape.passed(point)
+            return
+        self.landscape.at(point, self._network_name(), lambda: flatten_pytree(params),
+                          lambda: _tree_bytes(params))
+
+    def _network_name(self) -> str:
+        return self.facts["network"] or "Net"
+
+    def _step_per_epoch(self) -> int:
+        size, batch = self.facts["dataset_size"], self.facts["batch_size"]
+        if isinstance(size, int) and isinstance(batch, int) and size > 0 and batch > 0:
+            return -(-size // batch)
+        return self._first_epoch_steps
+
+    def close(self) -> None:
+        """Write the train lineage, the landscape's metadata, and close the files."""
+        if self._closed:
+            return
+        saver = self.landscape
+        try:
+            if saver is not LANDSCAPE_OFF:
+                params = self._last_params
+                last = self.last_step if saver.unit == "step" else self.epoch
+                saver.finish(last, self._network_name(),
+                             (lambda: flatten_pytree(params)) if params is not None else None,
+                             lambda: _tree_bytes(params), step_per_epoch=self._step_per_epoch())
+                saver.close()
+                self._last_params = None
+        finally:
+            super().close()
 
     @staticmethod
     def _learning_rate(lr: Any, opt_state: Any, step: int) -> Any:
@@ -246,6 +328,10 @@ class SummaryCollector(CollectorBase):
             "train_dataset": {"train_dataset_size": f["dataset_size"]},
             "algorithm": {"network": f["network"]},
         }
+
+
+def _tree_bytes(tree: Any) -> int:
+    return sum(int(getattr(leaf, "nbytes", 0)) for leaf in jax.tree_util.tree_leaves(tree))
 
 
 def _clu_interface() -> Any:

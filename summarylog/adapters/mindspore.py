@@ -26,6 +26,7 @@ from mindspore import Parameter
 from mindspore.train.callback import Callback
 
 from ..collector import CollectionPolicy, CollectorCore
+from ..landscape.collect import LANDSCAPE_OFF, LandscapeSaver
 
 __all__ = ["SummaryCollector"]
 
@@ -53,6 +54,31 @@ def _backbone(network: Any) -> Any:
         if hasattr(cell, "_backbone"):
             return cell._backbone
     return network
+
+
+def _landscape_backbone(network: Any) -> Any:
+    """The cell whose parameters MindSpore saves for a landscape: the backbone, then
+    down ``network`` children of wrapper cells (stopping below one with an optimizer)."""
+    cell = _backbone(network)
+    for _ in range(1000):  # (wrappers nest a few deep; a cycle of cells must not hang)
+        children = cell.name_cells()
+        if "network" not in children:
+            return cell
+        cell = cell.network
+        if "optimizer" in children:
+            return cell
+    return cell
+
+
+def _param_copies(cell: Any) -> dict[str, np.ndarray]:
+    """``{name: host copy}`` of every parameter (trainable or not), as MindSpore saves
+    them; ``asnumpy`` shares the tensor's memory, hence the copy."""
+    return {p.name: np.array(p.asnumpy(), copy=True) for p in cell.get_parameters()}
+
+
+def _param_bytes(cell: Any) -> int:
+    return sum(int(np.prod(p.shape, dtype=np.int64)) * int(p.itemsize)
+               for p in cell.get_parameters())
 
 
 def _optimizer(cb: Any) -> Any:
@@ -136,13 +162,18 @@ class SummaryCollector(Callback):
     """MindSpore's SummaryCollector, writing through summarylog.
 
     Args: as ``mindspore.SummaryCollector`` (``summary_dir``,
-    ``collect_freq=10``, ``collect_specified_data``, ``keep_default_action``,
-    ``custom_lineage_data``, ``collect_tensor_freq``, ``max_file_size``,
-    ``export_options``), plus ``format`` (``"mindinsight"``, the default, or
-    ``"tensorboard"``).  ``collect_landscape`` raises NotImplementedError.
+    ``collect_freq=10``, ``num_process=32``, ``collect_specified_data``,
+    ``keep_default_action``, ``custom_lineage_data``, ``collect_tensor_freq``,
+    ``max_file_size``, ``export_options``), plus ``format`` (``"mindinsight"``, the
+    default, or ``"tensorboard"``).  ``collect_landscape`` (on by default, as in
+    MindSpore) saves the backbone's parameters at its interval points into
+    ``{summary_dir}/ckpt_dir`` as MindSpore's ``.ckpt`` (copied at the step, written
+    by a background thread) and ``train_metadata.json`` at the end of ``Model.train``.
+    ``num_process`` is checked (a positive int) and kept (``policy.num_process``):
+    MindSpore stores it and uses it nowhere; here no process pool is needed.
     """
 
-    def __init__(self, summary_dir: str, collect_freq: int = 10,
+    def __init__(self, summary_dir: str, collect_freq: int = 10, num_process: int = 32,
                  collect_specified_data: Mapping[str, Any] | None = None,
                  keep_default_action: bool = True,
                  custom_lineage_data: Mapping[str, Any] | None = None,
@@ -152,9 +183,15 @@ class SummaryCollector(Callback):
         super().__init__()
         self.policy = CollectionPolicy(summary_dir, collect_freq, collect_specified_data,
                                        keep_default_action, custom_lineage_data,
-                                       collect_tensor_freq, max_file_size, export_options, format)
+                                       collect_tensor_freq, max_file_size, export_options, format,
+                                       num_process)
         self._core: CollectorCore | None = None
         self._sink = False
+        #: collect_landscape's checkpoints; as MindSpore, ckpt_dir is made now
+        self.landscape: Any = LANDSCAPE_OFF
+        if self.policy.landscape is not None:
+            self.landscape = LandscapeSaver(self.policy.summary_dir, self.policy.landscape,
+                                            ".ckpt")
 
     # MindSpore opens the record when the callback is entered
     def __enter__(self) -> "SummaryCollector":
@@ -218,23 +255,31 @@ class SummaryCollector(Callback):
                 "dataset_graph": (_dataset_graph(cb.train_dataset)
                                   if self.policy.enabled("collect_dataset_graph") else None)}
 
+    def _landscape_at(self, cb: Any, point: int) -> None:
+        cell = _landscape_backbone(cb.train_network)
+        self.landscape.at(point, type(cell).__name__, lambda: _param_copies(cell),
+                          lambda: _param_bytes(cell))
+
     def step_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
         core = self._core
         if cb.mode != "train" or core is None:
             return
+        step = cb.cur_step_num
+        if step >= self.landscape.next_step:  # (in sink mode: once per sink)
+            self._landscape_at(cb, step)
         if self._sink:  # the unit is an epoch: only the first step's records here
             if not core.started:
-                core.first_step(cb.cur_step_num, **self._first_items(cb))
+                core.first_step(step, **self._first_items(cb))
             return
-        if cb.cur_step_num < core.quiet_until:  # the common case: a step that collects nothing
+        if step < core.quiet_until:  # the common case: a step that collects nothing
             loss = getattr(cb, "net_outputs", None)
             if loss is not None:
                 core.last_loss = loss
             return
         element = getattr(cb, "train_dataset_element", None)
         inputs = element[0] if isinstance(element, (list, tuple)) and element else None
-        self._collect(cb, cb.cur_step_num, inputs)
+        self._collect(cb, step, inputs)
 
     def epoch_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
@@ -245,6 +290,8 @@ class SummaryCollector(Callback):
             # no-op when step_end collected it)
             current = cb.cur_epoch_num if self._sink else cb.cur_step_num
             self._collect(cb, current, None)
+            if cb.cur_epoch_num >= self.landscape.next_epoch:
+                self._landscape_at(cb, cb.cur_epoch_num)
         self._core.epoch_end()
 
     def end(self, run_context: Any) -> None:
@@ -278,11 +325,23 @@ class SummaryCollector(Callback):
                 "model": {"path": json.dumps({"ckpt": ckpt}),
                           "size": os.path.getsize(ckpt) if ckpt else 0},
             })
+            self._landscape_end(cb)
         else:
             metrics = {k: (v.tolist() if hasattr(v, "tolist") else v)
                        for k, v in (getattr(cb, "metrics", None) or {}).items()}
             core.eval_end(metrics, path, size)
         core.flush()
+
+    def _landscape_end(self, cb: Any) -> None:
+        """End of Model.train: the last point saved (if not yet), then train_metadata.json
+        (step_per_epoch: MindSpore's batch_num)."""
+        saver = self.landscape
+        if saver is LANDSCAPE_OFF:
+            return
+        cell = _landscape_backbone(cb.train_network)
+        last = cb.cur_step_num if saver.unit == "step" else cb.cur_epoch_num
+        saver.finish(int(last), type(cell).__name__, lambda: _param_copies(cell),
+                     lambda: _param_bytes(cell), step_per_epoch=int(cb.batch_num))
 
     @staticmethod
     def _checkpoint(cb: Any) -> str | None:
@@ -296,7 +355,11 @@ class SummaryCollector(Callback):
         return None
 
     def close(self) -> None:
-        if self._core is not None:
-            self._core.close()
+        try:
+            if self._core is not None:
+                self._core.close()
+        finally:
+            if self.landscape is not LANDSCAPE_OFF:
+                self.landscape.close()  # (a later Model.train starts its writer again)
 
 

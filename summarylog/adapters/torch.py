@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ..collector import CollectionPolicy
+from ..landscape.collect import LANDSCAPE_OFF, LandscapeSaver
 from .base import CollectorBase, op_key
 
 __all__ = ["SummaryCollector", "summary"]
@@ -181,6 +182,16 @@ def _cpu_scalar(value: torch.Tensor) -> float | None:
     return None
 
 
+def _state_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The model's state_dict (parameters and buffers) as detached CPU copies: the one
+    copy a landscape point costs the training thread."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def _state_bytes(model: torch.nn.Module) -> int:
+    return sum(v.numel() * v.element_size() for v in model.state_dict().values())
+
+
 class _LaneSource:
     """How the collector lane sees a PyTorch collector's parameters: CPU,
     contiguous, float32/float64 Parameters as numpy views of their memory."""
@@ -224,7 +235,15 @@ class SummaryCollector(CollectorBase):
       format: ``"tensorboard"`` (default) or ``"mindinsight"``.
       collect_gradients: also histogram the gradients of the selected
         parameters (``<name>.grad/auto``).
+      num_process: as MindSpore's (checked, kept as ``policy.num_process``; the
+        checkpoints of ``collect_landscape`` are written by one background thread).
       rank0_only: under torch.distributed, only rank 0 writes (default True).
+
+    ``collect_landscape`` (on by default, as in MindSpore) saves the model's
+    ``state_dict`` (a CPU copy at the step, written by a background thread) into
+    ``{summary_dir}/ckpt_dir`` as ``{Model}_{point}_{unit}.pt`` at its interval points
+    and at the end of training, and ``train_metadata.json`` at :meth:`close`; under
+    torch.distributed, rank 0 alone saves them.
     """
 
     _active: list["SummaryCollector"] = []  # open ones, newest last: summary() feeds it
@@ -237,7 +256,8 @@ class SummaryCollector(CollectorBase):
                  custom_lineage_data: Mapping[str, Any] | None = None,
                  collect_tensor_freq: int | None = None, max_file_size: int | None = None,
                  export_options: Mapping[str, Any] | None = None, format: str = "tensorboard",
-                 collect_gradients: bool = False, rank0_only: bool = True) -> None:
+                 collect_gradients: bool = False, rank0_only: bool = True,
+                 num_process: int = 32) -> None:
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int)
@@ -245,7 +265,8 @@ class SummaryCollector(CollectorBase):
             raise ValueError(f"epochs must be a positive int or None, got {epochs!r}")
         super().__init__(CollectionPolicy(
             summary_dir, collect_freq, collect_specified_data, keep_default_action,
-            custom_lineage_data, collect_tensor_freq, max_file_size, export_options, format))
+            custom_lineage_data, collect_tensor_freq, max_file_size, export_options, format,
+            num_process))
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.train_loader, self.epochs, self.scheduler = train_loader, epochs, scheduler
         self.collect_gradients = bool(collect_gradients)
@@ -258,11 +279,21 @@ class SummaryCollector(CollectorBase):
         self._selected: dict[str, torch.Tensor] | None = None  # the histogrammed parameters
         if self.enabled:
             core = self._open(rank=self.rank if self.world_size > 1 else None,
-                              freeze=_snapshot_all,
+                              freeze=_snapshot_all, params_chosen=True,
                               lane=None if collect_gradients else _LaneSource(self))
             n = _len(train_loader) if epochs is not None else None
             core.begin(epochs * n if n is not None else None)
             self._register()
+        #: collect_landscape's checkpoints (state_dict as .pt); LANDSCAPE_OFF when off
+        self.landscape: Any = LANDSCAPE_OFF
+        self._first_epoch_steps = 0  # step_per_epoch when the loader has no len()
+        # rank 0 alone: the ranks of a data-parallel run hold the same parameters
+        if self.enabled and self.rank in (None, 0) and self.policy.landscape is not None:
+            if model is None:
+                log.warning("summarylog: collect_landscape needs model=: no parameters saved")
+            else:
+                self.landscape = LandscapeSaver(self.policy.summary_dir, self.policy.landscape,
+                                                ".pt")
 
     # -- the loop -----------------------------------------------------------------------
     def _params(self) -> dict[str, torch.Tensor]:
@@ -312,6 +343,8 @@ class SummaryCollector(CollectorBase):
                 and self.global_step < current < core.quiet_until):
             # the common case, a step that collects nothing: no more work than this
             self.global_step = current
+            if current >= self.landscape.next_step:  # (an int compare when nothing is due)
+                self._landscape_at(current)
             if loss is not None or outputs is not None:
                 core.last_loss = loss if loss is not None else outputs
             if self._ops:
@@ -325,14 +358,49 @@ class SummaryCollector(CollectorBase):
                       params=self._params, graph=self._graph(inputs) if first else None,
                       dataset_graph=(_dataset_graph(self.train_loader)
                                      if first and self.train_loader is not None else None))
+            if self.global_step >= self.landscape.next_step:
+                self._landscape_at(self.global_step)
         self._ops.clear()
+
+    def _network_name(self) -> str:
+        return type(_unwrap(self.model)).__name__
+
+    def _landscape_at(self, point: int) -> None:
+        model = _unwrap(self.model)
+        self.landscape.at(point, self._network_name(), lambda: _state_copy(model),
+                          lambda: _state_bytes(model))
 
     def epoch_end(self) -> None:
         """At the end of an epoch: have what was recorded written and flushed,
         without waiting (as MindSpore does)."""
         self.epoch += 1
+        if self.epoch == 1:
+            self._first_epoch_steps = self.global_step
         if self.core is not None:
             self.core.epoch_end()
+        if self.epoch >= self.landscape.next_epoch:
+            self._landscape_at(self.epoch)
+
+    def _landscape_end(self) -> None:
+        """The end of training: the last point saved (if not yet) and train_metadata.json."""
+        saver = self.landscape
+        if saver is LANDSCAPE_OFF:
+            return
+        model = _unwrap(self.model)
+        last = self.global_step if saver.unit == "step" else self.epoch
+        saver.finish(last, self._network_name(), lambda: _state_copy(model),
+                     lambda: _state_bytes(model),
+                     step_per_epoch=_len(self.train_loader) or self._first_epoch_steps)
+        saver.close()
+
+    def close(self) -> None:
+        """Write the train lineage, the landscape's metadata, and close the files."""
+        if self._closed:
+            return
+        try:
+            self._landscape_end()
+        finally:
+            super().close()
 
     def _train_lineage(self) -> dict[str, Any] | None:
         if not self.global_step:

@@ -126,7 +126,7 @@ def test_process0_only_by_default(tmp_path, fmt):
     assert r0["enabled"] and not r1["enabled"]
     assert r1["files"] == [] and r1["collected"] == []
     assert r0["collected"] == EXPECTED_STEPS
-    names = sorted(os.listdir(logdir))
+    names = sorted(n for n in os.listdir(logdir) if n != "ckpt_dir")
     assert sorted(os.path.basename(f) for f in r0["files"]) == names  # process 1 wrote nothing
     (summary,) = [n for n in names if not n.endswith("_lineage")]
     assert _file_pattern(r0, 0, fmt).fullmatch(summary), summary
@@ -145,7 +145,10 @@ def test_process0_only_by_default(tmp_path, fmt):
 def test_every_process_writes_with_process0_only_false(tmp_path):
     logdir = tmp_path / "run"
     results = _run_pair(logdir, tmp_path, process0_only=False)
-    names = sorted(os.listdir(logdir))
+    # collect_landscape (on by default): process 0 alone saves the parameters
+    assert sorted(os.listdir(logdir / "ckpt_dir")) == sorted(
+        [f"Net_{s}_step.npz" for s in [*range(1, 20), STEPS]] + ["train_metadata.json"])
+    names = sorted(n for n in os.listdir(logdir) if n != "ckpt_dir")
     assert len(names) == 2, names
     for rank, r in enumerate(results):
         assert r["enabled"] and r["collected"] == EXPECTED_STEPS

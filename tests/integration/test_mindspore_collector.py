@@ -6,6 +6,7 @@ and PyNative mode; sink mode; MindInsight opens the result."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 
@@ -70,6 +71,34 @@ def test_same_steps_values_and_tags_as_mindspores_collector(side_by_side):
     assert [s for s, _ in _events(ours, "input_data/auto")][:1] == [1]
 
 
+def test_same_landscape_checkpoints_as_mindspores_collector(side_by_side):
+    """collect_landscape is on by default in both: the same .ckpt names, parameters and
+    values at steps 1-19, and the same train_metadata.json (ours adds the end, step 36)."""
+    from summarylog.landscape import checkpoints
+
+    out, _ = side_by_side
+    ours, theirs = out / "ours" / "ckpt_dir", out / "mindspore" / "ckpt_dir"
+    names = sorted(f"Net_{s}_step.ckpt" for s in range(1, 20))
+    assert sorted(n for n in os.listdir(theirs) if n.endswith(".ckpt")) == names
+    assert sorted(n for n in os.listdir(ours) if n.endswith(".ckpt")) == sorted(
+        [*names, "Net_36_step.ckpt"])
+    for name in names:
+        a, b = checkpoints.load(ours / name), checkpoints.load(theirs / name)
+        assert list(a) == list(b), name
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=f"{name} {k}")
+    mo = json.loads((ours / "train_metadata.json").read_text())
+    mt = json.loads((theirs / "train_metadata.json").read_text())
+    assert list(mo) == list(mt)
+    extra = mo["model_params_file_map"].pop("36")
+    assert extra == str(ours / "Net_36_step.ckpt")
+    assert {k: os.path.basename(v) for k, v in mo["model_params_file_map"].items()} == {
+        k: os.path.basename(v) for k, v in mt["model_params_file_map"].items()}
+    for key in ("epoch_group", "step_per_epoch", "unit", "num_samples", "landscape_size",
+                "create_landscape"):
+        assert mo[key] == mt[key], key
+
+
 def test_same_lineage_row(side_by_side):
     out, _ = side_by_side
     (ours,) = Reader(out / "ours").lineage()
@@ -98,6 +127,10 @@ def test_graph_mode_records_the_graph(ms_venv, tmp_path):
 
 
 def test_sink_mode_collects_per_epoch_like_mindspore(ms_venv, tmp_path):
+    """Sink mode asked for on the CPU: MindSpore trains step by step (step_end at every
+    step) but reports dataset_sink_mode; both collectors collect once per epoch.  The
+    real sink path (step_end once per sink) is test_mindspore_landscape.py's
+    test_sink_mode_path_two_collectors_and_a_bad_mode."""
     info = _train(ms_venv, tmp_path, "mindinsight", "graph", "1", "both")
     o = Reader(tmp_path / "ours").scalars(".", "loss/auto")
     t = Reader(tmp_path / "mindspore").scalars(".", "loss/auto")

@@ -134,9 +134,22 @@ def _check_file(path: pathlib.Path, report: dict, other: dict) -> None:
     assert start["device_num"] == WORLD and start["parallel_mode"] == "data_parallel"
 
 
+def _event_files(logdir):
+    """The run's files but ckpt_dir (collect_landscape's, on by default; rank 0's alone)."""
+    return sorted(n for n in os.listdir(logdir) if n != "ckpt_dir")
+
+
+@pytest.mark.parametrize("which", ["rank0_run", "every_rank_run"])
+def test_landscape_checkpoints_from_rank_0_alone(which, request):
+    logdir, _ = request.getfixturevalue(which)
+    names = sorted(os.listdir(logdir / "ckpt_dir"))
+    assert names == sorted([f"Linear_{s}_step.pt" for s in [*range(1, 20), 25]]
+                           + ["train_metadata.json"])
+
+
 def test_rank0_only_one_file_from_rank_0(rank0_run):
     logdir, (r0, r1) = rank0_run
-    names = sorted(os.listdir(logdir))
+    names = _event_files(logdir)
     assert len(names) == 1, names
     assert _name_re(r0["pid"], 0).fullmatch(names[0]), names
     assert r0["enabled"] and r0["files"] == [str(logdir / names[0])]
@@ -147,7 +160,7 @@ def test_rank0_only_one_file_from_rank_0(rank0_run):
 
 def test_every_rank_its_own_file(every_rank_run):
     logdir, reports = every_rank_run
-    names = sorted(os.listdir(logdir))
+    names = _event_files(logdir)
     assert len(names) == WORLD, names
     for rank, rep in enumerate(reports):
         (name,) = [n for n in names if _name_re(rep["pid"], rank).fullmatch(n)]
@@ -157,13 +170,13 @@ def test_every_rank_its_own_file(every_rank_run):
 
 def test_graph_of_a_ddp_model(rank0_run):
     logdir, _ = rank0_run
-    (name,) = os.listdir(logdir)
+    (name,) = _event_files(logdir)
     assert [e for e in Reader(logdir / name).events(".") if e.kind == "graph"]
 
 
 def test_lineage_network_of_a_ddp_model(rank0_run):
     logdir, _ = rank0_run
-    (name,) = os.listdir(logdir)
+    (name,) = _event_files(logdir)
     hp = [e.value for e in Reader(logdir / name).events(".") if e.kind == "hparams"]
     start = [v for v in hp if "session_start_info" in v][-1]["session_start_info"]["hparams"]
     assert start["network"] == "Linear"
@@ -172,7 +185,7 @@ def test_lineage_network_of_a_ddp_model(rank0_run):
 def test_histogram_names_of_a_ddp_model(rank0_run):
     """Parameters are named as in the wrapped network (no DDP "module." prefix)."""
     logdir, _ = rank0_run
-    (name,) = os.listdir(logdir)
+    (name,) = _event_files(logdir)
     tags = Reader(logdir / name).tags(".")
     assert {"weight/auto", "bias/auto"} <= set(tags), tags
     assert not [t for t in tags if t.startswith("module.")], tags

@@ -36,8 +36,24 @@ def test_validation_errors(tmp_path):
         P(collect_specified_data={"histogram_regular": 3})
     with pytest.raises(ValueError):
         P(collect_specified_data={"histogram_regular": "(["})
-    with pytest.raises(NotImplementedError, match="collect_landscape"):
+    with pytest.raises(TypeError, match="intervals"):  # MindSpore's: intervals have no default
         P(collect_specified_data={"collect_landscape": {"landscape_size": 40}})
+    with pytest.raises(TypeError, match="collect_landscape"):
+        P(collect_specified_data={"collect_landscape": True})
+    with pytest.raises(ValueError, match="landscape_size"):
+        P(collect_specified_data={"collect_landscape": {"landscape_size": 2,
+                                                        "intervals": [[1, 2, 3]]}})
+    with pytest.raises(ValueError, match="unit"):
+        P(collect_specified_data={"collect_landscape": {"unit": "batch",
+                                                        "intervals": [[1, 2, 3]]}})
+    with pytest.raises(ValueError, match="intervals"):
+        P(collect_specified_data={"collect_landscape": {"intervals": [[1, 2]]}})
+    with pytest.raises(ValueError, match="unsupported"):
+        P(collect_specified_data={"collect_landscape": {"size": 3, "intervals": [[1, 2, 3]]}})
+    with pytest.raises(TypeError, match="num_process"):
+        P(num_process=2.0)
+    with pytest.raises(ValueError, match="num_process"):
+        P(num_process=0)
     with pytest.raises(TypeError):
         P(keep_default_action="yes")
     with pytest.raises(TypeError):
@@ -66,6 +82,50 @@ def test_keep_default_action_and_histogram_names(tmp_path):
     rx = CollectionPolicy(tmp_path, collect_specified_data={"histogram_regular": r"^layer[12]"})
     assert rx.histogram_names(names) == ["layer1.weight", "layer2.weight"]
     assert rx.histogram_names(["x.layer1"]) == []  # re.match: anchored at the start
+
+
+def test_collect_landscape_defaults_and_replacement_as_mindspore(tmp_path):
+    from summarylog.landscape import DEFAULT_LANDSCAPE
+
+    assert CollectionPolicy(tmp_path).landscape == DEFAULT_LANDSCAPE  # on by default
+    # other keys given keep the landscape's defaults (keep_default_action)
+    assert (CollectionPolicy(tmp_path, collect_specified_data={"collect_graph": False}).landscape
+            == DEFAULT_LANDSCAPE)
+    # a given dict replaces the defaults whole: no per-key merge with MindSpore's
+    mine = CollectionPolicy(tmp_path, collect_specified_data={
+        "collect_landscape": {"unit": "epoch", "intervals": [[2, 4, 6]]}}).landscape
+    assert mine == {"landscape_size": 40, "unit": "epoch", "num_samples": 2048,
+                    "create_landscape": {"train": True, "result": True},
+                    "intervals": [[2, 4, 6]]}
+    for off in (None, {}):
+        assert CollectionPolicy(tmp_path, collect_specified_data={
+            "collect_landscape": off}).landscape is None
+    assert CollectionPolicy(tmp_path, keep_default_action=False).landscape is None
+    assert CollectionPolicy(tmp_path, collect_specified_data={"collect_metric": True},
+                            keep_default_action=False).landscape is None
+    assert CollectionPolicy(tmp_path, num_process=4).num_process == 4
+    assert CollectionPolicy(tmp_path).num_process == 32
+
+
+def test_keep_default_action_false_alone_collects_nothing(tmp_path):
+    """MindSpore: keep_default_action=False and no collect_specified_data: nothing
+    automatic (summary operators only)."""
+    p = CollectionPolicy(tmp_path, keep_default_action=False)
+    for item in ("collect_metric", "collect_graph", "collect_train_lineage",
+                 "collect_eval_lineage", "collect_input_data", "collect_dataset_graph"):
+        assert not p.enabled(item), item
+    assert p.histogram_names(["a.weight"]) == [] and p.landscape is None
+    core = CollectorCore(p)
+    core.begin(10)
+    for s in range(1, 11):
+        core.step(s, loss=np.float32(s), inputs=np.zeros((2, 1, 4, 4), np.float32),
+                  params={"a.weight": np.ones(3, np.float32)})
+    core.train_end({"algorithm": {"network": "Net"}})
+    core.close()
+    r = Reader(tmp_path)
+    events = [e for e in r.events(".") if e.kind != "version"] if r.runs() else []
+    assert not events, events[:3]
+    assert not (tmp_path / "ckpt_dir").exists()
 
 
 def test_custom_lineage_merges_over_the_environment(tmp_path, monkeypatch):
@@ -172,3 +232,29 @@ def test_steps_before_quiet_until_collect_nothing(tmp_path, freq, tensor_freq, t
     skipping.close()
     every.close()
     assert skipping.quiet_until == 0  # a closed core skips nothing: step() must raise
+
+
+def test_landscape_plugin_through_the_collectors_record(tmp_path):
+    """A LossLandscape recorded through a collector's SummaryRecord (the LANDSCAPE
+    plugin, as MindSpore's SummaryLandscape records one) is written whole at its step."""
+    from summarylog.landscape import Landscape
+    from summarylog.pb import ms
+
+    core = CollectorCore(CollectionPolicy(tmp_path, collect_specified_data={
+        "collect_landscape": None}))
+    core.begin(4)
+    core.step(1, loss=np.float32(0.5))
+    ls = Landscape("landscape_[1, 3]", x=[-1.0, 0.0, 1.0], y=[-2.0, 0.0, 2.0],
+                   z=np.arange(9.0).reshape(3, 3), intervals=[1, 2, 3],
+                   path_x=[0.5, 0.1, 0.0], path_y=[0.2, 0.1, 0.0], path_z=[3.0, 2.0, 1.0],
+                   convergence_point=(0.0, 0.0, 1.0))
+    core.record.add_value("LANDSCAPE", ls.tag, ls.to_message())
+    core.record.record(0)
+    core.close()
+    r = Reader(tmp_path)
+    assert r.tags(".")[ls.tag] == "landscape"
+    (value,) = [e.value for e in r.events(".") if e.tag == ls.tag]
+    if isinstance(value, (bytes, bytearray)):
+        value = Landscape.from_message(ls.tag, ms.LossLandscape.FromString(bytes(value)))
+    z = value.z if hasattr(value, "z") else value["z"]
+    np.testing.assert_array_equal(np.asarray(z), ls.z)
