@@ -8,9 +8,11 @@ Same arguments and rules as MindSpore's (see summarylog/collector.py), plus
 learning rate, optimizer, loss function, network, dataset path, size and
 batch size, the graph (graph mode) and the dataset graph the way MindSpore
 does, and records summary-operator data (``ops.ScalarSummary`` and friends in
-``construct``).  Values are copied to the host at a collection (one copy each,
-as any copy of a MindSpore Tensor makes) and written on a background thread: no
-process pool, no waiting at close.
+``construct``).  A collection's parameters are copied at the step (one copy
+each); from the second collection on, on the CPU, the loss and the histogrammed
+parameters go through the collectors' lane (one native call copies and queues
+them; a native thread at nice 19 bins and writes them).  Everything is written
+off the training thread: no process pool, no waiting at close.
 """
 
 from __future__ import annotations
@@ -27,23 +29,11 @@ from mindspore.train.callback import Callback
 
 from ..collector import CollectionPolicy, CollectorCore
 from ..landscape.collect import LANDSCAPE_OFF, LandscapeSaver
+from .mindspore_lane import MindSporeLaneSource, freeze_values
 
 __all__ = ["SummaryCollector"]
 
 log = logging.getLogger("summarylog")
-
-
-def _summary_ops() -> dict[str, Any]:
-    """Summary-operator data since the last call ({"TAG[:TYPE]": Tensor})."""
-    try:
-        from mindspore.train.summary import summary_record as msr
-    except ImportError:  # pragma: no cover - MindSpore without summary support
-        return {}
-    try:
-        msr._record_summary_tensor_data()  # PyNative: move the op cache over
-    except Exception as exc:  # pragma: no cover - MindSpore's internals vary
-        log.debug("summarylog: no PyNative summary data: %s", exc)
-    return dict(msr._get_summary_tensor_data())
 
 
 def _backbone(network: Any) -> Any:
@@ -205,8 +195,9 @@ class SummaryCollector(Callback):
         # MindSpore enters and exits the callback around each Model.train or
         # Model.eval: each gets its own record (and files), as in MindSpore
         if self._core is None or self._core.closed:
-            self._core = CollectorCore(self.policy)
-            self._core.record.summary_op_sources.append(_summary_ops)
+            # (summary operators' values: the record takes them at each recorded step)
+            self._core = CollectorCore(self.policy, freeze=freeze_values,
+                                       lane=MindSporeLaneSource())
         return self._core
 
     # -- MindSpore's callback hooks -------------------------------------------------
