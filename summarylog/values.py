@@ -97,7 +97,8 @@ def snapshot_array(value: Any, name: str = "value",
     fw = framework_of(value)
     if fw is not None and fw != "mindspore" and hasattr(value, "shape"):
         return Deferred(_private(value, fw, copy), name), tuple(int(d) for d in value.shape)
-    arr = np.array(to_numpy(value, name), copy=copy or None)
+    arr = to_numpy(value, name)
+    arr = np.array(arr, copy=True) if copy else np.asarray(arr)  # (numpy 1 has no copy=None)
     return arr, arr.shape
 
 
