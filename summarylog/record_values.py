@@ -157,7 +157,9 @@ def resolve(plugin: str, snap: Any) -> np.ndarray:
 
 def canonical_plugin(plugin: Any) -> Any:
     """The one internal name of a plugin: ``"landscape"`` (MindSpore's) and
-    ``"LANDSCAPE"`` (its docs') are both :data:`LANDSCAPE`; others as given."""
+    ``"LANDSCAPE"`` (its docs') are both :data:`LANDSCAPE`; others as given.
+    SummaryRecord.add_value keys its pool by this name (the sinks look only there),
+    so it must call this before :func:`pool_item`."""
     return _SPELLINGS.get(plugin, plugin) if isinstance(plugin, str) else plugin
 
 
@@ -179,11 +181,11 @@ def landscape_message(name: str, value: Any) -> Any:
 
 
 def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
-    """``value`` as SummaryRecord.add_value() keeps it for ``plugin``, checked."""
-    plugin = canonical_plugin(plugin)
+    """``value`` as SummaryRecord.add_value() keeps it for ``plugin`` (a canonical
+    name: :func:`canonical_plugin`; another spelling here would be pooled where no
+    sink looks, so it is refused), checked."""
     if not isinstance(plugin, str) or plugin not in ALL_PLUGINS:
-        raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(ALL_PLUGINS)}; "
-                         f"'landscape' too)")
+        raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(ALL_PLUGINS)})")
     if plugin in LINEAGE_PLUGINS:
         return lineage_message(plugin, value)
     if plugin == "graph":
