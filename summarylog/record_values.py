@@ -172,10 +172,12 @@ def landscape_message(name: str, value: Any) -> Any:
 
     if isinstance(value, Landscape):
         return value.to_message()
-    msg = message_of(ms.LossLandscape, value, "landscape")
+    from google.protobuf.message import DecodeError
+
     try:
+        msg = message_of(ms.LossLandscape, value, "landscape")
         Landscape.from_message(name, msg)
-    except ValueError as exc:
+    except (ValueError, DecodeError) as exc:  # (json_format's ParseError is a ValueError)
         raise ValueError(f"landscape {name!r} is not a loss landscape: {exc}") from None
     return msg
 
