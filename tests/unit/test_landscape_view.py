@@ -6,6 +6,7 @@ from either dialect and from MindSpore's own file; damaged values are reported."
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import time
@@ -376,3 +377,17 @@ def test_a_run_without_landscapes_has_none(tmp_path):
     assert Reader(str(tmp_path)).landscapes(".") == {}
     with pytest.raises(KeyError):
         Reader(str(tmp_path)).landscapes("nope")
+
+
+def test_cli_shows_landscapes(capsys):
+    from summarylog.cli import main
+    from summarylog.cli_format import brief
+
+    [(_, ls)] = Reader(str(MS_RUN)).landscapes(".")["landscape_[1, 4]"]
+    assert brief("landscape", ls) == "PCA 4x4 over 1..4 step, loss 4.14928..4.9492"
+    main(["cat", str(MS_RUN)])
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    got = {d["tag"]: d["value"] for d in lines if d["kind"] == "landscape"}
+    assert list(got) == MS_TAGS
+    assert got["landscape_[1, 4]"]["z"] == ls.z.tolist()
+    assert got["landscape_[8]"]["path_x"] is None and got["landscape_[8]"]["decomposition"] == "Random"
