@@ -224,8 +224,8 @@ class Reader:
 
     def tags(self, run: str) -> dict[str, str]:
         """Every tag of the run with its kind (``"scalar"``, ``"histogram"``, ``"image"``,
-        ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``); a tag of several kinds with
-        its first (scalars first): :meth:`tag_kinds` lists them all."""
+        ``"text"``, ``"tensor"``, ``"hparams"``, ``"landscape"``, ``"other"``); a tag of
+        several kinds with its first (scalars first): :meth:`tag_kinds` lists them all."""
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
     def events(self, run: str, tags: list[str] | None = None) -> Iterator[Event]:
