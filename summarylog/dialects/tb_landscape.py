@@ -33,9 +33,13 @@ _DT_STRING = tb.DataType.values_by_name["DT_STRING"].number
 _MESH_KIND = {"VERTEX": 1, "FACE": 2, "COLOR": 3}  # MeshPluginData.ContentType
 _MESH_CONFIG = json.dumps({
     "camera": {"cls": "PerspectiveCamera", "fov": 60, "near": 0.01, "far": 100,
-               "position": [2.2, 2.0, 2.6], "lookAt": [0.0, 0.3, 0.0]},
+               "position": [1.3, 1.5, 1.9], "lookAt": [0.0, 0.2, 0.0]},
     "material": {"cls": "MeshStandardMaterial", "roughness": 1, "metalness": 0,
                  "side": 2},  # THREE.DoubleSide: visible from below too
+    # lit from above (the dashboard's default light comes from below the surface)
+    "lights": [{"cls": "AmbientLight", "color": "#ffffff", "intensity": 1.2},
+               {"cls": "DirectionalLight", "color": "#ffffff", "intensity": 1.0,
+                "position": [1.0, 3.0, 2.0]}],
 }, sort_keys=True)
 
 
