@@ -25,7 +25,8 @@ from ..pb import tb
 from ..png import encode_png
 from .landscape_png import PATH_COLOR, contour_image, loss_colors, unit_loss
 
-__all__ = ["PLUGIN", "landscape_values", "landscape_of_tensor", "landscape_of_bytes", "mesh_parts", "MAX_VERTICES"]
+__all__ = ["PLUGIN", "landscape_values", "landscape_of_tensor", "landscape_of_bytes",
+           "mesh_parts", "MAX_VERTICES"]
 
 PLUGIN = "loss_landscape"  #: the exact value's plugin name (MindInsight's name for it)
 MAX_VERTICES = 65536  #: the Mesh dashboard keeps face indices as Uint16

@@ -214,8 +214,8 @@ def test_mesh_is_the_surface_in_a_box_with_the_path_above():
     parts = tb_landscape.mesh_parts(ls)
     v, f, c = parts["VERTEX"][0], parts["FACE"][0], parts["COLOR"][0]
     grid = v[:30].reshape(6, 5, 3)  # rows = y, columns = x
-    assert np.allclose(grid[0, :, 0], np.linspace(-1, 1, 5)) and np.allclose(grid[:, 0, 2],
-                                                                               -np.linspace(-1, 1, 6))
+    assert np.allclose(grid[0, :, 0], np.linspace(-1, 1, 5))
+    assert np.allclose(grid[:, 0, 2], -np.linspace(-1, 1, 6))
     t = (ls.z - ls.z.min()) / np.ptp(ls.z)
     assert np.allclose(grid[..., 1], t, atol=1e-6)
     assert f.min() == 0 and f.max() == len(v) - 1
@@ -390,4 +390,5 @@ def test_cli_shows_landscapes(capsys):
     got = {d["tag"]: d["value"] for d in lines if d["kind"] == "landscape"}
     assert list(got) == MS_TAGS
     assert got["landscape_[1, 4]"]["z"] == ls.z.tolist()
-    assert got["landscape_[8]"]["path_x"] is None and got["landscape_[8]"]["decomposition"] == "Random"
+    assert got["landscape_[8]"]["path_x"] is None
+    assert got["landscape_[8]"]["decomposition"] == "Random"
