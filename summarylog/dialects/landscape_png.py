@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["contour_image", "loss_colors", "NAN_COLOR", "PATH_COLOR", "START_COLOR",
-           "END_COLOR", "LEVELS"]
+           "END_COLOR", "LEVELS", "MAX_PATH"]
 
 #: colour stops, low loss (dark blue) to high loss (yellow)
 _STOPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
@@ -76,18 +76,36 @@ def _index(axis: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.clip(np.nan_to_num(f) * (n - 1), 0, n - 1)
 
 
-def _dot(img: np.ndarray, r: float, c: float, radius: int, color: Any) -> None:
+MAX_PATH = 500  #: a longer path is drawn through every k-th point (first and last kept)
+
+
+def _dots(img: np.ndarray, rows: np.ndarray, cols: np.ndarray, radius: int, color: Any) -> None:
+    """Squares of side 2·radius + 1 at the (rounded) pixels, clipped to the image."""
     h, w, _ = img.shape
-    ri, ci = int(round(r)), int(round(c))
-    img[max(ri - radius, 0):max(min(ri + radius + 1, h), 0),
-        max(ci - radius, 0):max(min(ci + radius + 1, w), 0)] = color
+    ri, ci = np.rint(rows).astype(np.int64), np.rint(cols).astype(np.int64)
+    for dr in range(-radius, radius + 1):
+        for dc in range(-radius, radius + 1):
+            r, c = ri + dr, ci + dc
+            ok = (r >= 0) & (r < h) & (c >= 0) & (c < w)
+            img[r[ok], c[ok]] = color
+
+
+def _dot(img: np.ndarray, r: float, c: float, radius: int, color: Any) -> None:
+    _dots(img, np.array([r]), np.array([c]), radius, color)
 
 
 def _polyline(img: np.ndarray, pts: list[tuple[float, float]], radius: int, color: Any) -> None:
-    for (r0, c0), (r1, c1) in zip(pts, pts[1:]):
-        n = int(max(abs(r1 - r0), abs(c1 - c0)) * 2) + 1
-        for s in np.linspace(0.0, 1.0, n + 1):
-            _dot(img, r0 + (r1 - r0) * s, c0 + (c1 - c0) * s, radius, color)
+    """Segments between consecutive points, sampled twice per pixel of their length."""
+    if len(pts) < 2:
+        return
+    p = np.array(pts, np.float64)
+    a, b = p[:-1], p[1:]
+    n = (np.abs(b - a).max(axis=1) * 2).astype(np.int64) + 2  # samples per segment
+    seg = np.repeat(np.arange(len(a)), n)
+    s = np.arange(seg.size) - np.repeat(np.cumsum(n) - n, n)  # 0..n-1 within each segment
+    t = (s / np.repeat(n - 1, n))[:, None]
+    xy = a[seg] + (b[seg] - a[seg]) * t
+    _dots(img, xy[:, 0], xy[:, 1], radius, color)
 
 
 def contour_image(ls: Any, size: int = 320) -> np.ndarray:
@@ -116,11 +134,15 @@ def contour_image(ls: Any, size: int = 320) -> np.ndarray:
         return [(float(r), float(c)) for r, c in zip(ri, ci) if np.isfinite(r) and np.isfinite(c)]
 
     if ls.path_x is not None and ls.path_x.size:
-        pts = pixel(ls.path_x, ls.path_y)
+        keep = np.arange(ls.path_x.size)
+        if keep.size > MAX_PATH:
+            step = -(-(keep.size - 1) // (MAX_PATH - 1))
+            keep = np.unique(np.append(keep[::step], keep[-1]))
+        pts = pixel(ls.path_x[keep], ls.path_y[keep])
         _polyline(plot, pts, 2, START_COLOR)
         _polyline(plot, pts, 1, PATH_COLOR)
-        for r, c in pts:
-            _dot(plot, r, c, 2, PATH_COLOR)
+        if pts:
+            _dots(plot, *np.array(pts).T, 2, PATH_COLOR)
         if pts:
             _dot(plot, *pts[0], 3, START_COLOR)
             _dot(plot, *pts[-1], 3, END_COLOR)

@@ -9,7 +9,8 @@
   scaled to [0, 1] over its finite values (1 where not finite, coloured grey),
   Z = -y scaled to [-1, 1] (Y is up in the dashboard); the training path as small
   red triangles just above the surface.  Indices stay below 65536 (the dashboard
-  holds faces as Uint16): a bigger grid is drawn with every k-th row and column.
+  holds faces as Uint16): a bigger grid is drawn with every k-th row and column, a
+  path of over 5 461 points with every k-th point (first and last kept).
 * ``<tag>/contour``: a contour image (dialects.landscape_png) for the Images dashboard.
 """
 
@@ -44,12 +45,22 @@ _MESH_CONFIG = json.dumps({
 }, sort_keys=True)
 
 
-def _stride(ny: int, nx: int, extra: int) -> int:
-    """The smallest row/column step whose grid, with ``extra`` vertices, fits."""
-    k = 1
-    while math.ceil(ny / k) * math.ceil(nx / k) + extra > MAX_VERTICES:
-        k += 1
-    return k
+def _picked(n: int, k: int) -> int:
+    """How many indices :func:`_picks` keeps of n."""
+    return (n - 1) // k + 1 + (1 if (n - 1) % k else 0)
+
+
+def _stride(n: int, budget: int, m: int = 1) -> int:
+    """The smallest step k whose picks of n, times those of m, fit in ``budget``
+    (at least 1 kept of each: the first and last, 2 once n >= 2)."""
+    lo, hi = 1, max(n, m, 1)  # hi always fits: it keeps at most 2 x 2
+    while lo < hi:  # the count only falls as k grows
+        mid = (lo + hi) // 2
+        if _picked(n, mid) * _picked(m, mid) <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _picks(n: int, k: int) -> np.ndarray:
@@ -74,8 +85,11 @@ def mesh_parts(ls: Any) -> dict[str, np.ndarray]:
     """VERTEX [1, V, 3] float32, FACE [1, F, 3] int32 and COLOR [1, V, 3] uint8 of a
     landscape with at least a 2 x 2 grid (see the module docstring)."""
     ny, nx = ls.z.shape
-    n_path = 0 if ls.path_x is None else ls.path_x.size
-    k = _stride(ny, nx, 3 * n_path)
+    path = np.arange(0 if ls.path_x is None else ls.path_x.size)
+    if path.size:  # at most a quarter of the vertices for the path's markers (3 each)
+        path = _picks(path.size, _stride(path.size, MAX_VERTICES // 4 // 3))
+    n_path = path.size
+    k = _stride(ny, MAX_VERTICES - 3 * n_path, nx)
     rows, cols = _picks(ny, k), _picks(nx, k)
     t = unit_loss(ls.z)  # scaled over the whole grid, not the picked points
     tg = t[np.ix_(rows, cols)]
@@ -89,12 +103,13 @@ def mesh_parts(ls: Any) -> dict[str, np.ndarray]:
     if n_path:
         # the loss at a path point, scaled as the grid's (its own range if the grid has none)
         finite = ls.z[np.isfinite(ls.z)]
-        ref = finite if finite.size else ls.path_z[np.isfinite(ls.path_z)]
+        path_z = ls.path_z[path]
+        ref = finite if finite.size else path_z[np.isfinite(path_z)]
         lo, hi = (float(ref.min()), float(ref.max())) if ref.size else (0.0, 0.0)
         with np.errstate(over="ignore", invalid="ignore"):
-            pz = (ls.path_z - lo) / (hi - lo) if hi > lo else np.full(n_path, 0.5)
+            pz = (path_z - lo) / (hi - lo) if hi > lo else np.full(n_path, 0.5)
         pz = np.clip(np.nan_to_num(pz, nan=1.0, posinf=1.0, neginf=0.0), 0.0, 1.0) + 0.02
-        px, pyz = _box(ls.path_x, ls.x), -_box(ls.path_y, ls.y)
+        px, pyz = _box(ls.path_x[path], ls.x), -_box(ls.path_y[path], ls.y)
         s = 0.04  # marker size in the box's units
         offs = np.array([(0.0, 0.0, s), (s, 0.0, -s), (-s, 0.0, -s)])  # counter-clockwise from +Y
         centers = np.stack([px, pz, pyz], -1)

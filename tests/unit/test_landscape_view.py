@@ -248,6 +248,40 @@ def test_mesh_of_the_largest_grid_fits_the_dashboards_uint16_indices():
           f"{parts['FACE'].shape[1]} faces in {dt * 1e3:.0f} ms")
 
 
+@pytest.mark.parametrize("ny, nx, n_path", [(256, 256, 0), (255, 257, 3), (2, 40_000, 10),
+                                             (300, 300, 9_000), (3, 3, 100_000), (181, 181, 40)])
+def test_every_mesh_fits_the_uint16_indices(ny, nx, n_path):
+    """Odd shapes, paths longer than the vertex budget (a hang before: no grid step
+    made room for them): the mesh is thinned, its edges and the path's ends kept; the
+    contour image of a 100 000-point path is drawn in bounded time (hang guard 60 s)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import numpy as np
+from summarylog.dialects import tb_landscape
+from summarylog.landscape import Landscape
+ls = Landscape("x", np.arange({nx}.0), np.arange({ny}.0), np.ones(({ny}, {nx})),
+               intervals=[1, 2, 3] if {n_path} else [],
+               path_x=np.linspace(0, {nx} - 1, {n_path}) if {n_path} else None,
+               path_y=np.zeros({n_path}) if {n_path} else None,
+               path_z=np.ones({n_path}) if {n_path} else None)
+p = tb_landscape.mesh_parts(ls)
+v, grid = p["VERTEX"][0], (p["COLOR"][0] != [230, 30, 30]).any(-1)  # not the path's markers
+marks = v[~grid].reshape(-1, 3, 3).mean(1)
+assert {n_path} == 0 or np.allclose(marks[[0, -1], 0], [-1, 1]), marks  # the path's ends kept
+from summarylog.dialects.landscape_png import contour_image
+contour_image(ls)  # the image's path is thinned too (MAX_PATH points)
+print(v.shape[0], p["FACE"].max(), v[grid, 0].min(), v[grid, 0].max())
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    nv, top, xmin, xmax = r.stdout.split()
+    assert int(nv) <= tb_landscape.MAX_VERTICES and int(top) < 65536
+    assert float(xmin) == -1 and float(xmax) == 1
+    print(f"{ny}x{nx} grid, {n_path}-point path: mesh of {nv} vertices")
+
+
 def test_non_finite_losses_are_drawn_not_crashed():
     ls = pca(n=5)
     ls.z[0, 0], ls.z[1, 1], ls.z[2, 2] = np.nan, np.inf, -np.inf
