@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import datetime
 import json
 import math
@@ -98,6 +99,8 @@ def jsonable(v: Any) -> Any:
     tolist = getattr(v, "tolist", None)  # numpy arrays and scalars
     if tolist is not None:
         return jsonable(tolist())
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):  # a Landscape: its fields
+        return {f.name: jsonable(getattr(v, f.name)) for f in dataclasses.fields(v)}
     return str(v)
 
 
@@ -151,6 +154,8 @@ def brief(kind: str, value: Any) -> str:
 
             text = np.array2string(value, threshold=8, edgeitems=2, max_line_width=10_000)
             return one_line(f"{value.dtype}{list(value.shape)} {text}")
+        if kind == "landscape":
+            return landscape_brief(value)
         if kind in ("graph", "other") and isinstance(value, (bytes, bytearray)):
             return f"{len(value)} bytes"
         if kind == "session_log":
@@ -160,6 +165,16 @@ def brief(kind: str, value: Any) -> str:
         return one_line(dumps(jsonable(value)), 100)
     except Exception:  # a summary is never worth dying for
         return one_line(repr(value))
+
+
+def landscape_brief(ls: Any) -> str:
+    """``PCA 40x40 over 1..9 step, loss 0.1..2.3`` (rows x columns = y x x)."""
+    import numpy as np
+
+    finite = ls.z[np.isfinite(ls.z)]
+    loss = f"loss {fmt_num(finite.min())}..{fmt_num(finite.max())}" if finite.size else "no loss"
+    where = f" over {ls.intervals[0]}..{ls.intervals[-1]} {ls.unit}" if ls.intervals else ""
+    return f"{ls.decomposition} {ls.z.shape[0]}x{ls.z.shape[1]}{where}, {loss}"
 
 
 def event_record(run: str, ev: Any) -> dict[str, Any]:

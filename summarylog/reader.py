@@ -26,6 +26,7 @@ from .read_pool import load_runs, thread_count
 from .read_stream import ScalarChunk, iter_scalars
 from .pb import len_field
 from .read_events import EventDecoder
+from .read_landscapes import landscapes_of_events
 from .read_lineage import read_lineage
 from .read_types import FileReport, Scalars
 from .records import RecordReader
@@ -223,8 +224,8 @@ class Reader:
 
     def tags(self, run: str) -> dict[str, str]:
         """Every tag of the run with its kind (``"scalar"``, ``"histogram"``, ``"image"``,
-        ``"text"``, ``"tensor"``, ``"hparams"``, ``"other"``); a tag of several kinds with
-        its first (scalars first): :meth:`tag_kinds` lists them all."""
+        ``"text"``, ``"tensor"``, ``"hparams"``, ``"landscape"``, ``"other"``); a tag of
+        several kinds with its first (scalars first): :meth:`tag_kinds` lists them all."""
         return {tag: kinds[0] for tag, kinds in self.tag_kinds(run).items()}
 
     def events(self, run: str, tags: list[str] | None = None) -> Iterator[Event]:
@@ -263,6 +264,21 @@ class Reader:
                 rep.bad_values = max(rep.bad_values, dec.bad_values)
                 rep.set_damage(rr.damage, rr.damage_past_cap)
                 rep.tail, rep.size = rr.tail, rr.size
+
+    # -- loss landscapes ---------------------------------------------------------------
+    def landscapes(self, run: str) -> dict[str, list[tuple[int, Any]]]:
+        """The run's loss landscapes: tag -> ``[(step, Landscape), ...]``, each a
+        :class:`summarylog.landscape.Landscape` (numpy axes ``x``, ``y``, grid
+        ``z[len(y), len(x)]``, path, metadata), from MindSpore's ``LossLandscape``
+        values (MindSpore's own files and ours) and from the TensorBoard dialect's
+        landscape values, under the rules of :meth:`scalars`.  A landscape value that
+        does not decode, or whose grids do not fit together, is left out and counted
+        in :meth:`damage` (``bad_values``)."""
+        tags = [t for t, kinds in self.tag_kinds(run).items() if "landscape" in kinds]
+        if not tags:
+            return {}
+        ms = any(dialect_of(p) == "mindspore" for p in self.files(run))
+        return landscapes_of_events(self.events(run, tags=tags), self.purge, ms)
 
     # -- damage ----------------------------------------------------------------------
     def damage(self, run: str | None = None, *, deep: bool = False) -> dict[str, FileReport]:

@@ -28,6 +28,8 @@ log = logging.getLogger("summarylog")
 SUMMARY_PLUGINS = ("scalar", "image", "tensor", "histogram")
 LINEAGE_PLUGINS = ("train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data")
 LANDSCAPE = "LANDSCAPE"
+#: MindSpore 2.10 compares with its PluginEnum value, lowercase; its docstring says LANDSCAPE
+_SPELLINGS = {"landscape": LANDSCAPE}
 LATER = "_later"  # pool key of add_later() builders (not a plugin)
 #: pending TensorBoard histograms that are views of a framework's memory are
 #: written once this many bytes pile up: held, they keep its allocator from
@@ -153,8 +155,37 @@ def resolve(plugin: str, snap: Any) -> np.ndarray:
     return arr
 
 
+def canonical_plugin(plugin: Any) -> Any:
+    """The one internal name of a plugin: ``"landscape"`` (MindSpore's) and
+    ``"LANDSCAPE"`` (its docs') are both :data:`LANDSCAPE`; others as given.
+    SummaryRecord.add_value keys its pool by this name (the sinks look only there),
+    so it must call this before :func:`pool_item`."""
+    return _SPELLINGS.get(plugin, plugin) if isinstance(plugin, str) else plugin
+
+
+def landscape_message(name: str, value: Any) -> Any:
+    """A landscape value (a :class:`summarylog.landscape.Landscape`, a
+    LossLandscape message of either pool, its bytes or its JSON dict) as our
+    LossLandscape, checked: ValueError when its grids do not fit together
+    (nothing a viewer could draw)."""
+    from .landscape.result import Landscape
+
+    if isinstance(value, Landscape):
+        return value.to_message()
+    from google.protobuf.message import DecodeError
+
+    try:
+        msg = message_of(ms.LossLandscape, value, "landscape")
+        Landscape.from_message(name, msg)
+    except (ValueError, DecodeError) as exc:  # (json_format's ParseError is a ValueError)
+        raise ValueError(f"landscape {name!r} is not a loss landscape: {exc}") from None
+    return msg
+
+
 def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
-    """``value`` as SummaryRecord.add_value() keeps it for ``plugin``, checked."""
+    """``value`` as SummaryRecord.add_value() keeps it for ``plugin`` (a canonical
+    name: :func:`canonical_plugin`; another spelling here would be pooled where no
+    sink looks, so it is refused), checked."""
     if not isinstance(plugin, str) or plugin not in ALL_PLUGINS:
         raise ValueError(f"No such plugin of {plugin!r} (plugins: {', '.join(ALL_PLUGINS)})")
     if plugin in LINEAGE_PLUGINS:
@@ -169,7 +200,7 @@ def pool_item(plugin: Any, name: Any, value: Any, tensorboard: bool) -> Any:
         return value.SerializeToString() if hasattr(value, "SerializeToString") else bytes(value)
     check_summary_tag(name)
     if plugin == LANDSCAPE:
-        return message_of(ms.LossLandscape, value, "landscape")
+        return landscape_message(name, value)
     return summary_value(plugin, value)
 
 

@@ -223,7 +223,7 @@ class MindSporeEncoder:
                 v.image.encoded_image = encode_png(grid)
             elif plugin == "tensor":
                 v.tensor.CopyFrom(tensor_proto(value))
-            elif plugin == "LANDSCAPE":
+            elif plugin in ("LANDSCAPE", "landscape"):
                 v.loss_landscape.CopyFrom(message_of(ms.LossLandscape, value, "landscape"))
             else:
                 raise ValueError(f"no summary plugin {plugin!r}")
@@ -264,6 +264,8 @@ def value_of_event(ev: Any) -> Any:
         if arr.dtype.kind not in "biuf":
             return None
         v.tensor.CopyFrom(tensor_proto(arr))
+    elif k == "landscape":
+        v.loss_landscape.CopyFrom(val.to_message())
     elif k == "histogram":
         if "buckets" in val:
             buckets = [tuple(b) for b in val["buckets"]]
@@ -325,6 +327,13 @@ def _histogram_dict(h: Any) -> dict[str, Any]:
             "neg_inf_count": h.neg_inf_count}
 
 
+def _landscape(v: Any) -> Any:
+    """A Summary.Value's landscape as a Landscape (ValueError: a bad value)."""
+    from ..landscape.result import Landscape
+
+    return Landscape.from_message(v.tag, v.loss_landscape)
+
+
 #: Summary.Value field -> (Event kind, its value)
 _DECODE = {
     "scalar_value": ("scalar", lambda v: float(v.scalar_value)),
@@ -332,7 +341,7 @@ _DECODE = {
                                   "pngs": [v.image.encoded_image]}),
     "tensor": ("tensor", lambda v: tensor_to_numpy(v.tensor)),
     "histogram": ("histogram", lambda v: _histogram_dict(v.histogram)),
-    "loss_landscape": ("landscape", lambda v: v.loss_landscape.SerializeToString()),
+    "loss_landscape": ("landscape", lambda v: _landscape(v)),
 }
 _OTHER = ("other", lambda v: v.SerializeToString())
 

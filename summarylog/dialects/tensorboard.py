@@ -224,8 +224,9 @@ class TensorBoardEncoder:
     def summary(self, wall_time: float, step: int,
                 values: Iterable[tuple[str, str, Any]]) -> list[bytes]:
         """A recorded step's values (see dialects.base): scalars in one event, histograms
-        by MindSpore's bucket rule, images as MindSpore's grid, a landscape as x, y, z."""
-        from .mindspore import image_grid, tensor_to_numpy
+        by MindSpore's bucket rule, images as MindSpore's grid, a landscape as
+        :meth:`landscape` writes it."""
+        from .mindspore import image_grid
 
         out, tags, floats = [], [], []
         for plugin, tag, value in values:
@@ -240,15 +241,20 @@ class TensorBoardEncoder:
                 out.append(self.tensor(wall_time, step, tag, value))
             elif plugin == "histogram":
                 out.append(self.histogram(wall_time, step, tag, value, 0))
-            elif plugin == "LANDSCAPE":
-                for axis in ("x", "y", "z"):
-                    t = getattr(value.landscape, axis)
-                    if len(t.dims):
-                        out.append(self.tensor(wall_time, step, f"{tag}/landscape/{axis}",
-                                               tensor_to_numpy(t)))
+            elif plugin in ("LANDSCAPE", "landscape"):
+                out.append(self.landscape(wall_time, step, tag, value))
             else:
                 raise ValueError(f"no summary plugin {plugin!r}")
         return [self.scalars(wall_time, step, tags, floats)] + out if tags else out
+
+    def landscape(self, wall_time: float, step: int, tag: str, message: Any) -> bytes:
+        """One event of a loss landscape (a LossLandscape message): the exact value,
+        a mesh and a contour image (dialects.tb_landscape)."""
+        from .tb_landscape import landscape_values
+
+        ev = tb.Event(wall_time=wall_time, step=step)
+        ev.summary.value.extend(landscape_values(tag, message))
+        return ev.SerializeToString()
 
     def hparams(self, wall_time: float, hparams: Mapping[str, Any],
                 metrics: Sequence[str]) -> list[bytes]:
@@ -282,6 +288,8 @@ def payload_of_event(ev: Any) -> bytes | None:
         return enc.text(wall, step, tag, str(v))
     if k == "tensor":
         return enc.tensor(wall, step, tag, np.asarray(v))
+    if k == "landscape":
+        return enc.landscape(wall, step, tag, v.to_message())
     return None
 
 
@@ -342,7 +350,7 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
 
 
 _KIND_OF_PLUGIN = {"scalars": "scalar", "images": "image", "text": "text",
-                   "histograms": "histogram"}
+                   "histograms": "histogram", "loss_landscape": "landscape"}
 
 
 def _decode_value(v: Any, plugins: dict[str, str], values: bool = True) -> tuple[str, Any]:
@@ -386,6 +394,10 @@ def _decode_value(v: Any, plugins: dict[str, str], values: bool = True) -> tuple
             if arr.ndim == 0:
                 return "text", arr.item().decode("utf-8", "replace")
             return "text", np.vectorize(lambda b: b.decode("utf-8", "replace"))(arr)
+        if plugin == "loss_landscape":
+            from .tb_landscape import landscape_of_tensor
+
+            return "landscape", landscape_of_tensor(v.tag, t)
         if plugin == "histograms":
             raw = _tensor_to_numpy(t)
             arr = raw.astype(np.float64).reshape(-1, 3)

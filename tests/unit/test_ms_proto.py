@@ -131,9 +131,10 @@ def test_both_encoders_are_the_dialect_seam():
     from summarylog.dialects import mindspore as msd, tensorboard as tbd
     from summarylog.dialects.base import DialectEncoder
 
-    landscape = ms.LossLandscape()
-    landscape.landscape.z.dims.extend([2, 2])
-    landscape.landscape.z.float_data.extend([1.0, 2.0, 3.0, 4.0])
+    from summarylog.landscape import Landscape
+
+    landscape = Landscape("ls", [0.0, 1.0], [0.0, 1.0], [[1.0, 2.0], [3.0, 4.0]],
+                          decomposition="Random").to_message()
     values = [("scalar", "loss", 0.5), ("image", "img", np.zeros((2, 3, 4, 5), np.uint8)),
               ("tensor", "t", np.arange(6.0).reshape(2, 3)),
               ("histogram", "w", np.linspace(-1.0, 1.0, 100)), ("LANDSCAPE", "ls", landscape)]
@@ -150,8 +151,8 @@ def test_both_encoders_are_the_dialect_seam():
         assert got["img"].kind == "image" and (got["img"].value["height"], got["img"].value["width"]) == (4, 10)
         assert np.array_equal(np.asarray(got["t"].value, np.float64), np.arange(6.0).reshape(2, 3))
         assert got["w"].kind == "histogram" and got["w"].value["num"] == 100
-        landscape_tags = [t for t in got if t.startswith("ls")]
-        assert landscape_tags, enc.name
+        assert got["ls"].kind == "landscape", enc.name
+        assert np.array_equal(got["ls"].value.z, [[1.0, 2.0], [3.0, 4.0]])
         with pytest.raises(ValueError, match="no summary plugin"):
             enc.summary(0.0, 0, [("text", "x", "y")])
 
