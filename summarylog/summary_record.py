@@ -31,8 +31,8 @@ from .record_limits import DisplayLimits, check_run_listing
 from .record_ops import check_train_network, drop_mindspore_summary_ops, take_summary_ops
 from .record_sinks import MindSporeSink, StepBuilder, StepWriteError, TensorBoardSink, export_dir
 from .record_values import (LANDSCAPE, LATER, LINEAGE_PLUGINS, SUMMARY_PLUGINS, TagNameError,
-                            check_export_options, check_summary_tag, graph_of, pool_bytes,
-                            pool_item)
+                            canonical_plugin, check_export_options, check_summary_tag, graph_of,
+                            pool_bytes, pool_item)
 from .records import RecordWriter
 
 __all__ = ["SummaryRecord", "TagNameError", "StepWriteError", "SUMMARY_PLUGINS", "LINEAGE_PLUGINS"]
@@ -183,11 +183,13 @@ class SummaryRecord:
         ``train_lineage``, ``eval_lineage``, ``dataset_graph``,
         ``custom_lineage_data`` their lineage message (MindSpore's or
         summarylog's, its bytes, or a dict; custom data also ``{key: str |
-        int | float}``); ``LANDSCAPE`` a LossLandscape.
+        int | float}``); ``landscape`` (MindSpore's spelling; ``LANDSCAPE`` too)
+        a LossLandscape or a :class:`summarylog.landscape.Landscape`.
 
         Raises ValueError for an unknown plugin and for a value of the wrong
         size or rank, TypeError for a bad name or a value of the wrong type.
         """
+        plugin = canonical_plugin(plugin)
         item = pool_item(plugin, name, value, self._tb is not None)
         with self._pool_lock:
             entries = self._pool[plugin]

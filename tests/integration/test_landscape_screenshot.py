@@ -1,11 +1,11 @@
 """What a person sees: headless Chromium screenshots of TensorBoard's Images and Mesh
 dashboards over a TensorBoard-dialect landscape (WebGL through SwiftShader, no GPU).
 The contour image shows with its colours; the mesh is drawn (surface colours and the
-red path markers on the canvas).  Skipped where Chromium or Pillow is missing."""
+red path markers on the canvas).  Chromium comes from ``./dev test`` (apt, as root);
+where it is missing the tests skip, and fail under CI."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import signal
@@ -14,13 +14,17 @@ import subprocess
 import numpy as np
 import pytest
 
-if importlib.util.find_spec("tensorboard") is None or importlib.util.find_spec("PIL") is None:
-    pytest.skip("tensorboard and Pillow are needed", allow_module_level=True)
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None:
-    pytest.skip("no chromium (apt-get install chromium)", allow_module_level=True)
+from conftest import require, require_module
 
-from PIL import Image  # noqa: E402
+require_module("tensorboard")
+Image = require_module("PIL.Image")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(autouse=True)
+def _chromium() -> None:
+    require(CHROMIUM is not None, "chromium (apt-get install chromium)")
+
 
 from summarylog.dialects.landscape_png import PATH_COLOR  # noqa: E402
 from summarylog.landscape import write_landscapes  # noqa: E402

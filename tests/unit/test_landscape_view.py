@@ -97,9 +97,6 @@ def test_add_value_takes_a_landscape_in_every_form(tmp_path, fmt, form):
     assert same(got[ls.tag][0][1], as_stored(ls))
 
 
-@pytest.mark.xfail(reason="needs SummaryRecord.add_value to call record_values.canonical_plugin "
-                          "(summary_record.py, msrecord's file: diff in the lsview report)",
-                   raises=ValueError, strict=False)
 @pytest.mark.parametrize("fmt", ["mindinsight", "tensorboard"])
 def test_mindspore_spelling_is_recorded(tmp_path, fmt):
     with summarylog.SummaryRecord(str(tmp_path), format=fmt) as rec:
