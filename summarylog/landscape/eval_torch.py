@@ -30,6 +30,10 @@ __all__ = ["TorchEvaluator", "torch_selected"]
 def torch_selected(model: Any) -> list[str]:
     """The tensors a torch model's landscape moves: its floating-point parameters
     (trainable or not), not its buffers."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return [n for n, p in model.named_parameters() if p.is_floating_point()]
 
 
