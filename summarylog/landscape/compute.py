@@ -30,8 +30,9 @@ Random (result) directions come from numpy's global RNG when ``seed`` is None, a
 MindSpore (so ``np.random.seed(s)`` beforehand reproduces MindSpore's own draw), and
 from ``RandomState(seed)`` otherwise, which draws the same numbers.
 
-``processes=k`` splits each landscape's grid rows across k worker processes (forked;
-spawned for JAX, whose ``loss_fn``, ``params`` and data must then pickle); the result
+``processes=k`` splits each landscape's grid rows across k worker processes (forked
+on Linux; spawned for JAX, or once JAX is imported, when ``loss_fn``, the model or
+params and the data must pickle: define them at module level); the result
 is the same as with one process."""
 
 from __future__ import annotations
@@ -96,6 +97,16 @@ def _named_jax(obj: Any) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in ckpt_io.flatten_pytree(obj).items()}
 
 
+def _present(names: list[str], what: str) -> Callable[[Mapping[str, np.ndarray]], list[str]]:
+    def check(final: Mapping[str, np.ndarray]) -> list[str]:
+        missing = [n for n in names if n not in final]
+        if missing:
+            raise ValueError(f"the checkpoint has no {what} {missing[0]!r} ({len(missing)} "
+                             f"missing): the checkpoints do not match")
+        return names
+    return check
+
+
 def _default_rule(rule: Any, fallback: Callable[[Mapping[str, np.ndarray]], list[str]]) -> Any:
     def selected(final: Mapping[str, np.ndarray], is_ms: bool) -> list[str]:
         if rule is not None:
@@ -128,7 +139,7 @@ def framework_setup(loss_fn: Callable[..., Any], *, model: Any, params: Any, bat
         names = torch_selected(model)
         make = functools.partial(TorchEvaluator, model, loss_fn, batches, train=train,
                                  points_per_call=points_per_call)
-        return Setup(make, _default_rule(directions_for, lambda f: [n for n in names if n in f]),
+        return Setup(make, _default_rule(directions_for, _present(names, "tensor of the model")),
                      _named_plain)
     if framework == "jax":
         from .eval_jax import JaxEvaluator, jax_selected
@@ -138,7 +149,7 @@ def framework_setup(loss_fn: Callable[..., Any], *, model: Any, params: Any, bat
         names = jax_selected(params)
         make = functools.partial(JaxEvaluator, loss_fn, params, batches,
                                  points_per_call=points_per_call)
-        return Setup(make, _default_rule(directions_for, lambda f: [n for n in names if n in f]),
+        return Setup(make, _default_rule(directions_for, _present(names, "leaf of params")),
                      _named_jax, start_method="spawn")
     return Setup(functools.partial(NumpyEvaluator, loss_fn, batches),
                  _default_rule(directions_for, floating_names), _named_plain)

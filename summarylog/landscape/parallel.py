@@ -129,7 +129,10 @@ def _run_workers(make: Callable[[], Any], plane: Plane, procs: int, allow_nonfin
                  start_method: str | None, setups: list[Any] | None,
                  store: Callable[[str, int, np.ndarray], None], bar: Progress,
                  n_rows: int, n_path: int) -> None:
-    method = start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
+    # fork shares the evaluator's inputs without pickling them, but not once JAX (which
+    # is multithreaded and warns of deadlocks) is loaded in this process
+    method = start_method or ("fork" if sys.platform.startswith("linux")
+                              and "jax" not in sys.modules else "spawn")
     ctx = multiprocessing.get_context(method)
     q = ctx.Queue()
     workers = []

@@ -158,6 +158,10 @@ def test_bad_metadata_missing_and_damaged_checkpoints(tmp_path):
                 collect_landscape={"intervals": [[4, 5, 6]]})
 
 
+def boom(p, batch):  # module level: picklable for spawned workers
+    raise ZeroDivisionError("no")
+
+
 def test_nan_losses_and_a_raising_loss_fn():
     pts = ref.trajectory(4)
 
@@ -169,9 +173,6 @@ def test_nan_losses_and_a_raising_loss_fn():
     ls = from_checkpoints(pts, nan_far, data=BATCHES, landscape_size=N, progress=False,
                           seed=0, allow_nonfinite=True)
     assert np.isnan(ls[0].z).any() and np.isfinite(ls[0].z).any()
-
-    def boom(p, batch):
-        raise ZeroDivisionError("no")
 
     with pytest.raises(LandscapeError, match="loss_fn raised ZeroDivisionError: no"):
         from_checkpoints(pts, boom, data=BATCHES, landscape_size=N, progress=False)
