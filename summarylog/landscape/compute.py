@@ -175,10 +175,22 @@ def _grid(setup: Setup, plane: Plane, opts: Options, desc: str,
           state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray | None]:
     if opts.processes <= 1 and "evaluator" not in state:
         state["evaluator"] = setup.make()  # one evaluator for every landscape of the call
+    if opts.processes > 1 and plane.y.size > 1 and "pool" not in state:
+        from .pool import WorkerPool  # one set of workers for every landscape of the call
+
+        state["pool"] = WorkerPool(setup.make, min(opts.processes, plane.y.size),
+                                   opts.start_method or setup.start_method, opts.worker_setups)
     return evaluate_plane(setup.make, plane, processes=opts.processes, progress=opts.progress,
                           desc=desc, allow_nonfinite=opts.allow_nonfinite,
                           start_method=opts.start_method or setup.start_method,
-                          worker_setups=opts.worker_setups, evaluator=state.get("evaluator"))
+                          worker_setups=opts.worker_setups, evaluator=state.get("evaluator"),
+                          pool=state.get("pool"))
+
+
+def _finish(state: dict[str, Any]) -> None:
+    pool = state.pop("pool", None)
+    if pool is not None:
+        pool.close()
 
 
 def pca_landscape(setup: Setup, points: list[dict[str, np.ndarray]], labels: list[int],
@@ -218,6 +230,16 @@ def landscapes_of(meta: TrainMetadata, setup: Setup, opts: Options) -> list[Land
         what = f"train_metadata.json's checkpoint of {meta.unit} {point}"
         return _load(files[str(point)], setup, what)
 
+    try:
+        _all_of(meta, setup, opts, state, rng, load, out)
+    finally:
+        _finish(state)
+    return out
+
+
+def _all_of(meta: TrainMetadata, setup: Setup, opts: Options, state: dict[str, Any], rng: Any,
+            load: Callable[[int], dict[str, np.ndarray]], out: list[Landscape]) -> None:
+    files = meta.model_params_file_map
     if meta.create_landscape.get("train"):
         for interval in meta.epoch_group.values():
             pts = [load(p) for p in interval]
@@ -230,7 +252,6 @@ def landscapes_of(meta: TrainMetadata, setup: Setup, opts: Options) -> list[Land
         out.append(random_landscape(setup, load(final), final, _is_ms(files[str(final)]),
                                     meta.landscape_size, meta.unit, meta.step_per_epoch,
                                     opts, state, rng))
-    return out
 
 
 def _options(processes: int, progress: bool, seed: Any, allow_nonfinite: bool) -> Options:
@@ -313,13 +334,16 @@ def from_checkpoints(checkpoints: Sequence[Any], loss_fn: Callable[..., Any], *,
     named = [_load(c, setup, f"checkpoints[{i}]") for i, c in enumerate(checkpoints)]
     is_ms = _is_ms(checkpoints[-1])
     out = []
-    if settings["create_landscape"]["train"]:
-        out.append(pca_landscape(setup, named, labels, is_ms, settings["landscape_size"], unit,
-                                 step_per_epoch, opts, state))
-    if settings["create_landscape"]["result"]:
-        out.append(random_landscape(setup, named[-1], labels[-1], is_ms,
-                                    settings["landscape_size"], unit, step_per_epoch, opts,
-                                    state, random_source(seed)))
+    try:
+        if settings["create_landscape"]["train"]:
+            out.append(pca_landscape(setup, named, labels, is_ms, settings["landscape_size"],
+                                     unit, step_per_epoch, opts, state))
+        if settings["create_landscape"]["result"]:
+            out.append(random_landscape(setup, named[-1], labels[-1], is_ms,
+                                        settings["landscape_size"], unit, step_per_epoch, opts,
+                                        state, random_source(seed)))
+    finally:
+        _finish(state)
     if output is not None and out:
         write_landscapes(output, out, format=format)
     return out

@@ -6,23 +6,18 @@ of processes."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import queue as queue_mod
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .directions import Plane
-from .evaluate import LandscapeError, check_finite
+from .evaluate import check_finite
 from .progress import Progress
 
-__all__ = ["evaluate_plane", "check_processes", "split"]
-
-_POLL = 0.5  # seconds between liveness checks of the workers
+__all__ = ["evaluate_plane", "check_processes", "split", "run_tasks", "limit_threads"]
 
 
 def check_processes(processes: Any) -> int:
@@ -55,7 +50,7 @@ def _tasks(plane: Plane, rows: tuple[int, int], path: tuple[int, int] | None) ->
     return out
 
 
-def _run_tasks(evaluator: Any, tasks: list[tuple], allow_nonfinite: bool,
+def run_tasks(evaluator: Any, tasks: list[tuple], allow_nonfinite: bool,
                emit: Callable[[str, int, np.ndarray], None]) -> None:
     for kind, index, xs, ys in tasks:
         vals = np.asarray(evaluator.losses(xs, ys), np.float64)
@@ -63,7 +58,7 @@ def _run_tasks(evaluator: Any, tasks: list[tuple], allow_nonfinite: bool,
         emit(kind, index, vals)
 
 
-def _limit_threads(processes: int) -> None:
+def limit_threads(processes: int) -> None:
     """Share the cores between the workers (a framework's own thread pool in each
     would oversubscribe them)."""
     threads = max(1, (os.cpu_count() or 1) // processes)
@@ -71,30 +66,16 @@ def _limit_threads(processes: int) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
-def _worker(make: Callable[[], Any], plane: Plane, tasks: list[tuple], q: Any,
-            processes: int, allow_nonfinite: bool, setup: Callable[[], None] | None) -> None:
-    try:
-        if setup is not None:
-            setup()
-        _limit_threads(processes)
-        ev = make()
-        ev.set_plane(plane)
-        _run_tasks(ev, tasks, allow_nonfinite, lambda k, i, v: q.put((k, i, v)))
-        q.put(("done", 0, None))
-    except BaseException as exc:  # reported to the parent, which raises it
-        q.put(("error", 0, (type(exc).__name__, str(exc), traceback.format_exc(),
-                            isinstance(exc, LandscapeError))))
-
-
 def evaluate_plane(make: Callable[[], Any], plane: Plane, *, processes: int = 1,
                    progress: bool = True, desc: str = "landscape",
                    allow_nonfinite: bool = False, start_method: str | None = None,
                    worker_setups: list[Callable[[], None] | None] | None = None,
-                   evaluator: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+                   evaluator: Any = None, pool: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
     """``(z, path_z)``: the loss at every grid point (``z[i, j]`` at ``x[j], y[i]``) and
     at the path's points.  ``make()`` builds an evaluator (in each worker when
     ``processes > 1``; ``evaluator`` reuses one already built in this process);
-    ``worker_setups[k]`` runs first in worker k (e.g. choosing its device)."""
+    ``worker_setups[k]`` runs first in worker k (e.g. choosing its device); ``pool``
+    (a :class:`.pool.WorkerPool`) reuses workers started for an earlier plane."""
     n_rows = plane.y.size
     n_path = 0 if plane.path is None else len(plane.path)
     z = np.full((n_rows, plane.x.size), np.nan)
@@ -118,57 +99,18 @@ def evaluate_plane(make: Callable[[], Any], plane: Plane, *, processes: int = 1,
                 store(kind, index, vals)
                 bar.update(len(vals))
 
-            _run_tasks(ev, _tasks(plane, (0, n_rows), (0, n_path)), allow_nonfinite, emit)
+            run_tasks(ev, _tasks(plane, (0, n_rows), (0, n_path)), allow_nonfinite, emit)
             return z, path_z
-        _run_workers(make, plane, procs, allow_nonfinite, start_method, worker_setups,
-                     store, bar, n_rows, n_path)
+        from .pool import WorkerPool
+
+        own = pool is None
+        if own:
+            pool = WorkerPool(make, procs, start_method, worker_setups)
+        try:
+            work = [_tasks(plane, rows, path) for rows, path in
+                    zip(split(n_rows, pool.size), split(n_path, pool.size))]
+            pool.run(plane, work, allow_nonfinite, store, bar.update)
+        finally:
+            if own:
+                pool.close()
     return z, path_z
-
-
-def _run_workers(make: Callable[[], Any], plane: Plane, procs: int, allow_nonfinite: bool,
-                 start_method: str | None, setups: list[Any] | None,
-                 store: Callable[[str, int, np.ndarray], None], bar: Progress,
-                 n_rows: int, n_path: int) -> None:
-    # fork shares the evaluator's inputs without pickling them, but not once JAX (which
-    # is multithreaded and warns of deadlocks) is loaded in this process
-    method = start_method or ("fork" if sys.platform.startswith("linux")
-                              and "jax" not in sys.modules else "spawn")
-    ctx = multiprocessing.get_context(method)
-    q = ctx.Queue()
-    workers = []
-    for k, (rows, path) in enumerate(zip(split(n_rows, procs), split(n_path, procs))):
-        setup = setups[k] if setups and k < len(setups) else None
-        p = ctx.Process(target=_worker, daemon=True,
-                        args=(make, plane, _tasks(plane, rows, path), q, procs,
-                              allow_nonfinite, setup))
-        p.start()
-        workers.append(p)
-    try:
-        finished = 0
-        while finished < len(workers):
-            try:
-                kind, index, vals = q.get(timeout=_POLL)
-            except queue_mod.Empty:
-                dead = [p for p in workers if p.exitcode is not None and p.exitcode != 0]
-                if dead:
-                    raise LandscapeError(f"a landscape worker process died (exit code "
-                                         f"{dead[0].exitcode}) before finishing its rows")
-                continue
-            if kind == "done":
-                finished += 1
-            elif kind == "error":
-                name, msg, tb, ours = vals
-                if ours:
-                    raise LandscapeError(msg)
-                if name in ("TypeError", "ValueError"):  # a check that names its argument
-                    raise {"TypeError": TypeError, "ValueError": ValueError}[name](msg)
-                raise LandscapeError(f"a landscape worker failed: {name}: {msg}\n{tb}")
-            else:
-                store(kind, index, vals)
-                bar.update(len(vals))
-    finally:
-        for p in workers:
-            if p.is_alive():
-                p.terminate()
-            p.join(10)
-        q.close()

@@ -205,3 +205,28 @@ def test_argument_checks():
         from_checkpoints([pts[0]] * 3, ref.np_loss, data=BATCHES)
     with pytest.raises(FileNotFoundError, match=r"checkpoints\[0\]"):
         from_checkpoints(["/nonexistent/a.npz"] * 3, ref.np_loss, data=BATCHES)
+
+
+def die(p, batch):  # a worker that dies outright (a segfault, an OOM kill)
+    if p["fc2.bias"][0] > -1e9:
+        os._exit(3)
+    return 0.0
+
+
+def test_a_dying_worker_raises_instead_of_hanging():
+    pts = ref.trajectory(4)
+    t0 = time.perf_counter()
+    with pytest.raises(LandscapeError, match="died"):
+        from_checkpoints(pts, die, data=BATCHES, landscape_size=N, progress=False, processes=2)
+    print(f"worker killed by os._exit(3): LandscapeError after {time.perf_counter() - t0:.2f} s")
+
+
+def test_plain_progress_line_without_tqdm(monkeypatch, capfd):
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    from_checkpoints(ref.trajectory(4), ref.np_loss, data=BATCHES, landscape_size=3, seed=0)
+    err = capfd.readouterr().err
+    assert "landscape [1, 4] (PCA): 13/13 points" in err and "landscape [4] (Random): 9/9" in err
+    from_checkpoints(ref.trajectory(4), ref.np_loss, data=BATCHES, landscape_size=3, seed=0,
+                     progress=False)
+    assert capfd.readouterr().err == ""
