@@ -230,3 +230,14 @@ def test_plain_progress_line_without_tqdm(monkeypatch, capfd):
     from_checkpoints(ref.trajectory(4), ref.np_loss, data=BATCHES, landscape_size=3, seed=0,
                      progress=False)
     assert capfd.readouterr().err == ""
+
+
+def test_tensorboard_format_and_output_dir(tmp_path):
+    d = _run(tmp_path, ref.trajectory(6))
+    out = tmp_path / "tb"
+    ls = compute(d, ref.np_loss, data=BATCHES, seed=0, progress=False, output=out,
+                 format="tensorboard")
+    assert len(ls) == 3
+    files = os.listdir(out)
+    assert any("tfevents" in f for f in files), files
+    assert not [f for f in os.listdir(d) if "summary" in f or "tfevents" in f]
