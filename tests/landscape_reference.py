@@ -28,8 +28,8 @@ def _dirs(final, flat_dirs, fn):
 
 
 def _theta(final, dirs, a, b):
-    return {n: (final[n] + np.float32(a) * dirs[0][n] + np.float32(b) * dirs[1][n]).astype(np.float32)
-            for n in final}
+    a, b = np.float32(a), np.float32(b)
+    return {n: (final[n] + a * dirs[0][n] + b * dirs[1][n]).astype(np.float32) for n in final}
 
 
 def pca_reference(points, fn, loss, size):

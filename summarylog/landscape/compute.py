@@ -81,7 +81,7 @@ class Setup:
     start_method: str | None = None
 
 
-def _named_plain(obj: Any) -> dict[str, np.ndarray]:
+def named_plain(obj: Any) -> dict[str, np.ndarray]:
     if not isinstance(obj, Mapping):
         raise TypeError(f"a checkpoint must be a path or a dict of arrays, "
                         f"got {type(obj).__name__}")
@@ -140,7 +140,7 @@ def framework_setup(loss_fn: Callable[..., Any], *, model: Any, params: Any, bat
         make = functools.partial(TorchEvaluator, model, loss_fn, batches, train=train,
                                  points_per_call=points_per_call)
         return Setup(make, _default_rule(directions_for, _present(names, "tensor of the model")),
-                     _named_plain)
+                     named_plain)
     if framework == "jax":
         from .eval_jax import JaxEvaluator, jax_selected
 
@@ -152,7 +152,7 @@ def framework_setup(loss_fn: Callable[..., Any], *, model: Any, params: Any, bat
         return Setup(make, _default_rule(directions_for, _present(names, "leaf of params")),
                      _named_jax, start_method="spawn")
     return Setup(functools.partial(NumpyEvaluator, loss_fn, batches),
-                 _default_rule(directions_for, floating_names), _named_plain)
+                 _default_rule(directions_for, floating_names), named_plain)
 
 
 def _load(item: Any, setup: Setup, what: str) -> dict[str, np.ndarray]:

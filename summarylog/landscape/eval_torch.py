@@ -108,7 +108,8 @@ class TorchEvaluator:
         for n in self.moving:
             o = self.origin[n]
             shape = (-1,) + (1,) * o.dim()
-            out[n] = o + a.view(shape).to(o.dtype) * self.v[n] + b.view(shape).to(o.dtype) * self.w[n]
+            a_, b_ = a.view(shape).to(o.dtype), b.view(shape).to(o.dtype)
+            out[n] = o + a_ * self.v[n] + b_ * self.w[n]
         return out
 
     def _vmapped(self, a: Any, b: Any) -> np.ndarray:
@@ -127,7 +128,8 @@ class TorchEvaluator:
         for batch in self.batches:
             out = vmap(one, in_dims=(0, 0, None), randomness="different")(moving, bufs, batch)
             if not isinstance(out, torch.Tensor) or tuple(out.shape) != (k,):
-                shape = tuple(out.shape[1:]) if isinstance(out, torch.Tensor) else type(out).__name__
+                shape = (tuple(out.shape[1:]) if isinstance(out, torch.Tensor)
+                         else type(out).__name__)
                 raise TypeError(f"loss_fn must return a scalar tensor, got {shape} per point")
             total = out.double() if total is None else total + out.double()
         assert total is not None

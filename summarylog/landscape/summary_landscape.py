@@ -8,8 +8,8 @@ Differences, all deliberate:
   TypeError); ``[i, j, ...]`` runs one worker per id, each calling ``callback_fn`` and
   setting ``device_id``, as MindSpore.  The workers are spawned (MindSpore's runtime
   does not survive a fork), so ``callback_fn`` must pickle: a module-level function,
-  as MindSpore's process pool needs too, under an ``if __name__ == "__main__":`` guard.  ``processes=k`` asks for k workers without
-  choosing devices.
+  as MindSpore's process pool needs too, under an ``if __name__ == "__main__":``
+  guard.  ``processes=k`` asks for k workers without choosing devices.
 - ``collect_landscape`` applies to this call; ``train_metadata.json`` is not rewritten
   (MindSpore rewrites it and makes it read-only).
 - Nothing is written when a check fails (MindSpore creates the summary file first).
@@ -30,12 +30,11 @@ import shutil
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .compute import Options, Setup, _named_plain, landscapes_of
-from .directions import mindspore_rule
+from .compute import Options, Setup, named_plain, landscapes_of
+from .directions import mindspore_rule, random_source
 from .eval_mindspore import MindSporeEvaluator, set_device
 from .metadata import CKPT_DIR, TrainMetadata
 from .parallel import check_processes
-from .directions import random_source
 from .result import Landscape, write_landscapes
 
 __all__ = ["SummaryLandscape"]
@@ -75,7 +74,8 @@ class SummaryLandscape:
         shutil.rmtree(self._ckpt_dir, ignore_errors=True)
 
     def gen_landscapes_with_multi_process(
-            self, callback_fn: Callable[[], Any], collect_landscape: Mapping[str, Any] | None = None,
+            self, callback_fn: Callable[[], Any],
+            collect_landscape: Mapping[str, Any] | None = None,
             device_ids: list[int] | None = None, output: str | os.PathLike[str] | None = None, *,
             processes: int | None = None, format: str = "mindinsight", progress: bool = True,
             seed: int | None = None, allow_nonfinite: bool = False) -> list[Landscape]:
@@ -104,7 +104,7 @@ class SummaryLandscape:
                                 f"got {type(collect_landscape).__name__}")
             meta.override(collect_landscape)
         setup = Setup(functools.partial(MindSporeEvaluator, callback_fn, meta.num_samples),
-                      _ms_rule, _named_plain, start_method="spawn")
+                      _ms_rule, named_plain, start_method="spawn")
         opts = Options(workers, bool(progress), seed, bool(allow_nonfinite),
                        worker_setups=setups)
         out = landscapes_of(meta, setup, opts)
