@@ -10,8 +10,8 @@ still through functional_call, after a warning.
 Mode: the model is put in ``train`` mode (the default, as MindSpore evaluates in train
 mode: dropout active, batch norm on the batch's statistics) or eval mode for the
 computation, and its modes restored after.  Buffers (batch norm's running statistics)
-start from the checkpoint's values at every point; the model's own tensors are never
-changed."""
+start from the checkpoint's values at every point (the model's current ones when the
+checkpoint holds parameters only); the model's own tensors are never changed."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ class TorchEvaluator:
     def set_plane(self, plane: Plane) -> None:
         import torch
 
-        missing = [n for n in [*self.state, *self.buffers] if n not in plane.origin]
+        # buffers a checkpoint of parameters only lacks stay the model's own
+        missing = [n for n in self.state if n not in plane.origin]
         if missing:
             raise ValueError(f"the checkpoint has no tensor {missing[0]!r} of the model "
                              f"({len(missing)} missing): model and checkpoints do not match")
@@ -88,7 +89,9 @@ class TorchEvaluator:
                                  f"model's {tuple(ref.shape)}")
             return torch.as_tensor(np.ascontiguousarray(arr)).to(self.device, ref.dtype)
 
-        self.origin = {n: dev(n, plane.origin[n]) for n in [*self.state, *self.buffers]}
+        self.origin = {n: dev(n, plane.origin[n]) for n in self.state}
+        for n, buf in self.buffers.items():
+            self.origin[n] = dev(n, plane.origin[n]) if n in plane.origin else buf.detach().clone()
         moving = set(plane.selected)
         self.moving = [n for n in self.state if n in moving and self.origin[n].is_floating_point()]
         self.v = {n: dev(n, plane.v[n]) for n in self.moving}

@@ -177,3 +177,18 @@ def test_hostile_inputs(tmp_path):
     with pytest.raises(TypeError, match="model"):
         from_checkpoints(pts, mse, model="net", framework="torch", data=_tbatches(),
                          progress=False)
+
+
+def test_checkpoints_of_parameters_only_keep_the_models_buffers():
+    model = Dropped().eval()
+    params = {k: v.detach().numpy().copy() for k, v in model.named_parameters()}
+    rng = np.random.default_rng(1)
+    pts = [{k: v + rng.normal(size=v.shape).astype(np.float32) * 0.05 * t
+            for k, v in params.items()} for t in range(4)]
+    (ls,) = from_checkpoints(pts, mse, model=model, data=_tbatches(), landscape_size=3,
+                             train=False, progress=False,
+                             create_landscape={"train": True, "result": False})
+    with torch.no_grad():
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in pts[-1].items()}, strict=False)
+        expect = np.mean([mse(model, b).item() for b in _tbatches()])
+    assert ls.path_z[-1] == pytest.approx(expect, rel=1e-5)
