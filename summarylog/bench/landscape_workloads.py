@@ -78,7 +78,8 @@ def bench_landscape(ctx: Context) -> list[Row]:
         raise PeerMissing("missing (a Python with MindSpore: set SUMMARYLOG_MINDSPORE_PYTHON "
                           "or run the test suite once to make .venvs/mindspore)")
     size = ctx.pick(40, 6)
-    rounds = ctx.pick(1, 1)  # MindSpore takes minutes for one 40x40 grid
+    # MindSpore takes minutes for one 40x40 grid: one round in a full run
+    rounds = ctx.repeat if ctx.quick else 1
     script = pathlib.Path(__file__).with_name("ms_landscape.py")
     out = tempfile.mkdtemp(prefix="slg-bench-landscape-", dir=ctx.tmpdir)
     try:
