@@ -16,7 +16,7 @@ import numpy as np
 
 from .checkpoints import flatten_pytree
 from .directions import Plane
-from .evaluate import LandscapeError
+from .evaluate import LandscapeError, points_per_call
 
 __all__ = ["JaxEvaluator", "jax_selected"]
 
@@ -30,7 +30,8 @@ def jax_selected(template: Any) -> list[str]:
 class JaxEvaluator:
     """The evaluator (see :mod:`.evaluate`) of ``loss_fn`` over ``batches``, the
     parameters shaped like ``template``.  ``points_per_call`` caps the points one call
-    forms (memory); default: a whole row."""
+    forms (memory); default: a whole row, or fewer points when their copies would pass
+    256 MiB."""
 
     def __init__(self, loss_fn: Callable[..., Any], template: Any, batches: list[Any], *,
                  points_per_call: int | None = None) -> None:
@@ -71,6 +72,7 @@ class JaxEvaluator:
         axes = (0, 0, None, None, None) + (None,) * (self.batches[0] is not None)
         self._fn = jax.jit(jax.vmap(point, in_axes=axes))
         self._tensors = (origin, v, w)
+        self._moving_bytes = sum(int(o.size) * o.dtype.itemsize for o, m in zip(origin, mask) if m)
 
     def _chunk(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         total = None
@@ -89,7 +91,7 @@ class JaxEvaluator:
         return total / len(self.batches)
 
     def losses(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-        step = self.points_per_call or len(xs)
+        step = points_per_call(self.points_per_call, self._moving_bytes, len(xs))
         parts = []
         for i in range(0, len(xs), step):
             a = np.zeros(step, np.float32)

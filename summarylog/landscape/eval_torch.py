@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .directions import Plane
-from .evaluate import call_loss, loss_value
+from .evaluate import call_loss, loss_value, points_per_call
 
 __all__ = ["TorchEvaluator", "torch_selected"]
 
@@ -52,7 +52,8 @@ def _to_device(batch: Any, device: Any) -> Any:
 class TorchEvaluator:
     """The evaluator (see :mod:`.evaluate`) of ``loss_fn`` on ``model`` over ``batches``.
     ``points_per_call`` caps the points one vmap call forms (memory: that many copies
-    of the moving parameters); default: a whole row."""
+    of the moving parameters); default: a whole row, or fewer points when their copies
+    would pass 256 MiB."""
 
     def __init__(self, model: Any, loss_fn: Callable[..., Any], batches: list[Any], *,
                  train: bool = True, points_per_call: int | None = None,
@@ -160,7 +161,9 @@ class TorchEvaluator:
         self.model.train(self.train)
         try:
             with torch.no_grad():
-                step = self.points_per_call or len(xs)
+                size = sum(self.origin[n].numel() * self.origin[n].element_size()
+                           for n in self.moving)
+                step = points_per_call(self.points_per_call, size, len(xs))
                 parts = [self._chunk(xs[i:i + step], ys[i:i + step])
                          for i in range(0, len(xs), step)]
         finally:

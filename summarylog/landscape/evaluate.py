@@ -95,6 +95,18 @@ def check_finite(losses: np.ndarray, xs: np.ndarray, ys: np.ndarray, allow: bool
                              f"pass allow_nonfinite=True to keep such values")
 
 
+#: what the copies of the moving parameters formed for one batched call may take
+POINTS_BUDGET = 256 << 20
+
+
+def points_per_call(requested: int | None, moving_bytes: int, count: int) -> int:
+    """How many points one batched call forms: ``requested``, else as many as fit
+    :data:`POINTS_BUDGET` (at least one, at most ``count``)."""
+    if requested is not None:
+        return max(1, min(requested, count))
+    return max(1, min(count, POINTS_BUDGET // max(1, moving_bytes)))
+
+
 def call_loss(fn: Callable[..., Any], *args: Any, where: str) -> Any:
     try:
         return fn(*args)

@@ -192,3 +192,16 @@ def test_checkpoints_of_parameters_only_keep_the_models_buffers():
         model.load_state_dict({k: torch.from_numpy(v) for k, v in pts[-1].items()}, strict=False)
         expect = np.mean([mse(model, b).item() for b in _tbatches()])
     assert ls.path_z[-1] == pytest.approx(expect, rel=1e-5)
+
+
+def test_points_per_call_bounds_memory(monkeypatch):
+    import summarylog.landscape.evaluate as ev
+
+    pts = ref.trajectory(4)
+    kw = dict(model=MLP(), data=_tbatches(), landscape_size=N, seed=3, progress=False)
+    whole = from_checkpoints(pts, mse, **kw)
+    monkeypatch.setattr(ev, "POINTS_BUDGET", 400)  # ~2 copies of the MLP's 36 floats
+    assert ev.points_per_call(None, 36 * 4, N) == 2
+    chunked = from_checkpoints(pts, mse, **kw)
+    for a, b in zip(whole, chunked):
+        np.testing.assert_allclose(a.z, b.z, rtol=1e-6)
