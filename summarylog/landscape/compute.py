@@ -226,6 +226,11 @@ def landscapes_of(meta: TrainMetadata, setup: Setup, opts: Options) -> list[Land
     files = meta.model_params_file_map
     out = []
 
+    for point in meta.points():  # intervals given to this call may name unsaved points
+        if str(point) not in files:
+            raise ValueError(f"collect_landscape['intervals']: train_metadata.json has no "
+                             f"checkpoint of {meta.unit} {point}")
+
     def load(point: int) -> dict[str, np.ndarray]:
         what = f"train_metadata.json's checkpoint of {meta.unit} {point}"
         return _load(files[str(point)], setup, what)

@@ -153,6 +153,8 @@ def test_bad_metadata_missing_and_damaged_checkpoints(tmp_path):
         compute(d, ref.np_loss, data=BATCHES, progress=False)
     raw = (d / "ckpt_dir" / "Net_5_step.ckpt").read_bytes()
     (d / "ckpt_dir" / "Net_5_step.ckpt").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match="no checkpoint of step 9"):
+        compute(d, ref.np_loss, data=BATCHES, collect_landscape={"intervals": [[4, 5, 9]]})
     with pytest.raises(ValueError, match="step 5.*Net_5_step.ckpt"):
         compute(d, ref.np_loss, data=BATCHES, progress=False,
                 collect_landscape={"intervals": [[4, 5, 6]]})
