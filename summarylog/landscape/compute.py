@@ -25,6 +25,9 @@ list of names) overrides any rule.  The loss at a point is the mean over the bat
 the loss function's value on each (MindSpore's ``Loss`` metric), over the first
 ``num_samples // batch_size`` batches of ``data``, taken once and reused at every point.
 A NaN or infinite loss raises :class:`LandscapeError` unless ``allow_nonfinite=True``.
+Directions are scaled tensor by tensor to the final parameters' norms, as MindSpore
+does (``normalization="layer"``); ``normalization="filter"`` scales each filter (slice
+along the first axis of a tensor of 2+ dimensions) instead, as Li et al. (2018).
 
 Random (result) directions come from numpy's global RNG when ``seed`` is None, as in
 MindSpore (so ``np.random.seed(s)`` beforehand reproduces MindSpore's own draw), and
@@ -68,6 +71,7 @@ class Options:
     allow_nonfinite: bool = False
     start_method: str | None = None
     worker_setups: list[Any] | None = None
+    normalization: str = "layer"
 
 
 @dataclass
@@ -197,7 +201,7 @@ def pca_landscape(setup: Setup, points: list[dict[str, np.ndarray]], labels: lis
                   is_ms: bool, size: int, unit: str, step_per_epoch: int, opts: Options,
                   state: dict[str, Any]) -> Landscape:
     """The training-process landscape of one interval (``labels``: its steps/epochs)."""
-    plane = pca_plane(points, setup.selected(points[-1], is_ms), size)
+    plane = pca_plane(points, setup.selected(points[-1], is_ms), size, opts.normalization)
     z, path_z = _grid(setup, plane, opts, f"landscape {[labels[0], labels[-1]]} (PCA)", state)
     assert plane.path is not None and path_z is not None
     return Landscape(tag=interval_tag([labels[0], labels[-1]]), x=plane.x, y=plane.y, z=z,
@@ -210,7 +214,7 @@ def random_landscape(setup: Setup, final: dict[str, np.ndarray], label: int, is_
                      size: int, unit: str, step_per_epoch: int, opts: Options,
                      state: dict[str, Any], rng: Any) -> Landscape:
     """The result landscape around ``final`` (``label``: its step/epoch)."""
-    plane = random_plane(final, setup.selected(final, is_ms), size, rng)
+    plane = random_plane(final, setup.selected(final, is_ms), size, rng, opts.normalization)
     z, _ = _grid(setup, plane, opts, f"landscape [{label}] (Random)", state)
     c = size // 2
     return Landscape(tag=interval_tag([label]), x=plane.x, y=plane.y, z=z,
@@ -259,9 +263,13 @@ def _all_of(meta: TrainMetadata, setup: Setup, opts: Options, state: dict[str, A
                                     opts, state, rng))
 
 
-def _options(processes: int, progress: bool, seed: Any, allow_nonfinite: bool) -> Options:
+def _options(processes: int, progress: bool, seed: Any, allow_nonfinite: bool,
+             normalization: str) -> Options:
     random_source(seed)  # checks it
-    return Options(check_processes(processes), bool(progress), seed, bool(allow_nonfinite))
+    if normalization not in ("layer", "filter"):
+        raise ValueError(f"normalization must be 'layer' or 'filter', got {normalization!r}")
+    return Options(check_processes(processes), bool(progress), seed, bool(allow_nonfinite),
+                   normalization=normalization)
 
 
 def compute(summary_dir: str | os.PathLike[str], loss_fn: Callable[..., Any], *,
@@ -270,6 +278,7 @@ def compute(summary_dir: str | os.PathLike[str], loss_fn: Callable[..., Any], *,
             processes: int = 1, progress: bool = True, seed: int | None = None,
             train: bool = True, points_per_call: int | None = None,
             directions_for: Any = None, allow_nonfinite: bool = False,
+            normalization: str = "layer",
             output: str | os.PathLike[str] | None = None, write: bool = True,
             format: str = "mindinsight") -> list[Landscape]:
     """The landscapes ``{summary_dir}/ckpt_dir/train_metadata.json`` asks for (a PCA one
@@ -282,7 +291,7 @@ def compute(summary_dir: str | os.PathLike[str], loss_fn: Callable[..., Any], *,
     meta = TrainMetadata.read(summary_dir)
     if collect_landscape is not None:
         meta.override(check_collect_landscape(collect_landscape, partial=True) or {})
-    opts = _options(processes, progress, seed, allow_nonfinite)
+    opts = _options(processes, progress, seed, allow_nonfinite, normalization)
     batches = take_batches(data, meta.num_samples)
     setup = framework_setup(loss_fn, model=model, params=params, batches=batches,
                             framework=framework, train=train, points_per_call=points_per_call,
@@ -302,7 +311,7 @@ def from_checkpoints(checkpoints: Sequence[Any], loss_fn: Callable[..., Any], *,
                      step_per_epoch: int = 0, processes: int = 1, progress: bool = True,
                      seed: int | None = None, train: bool = True,
                      points_per_call: int | None = None, directions_for: Any = None,
-                     allow_nonfinite: bool = False,
+                     allow_nonfinite: bool = False, normalization: str = "layer",
                      output: str | os.PathLike[str] | None = None,
                      format: str = "mindinsight") -> list[Landscape]:
     """Landscapes from ``checkpoints`` alone (no ``train_metadata.json``): paths
@@ -330,7 +339,7 @@ def from_checkpoints(checkpoints: Sequence[Any], loss_fn: Callable[..., Any], *,
         raise ValueError(f"checkpoints: the training-process landscape needs at least 3, got "
                          f"{len(checkpoints)} (or pass create_landscape={{'train': False, "
                          f"'result': True}})")
-    opts = _options(processes, progress, seed, allow_nonfinite)
+    opts = _options(processes, progress, seed, allow_nonfinite, normalization)
     setup = framework_setup(loss_fn, model=model, params=params,
                             batches=take_batches(data, num_samples), framework=framework,
                             train=train, points_per_call=points_per_call,

@@ -4,8 +4,9 @@ computes it (numpy only, no framework):
 - :func:`pca_plane`: the training-process landscape of one interval.  The trajectory's
   points minus the last one, each column centred by its own mean, exact SVD, MindSpore's
   sign rule (each singular vector's largest entry positive), the first two components
-  normalised tensor by tensor to the final parameters' norms, the path projected on
-  them by least squares, and the axes spanning the path plus 20 % on each side.
+  normalised tensor by tensor to the final parameters' norms (``normalization="filter"``:
+  filter by filter, as Li et al.'s filter normalisation, for tensors of 2+
+  dimensions), the path projected on them by least squares, and the axes spanning the path plus 20 % on each side.
 - :func:`random_plane`: the result landscape.  Two Gaussian directions over every
   tensor (then normalised the same way), axes ``linspace(-1, 1, N)``.
 
@@ -93,10 +94,26 @@ def _flat(named: Mapping[str, Any], names: Sequence[str], dtype: Any) -> np.ndar
     return np.concatenate([np.asarray(named[n], dtype).ravel() for n in names])
 
 
+def _scaled(seg: np.ndarray, ref: np.ndarray, per_filter: bool) -> np.ndarray:
+    """``seg`` scaled to ``ref``'s norm: the whole tensor's (MindSpore), or each filter's
+    (each slice along the first axis, Li et al.) for tensors of 2 or more dimensions."""
+    ref = np.asarray(ref, np.float32)
+    if per_filter and seg.ndim >= 2:
+        axes = tuple(range(1, seg.ndim))
+        r = np.sqrt(np.sum(np.square(ref), axis=axes, keepdims=True))
+        norm = np.sqrt(np.sum(np.square(seg), axis=axes, keepdims=True))
+        return np.where(norm > 0, seg * (r / np.where(norm > 0, norm, 1)), 0).astype(np.float32)
+    r, norm = np.linalg.norm(ref), np.linalg.norm(seg)
+    # a zero piece stays zero (MindSpore would divide by zero and write NaN)
+    return seg * (r / norm) if norm > 0 else np.zeros_like(seg)
+
+
 def _normalised(final: Mapping[str, np.ndarray], flat_dir: np.ndarray | None,
-                selected: set[str], per_all: bool) -> dict[str, np.ndarray]:
+                selected: set[str], per_all: bool,
+                per_filter: bool = False) -> dict[str, np.ndarray]:
     """A flat direction cut into the shapes of ``final`` (over the selected tensors, or
-    over all when ``per_all``), each piece scaled to its tensor's Frobenius norm."""
+    over all when ``per_all``), each piece scaled to its tensor's Frobenius norm (or
+    filter by filter when ``per_filter``)."""
     out, i = {}, 0
     for n, t in final.items():
         take = per_all or n in selected
@@ -106,10 +123,7 @@ def _normalised(final: Mapping[str, np.ndarray], flat_dir: np.ndarray | None,
         else:
             seg = None
         if n in selected and seg is not None:
-            ref = np.linalg.norm(np.asarray(t, np.float32))
-            norm = np.linalg.norm(seg)
-            # a zero piece stays zero (MindSpore would divide by zero and write NaN)
-            out[n] = seg * (ref / norm) if norm > 0 else np.zeros_like(seg)
+            out[n] = _scaled(seg, t, per_filter)
         else:
             out[n] = np.zeros(t.shape, np.float32)
     return out
@@ -121,8 +135,15 @@ def _axis(c: np.ndarray, size: int) -> np.ndarray:
     return np.linspace(float(lo) - PROZ * span, float(hi) + PROZ * span, size)
 
 
+def _per_filter(normalization: str) -> bool:
+    if normalization not in ("layer", "filter"):
+        raise ValueError(f"normalization must be 'layer' (MindSpore's: each tensor to its "
+                         f"norm) or 'filter' (Li et al.: each filter), got {normalization!r}")
+    return normalization == "filter"
+
+
 def pca_plane(points: Sequence[Mapping[str, Any]], selected: Sequence[str],
-              size: int) -> Plane:
+              size: int, normalization: str = "layer") -> Plane:
     """The PCA plane of an interval's checkpoints ``points`` (in order, the last one is
     the origin; at least 3), over the ``selected`` tensor names, with ``size`` grid
     points per axis.  ValueError when the checkpoints do not fit together or do not
@@ -146,8 +167,9 @@ def pca_plane(points: Sequence[Mapping[str, Any]], selected: Sequence[str],
     u *= np.sign(u[np.argmax(np.abs(u), axis=0), cols])  # largest entry positive
     s = np.where(s == 0, 1e-19, s)
     sel = set(selected)
-    v = _normalised(final, u[:, 0] * s[0], sel, per_all=False)
-    w = _normalised(final, u[:, 1] * s[1], sel, per_all=False)
+    f = _per_filter(normalization)
+    v = _normalised(final, u[:, 0] * s[0], sel, per_all=False, per_filter=f)
+    w = _normalised(final, u[:, 1] * s[1], sel, per_all=False, per_filter=f)
     a = np.stack([_flat(v, selected, np.float32), _flat(w, selected, np.float32)], axis=1)
     coefs = np.stack([np.linalg.lstsq(a, (f - flats[-1]).astype(np.float32), rcond=None)[0]
                       for f in flats])
@@ -180,7 +202,7 @@ def random_source(seed: Any) -> Any:
 
 
 def random_plane(final: Mapping[str, Any], selected: Sequence[str], size: int,
-                 rng: Any = None) -> Plane:
+                 rng: Any = None, normalization: str = "layer") -> Plane:
     """The result plane around ``final``: two Gaussian vectors drawn over every tensor
     of ``final`` in its order (as MindSpore draws them, so a seeded ``np.random`` gives
     MindSpore's directions), the unselected tensors then zeroed, each selected piece
@@ -195,8 +217,9 @@ def random_plane(final: Mapping[str, Any], selected: Sequence[str], size: int,
     total = sum(int(t.size) for t in final.values())
     dv, dw = rng.normal(size=total), rng.normal(size=total)
     sel = set(selected)
-    v = _normalised(final, dv, sel, per_all=True)
-    w = _normalised(final, dw, sel, per_all=True)
+    f = _per_filter(normalization)
+    v = _normalised(final, dv, sel, per_all=True, per_filter=f)
+    w = _normalised(final, dw, sel, per_all=True, per_filter=f)
     axis = np.linspace(-PROZ * 5, PROZ * 5, size)
     return Plane(final, v, w, axis, axis.copy(), None)
 

@@ -243,3 +243,25 @@ def test_tensorboard_format_and_output_dir(tmp_path):
     files = os.listdir(out)
     assert any("tfevents" in f for f in files), files
     assert not [f for f in os.listdir(d) if "summary" in f or "tfevents" in f]
+
+
+def test_filter_normalisation_scales_each_filter():
+    pts = ref.trajectory(5)
+    final = pts[-1]
+    for plane in (random_plane(final, FN, N, random_source(2), normalization="filter"),
+                  pca_plane(pts, FN, N, normalization="filter")):
+        for n in FN:
+            t, v = final[n], plane.v[n]
+            if t.ndim >= 2:  # each row (filter) to its own norm
+                np.testing.assert_allclose(np.linalg.norm(v, axis=1), np.linalg.norm(t, axis=1),
+                                           rtol=1e-5)
+            else:
+                assert np.linalg.norm(v) == pytest.approx(np.linalg.norm(t), rel=1e-5)
+    (a,) = from_checkpoints(pts, ref.np_loss, data=BATCHES, landscape_size=N, seed=0,
+                            progress=False, normalization="filter",
+                            create_landscape={"train": False, "result": True})
+    (b,) = from_checkpoints(pts, ref.np_loss, data=BATCHES, landscape_size=N, seed=0,
+                            progress=False, create_landscape={"train": False, "result": True})
+    assert not np.allclose(a.z, b.z)
+    with pytest.raises(ValueError, match="normalization"):
+        from_checkpoints(pts, ref.np_loss, data=BATCHES, normalization="per-filter")
