@@ -1,6 +1,6 @@
 """The README's main job: a real PyTorch training run logged by summarylog's
-SummaryCollector, then read back and shown: a table in the terminal and a
-PNG plot of the scalars.
+SummaryCollector, its loss landscapes computed from what the collector saved, then
+read back and shown: a table in the terminal and a PNG plot of the scalars.
 
 A small CNN tells horizontal from vertical stripes in noisy 16x16 synthetic images (CPU, a
 few seconds); ``./dev demo`` or ``summarylog-demo`` runs it.
@@ -85,6 +85,16 @@ def train(logdir: str, epochs: int = 4, seed: int = 0) -> dict[str, float]:
             w.add_scalar("val/accuracy", acc, sc.global_step)
             result = {"val/accuracy": acc, "steps": sc.global_step}
         sc.evaluate_end({"accuracy": result["val/accuracy"]}, eval_loader=val_loader)
+    # the collector saved the parameters at steps 1-19 and the end (collect_landscape's
+    # defaults): the loss landscapes around them, on a small grid, into the same run
+    from .landscape import compute
+
+    t0 = time.perf_counter()
+    found = compute(logdir, lambda m, batch: loss_fn(m(batch[0]), batch[1]), model=model,
+                    data=val_loader, collect_landscape={"landscape_size": 15, "num_samples": 512},
+                    progress=False)
+    print(f"{len(found)} loss landscapes (15x15, 512 samples) in {time.perf_counter() - t0:.1f} s: "
+          + ", ".join(f"{ls.tag} loss {ls.z.min():.3f}..{ls.z.max():.3f}" for ls in found))
     return result
 
 

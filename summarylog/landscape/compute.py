@@ -280,12 +280,13 @@ def compute(summary_dir: str | os.PathLike[str], loss_fn: Callable[..., Any], *,
             directions_for: Any = None, allow_nonfinite: bool = False,
             normalization: str = "layer",
             output: str | os.PathLike[str] | None = None, write: bool = True,
-            format: str = "mindinsight") -> list[Landscape]:
+            format: str | None = None) -> list[Landscape]:
     """The landscapes ``{summary_dir}/ckpt_dir/train_metadata.json`` asks for (a PCA one
     per interval, then the Random one at the last interval's last point), computed
     with ``loss_fn`` (see the module doc for each framework's contract), and, unless
     ``write=False``, recorded into ``output`` (default ``summary_dir``) as new event
-    files in ``format`` ("mindinsight" or "tensorboard"), tags ``landscape_[a, b]`` /
+    files in ``format`` ("mindinsight", "tensorboard", or None: the run's own dialect,
+    see :func:`~summarylog.landscape.result.write_landscapes`), tags ``landscape_[a, b]`` /
     ``landscape_[k]``.  ``collect_landscape`` overrides the file's settings for this
     call (the file is not rewritten)."""
     meta = TrainMetadata.read(summary_dir)
@@ -313,7 +314,7 @@ def from_checkpoints(checkpoints: Sequence[Any], loss_fn: Callable[..., Any], *,
                      points_per_call: int | None = None, directions_for: Any = None,
                      allow_nonfinite: bool = False, normalization: str = "layer",
                      output: str | os.PathLike[str] | None = None,
-                     format: str = "mindinsight") -> list[Landscape]:
+                     format: str | None = None) -> list[Landscape]:
     """Landscapes from ``checkpoints`` alone (no ``train_metadata.json``): paths
     (``.ckpt``, ``.pt``, ``.npz``) or in-memory ``{name: array}`` dicts / torch state
     dicts / JAX pytrees, in training order, the last being the final parameters.

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Landscape", "interval_tag", "write_landscapes"]
+__all__ = ["Landscape", "interval_tag", "run_dialect", "write_landscapes"]
 
 _DT_INT64, _DT_FLOAT32, _DT_FLOAT64 = 5, 11, 12
 
@@ -106,10 +106,14 @@ class Landscape:
 
     @classmethod
     def from_message(cls, tag: str, msg: Any) -> "Landscape":
-        """From a ``LossLandscape`` message (ours or MindSpore's, or its bytes);
-        ValueError when its grids do not fit together."""
+        """From a ``LossLandscape`` message (ours or MindSpore's, or its bytes; a
+        Landscape, as the Reader's events hold, is taken as it is); ValueError when
+        its grids do not fit together."""
         from ..dialects.mindspore import message_of
         from ..pb import ms
+
+        if isinstance(msg, Landscape):
+            return msg
 
         msg = message_of(ms.LossLandscape, msg, "landscape")
         x, y, z = (_array(getattr(msg.landscape, a)) for a in "xyz")
@@ -129,12 +133,16 @@ class Landscape:
 
 
 def write_landscapes(output: str | os.PathLike[str], landscapes: Iterable[Landscape], *,
-                     format: str = "mindinsight", step: int = 0) -> list[str]:
+                     format: str | None = None, step: int = 0) -> list[str]:
     """Record ``landscapes`` into the run directory ``output`` as new event files, one
     event per landscape at ``step`` (MindSpore's layout: step 0, tag as given), in
-    MindSpore's dialect (``"mindinsight"``) or TensorBoard's (``"tensorboard"``).
-    Returns the tags written."""
+    MindSpore's dialect (``"mindinsight"``) or TensorBoard's (``"tensorboard"``);
+    None: the run's own (TensorBoard's when ``output`` holds a tfevents file, as a
+    PyTorch or JAX collector's run does, else MindSpore's).  Returns the tags written."""
     from ..summary_record import SummaryRecord
+
+    if format is None:
+        format = run_dialect(output)
 
     tags: list[str] = []
     with SummaryRecord(os.fspath(output), format=format) as rec:
@@ -144,6 +152,17 @@ def write_landscapes(output: str | os.PathLike[str], landscapes: Iterable[Landsc
             tags.append(ls.tag)
         rec.flush()
     return tags
+
+
+def run_dialect(run: str | os.PathLike[str]) -> str:
+    """``"tensorboard"`` when the directory ``run`` holds a TensorBoard event file,
+    else ``"mindinsight"``."""
+    try:
+        with os.scandir(run) as it:
+            return ("tensorboard" if any("tfevents" in e.name for e in it)
+                    else "mindinsight")
+    except OSError:
+        return "mindinsight"
 
 
 def interval_tag(points: Sequence[int]) -> str:

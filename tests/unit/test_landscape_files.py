@@ -305,3 +305,21 @@ def test_write_landscapes_one_event_each_at_step_zero(tmp_path):
     assert tags == ["landscape_[1, 4]", "landscape_[4]"]
     got = [(e.tag, e.step) for e in Reader(tmp_path).events(".") if e.kind == "landscape"]
     assert got == [("landscape_[1, 4]", 0), ("landscape_[4]", 0)]
+
+
+def test_written_in_the_runs_own_dialect(tmp_path):
+    """A PyTorch or JAX run (TensorBoard files) gets TensorBoard landscapes, a
+    MindSpore run or an empty directory MindSpore's, unless a format is given."""
+    import summarylog
+
+    tb_run, ms_run = tmp_path / "tb", tmp_path / "ms"
+    with summarylog.Writer(tb_run) as w:
+        w.add_scalar("loss", 1.0, 1)
+    ms_run.mkdir()
+    for run in (tb_run, ms_run):
+        write_landscapes(run, _landscapes()[1:])
+    assert sum("tfevents" in f for f in os.listdir(tb_run)) == 2
+    assert any(f.endswith("_MS") for f in os.listdir(ms_run))
+    assert not any("tfevents" in f for f in os.listdir(ms_run))
+    write_landscapes(ms_run, _landscapes()[1:], format="tensorboard")
+    assert any("tfevents" in f for f in os.listdir(ms_run))
