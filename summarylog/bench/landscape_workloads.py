@@ -77,7 +77,7 @@ def bench_landscape(ctx: Context) -> list[Row]:
     if py is None:
         raise PeerMissing("missing (a Python with MindSpore: set SUMMARYLOG_MINDSPORE_PYTHON "
                           "or run the test suite once to make .venvs/mindspore)")
-    size = ctx.pick(40, 6)
+    size = ctx.pick(40, 3)
     # MindSpore takes minutes for one 40x40 grid: one round in a full run
     rounds = ctx.repeat if ctx.quick else 1
     script = pathlib.Path(__file__).with_name("ms_landscape.py")

@@ -22,7 +22,8 @@ from summarylog.landscape.summary_landscape import SummaryLandscape
 from venvs import require_venv, venv_env
 
 SCRIPT = pathlib.Path(__file__).resolve().parent / "landscape_scripts" / "ms_landscape.py"
-SIZE = 5
+SIZE = 3  # (MindSpore evaluates a point in about a second: the grid stays small)
+SAMPLES = 64
 
 
 def _python() -> str:
@@ -39,7 +40,7 @@ def ms_run(tmp_path_factory):
     # this summarylog (the installed one) first on MindSpore's import path
     os.symlink(pathlib.Path(summarylog.__file__).parent, out / "summarylog")
     r = subprocess.run([py, str(SCRIPT), str(out / "run"), "graph", str(SIZE),
-                        "mindspore,ours,ours2"], capture_output=True, text=True, cwd=str(out),
+                        "mindspore,ours,ours2", str(SAMPLES)], capture_output=True, text=True, cwd=str(out),
                        timeout=1800, env=venv_env(PYTHONPATH=str(out)))
     assert r.returncode == 0, r.stderr[-4000:]
     info = json.loads(r.stdout.strip().splitlines()[-1])
