@@ -40,7 +40,9 @@ def test_mindspore_made_landscapes_read_and_rewritten(ms_venv: pathlib.Path,
                        text=True, cwd=str(run), timeout=600, env=venv_env())
     assert r.returncode == 0, r.stderr[-3000:]
     summaries = sorted(p for p in run.iterdir() if p.name.endswith("_MS"))
-    assert len(summaries) == 2  # the training's file, then SummaryLandscape's
+    # the training's file, then SummaryLandscape's; MindSpore names files by the second,
+    # and within one second its landscape file replaces the training's (seen under load)
+    assert 1 <= len(summaries) <= 2
     got = Reader(str(run)).landscapes(".")
     assert list(got) == TAGS
     for tag, [(step, ls)] in got.items():
