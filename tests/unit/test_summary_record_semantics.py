@@ -239,7 +239,7 @@ def test_mindspore_is_never_imported_by_summary_record(tmp_path):
             rec.record(1)
         print(sorted(m for m in sys.modules if m.split(".")[0] == "mindspore"))
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"

@@ -16,7 +16,8 @@ from conftest import require_module
 ROOT = Path(__file__).resolve().parents[2]
 #: names the README's examples take from the reader's own code
 FREE = ("model opt loss_fn loader loss acc val_loader pl n train_step params opt_state batch "
-        "epochs dataset weights batch_nchw step x y net images labels").split()
+        "epochs dataset weights batch_nchw step x y net images labels callback_fn F batches ls"
+        ).split()
 CONFIG = """\
 [mypy]
 ignore_missing_imports = True
