@@ -80,8 +80,7 @@ class CollectorLane:
                 return False
         if not run.lane.collect(value, step, time.time()):
             return False
-        self.record.took_lane(step, scalar_tag if loss is not None else None,
-                              [tag for _, tag in specs])
+        self.record.took_lane(step, scalar_tag if loss is not None else None, specs)
         return True
 
     def _open(self, scalar_tag: str | None, params: list[Any],

@@ -40,6 +40,22 @@ __all__ = ["SummaryRecord", "TagNameError", "StepWriteError", "SUMMARY_PLUGINS",
 log = logging.getLogger("summarylog")
 
 
+def _mindspore_pipeline(directory: str, prefix: str, suffix: str, rank: int | None,
+                        header: Callable[[float], bytes], flush_secs: float, durability: str,
+                        strict: bool, max_buffer: int, max_file_size: int | None,
+                        on_limit: str, on_error: Callable[[BaseException], None]
+                        ) -> tuple[MindSporeFiles, Pipeline]:
+    """A MindSpore record's summary and lineage files and the pipeline writing them."""
+    files = MindSporeFiles(
+        directory, prefix, suffix, rank,
+        lambda path: RecordWriter(path, flush_secs=flush_secs, durability=durability,
+                                  strict=strict, max_buffer=max_buffer // 4),
+        lambda wall: [header(wall)], max_file_size, on_limit)
+    return files, Pipeline(directory, None, files, None, flush_secs=flush_secs,
+                           max_buffer=max_buffer, on_full="block", strict=strict,
+                           max_file_size=None, on_error=on_error)
+
+
 class SummaryRecord:
     """Record summary and lineage data as MindSpore's SummaryRecord does.
 
@@ -134,15 +150,10 @@ class SummaryRecord:
             self._pipe = self._tb.pipeline
             self._pipe.on_error = self._fail
         else:
-            self._files = MindSporeFiles(
-                self._dir, file_prefix, file_suffix, rank,
-                lambda path: RecordWriter(path, flush_secs=self.flush_secs, durability=durability,
-                                          strict=raise_exception, max_buffer=max_buffer // 4),
-                lambda wall: [self._enc.file_header(wall)], max_file_size, on_limit)
-            self._pipe = Pipeline(self._dir, None, self._files, None, flush_secs=self.flush_secs,
-                                  max_buffer=max_buffer, on_full="block",
-                                  strict=raise_exception, max_file_size=None,
-                                  on_error=self._fail)
+            self._files, self._pipe = _mindspore_pipeline(
+                self._dir, file_prefix, file_suffix, rank, self._enc.file_header,
+                self.flush_secs, durability, raise_exception, max_buffer, max_file_size,
+                on_limit, self._fail)
             check_run_listing(self._dir)
         export = self.export_options and self.export_options.get("tensor_format") == "npy"
         builder = StepBuilder(export_dir(self._dir, self._files.names if self._files else None)
@@ -293,7 +304,7 @@ class SummaryRecord:
                     or self._error is not None)
 
     def took_lane(self, step: int, scalar_tag: str | None = None,
-                  histogram_tags: Sequence[str] = ()) -> None:
+                  specs: Sequence[tuple[str, str]] = ()) -> None:
         """A lane took a collection at ``step`` (lineage metrics' step; MindInsight's
         display limits count its values: the record's thread is idle meanwhile, as
         :meth:`lane_ready` made sure)."""
@@ -301,7 +312,7 @@ class SummaryRecord:
             self._sink.last_step = step
         limits = getattr(self._sink, "limits", None)
         if limits is not None:
-            values = [("histogram", t, None) for t in histogram_tags]
+            values = [(plugin, tag, None) for plugin, tag in specs]
             limits.count(step, [("scalar", scalar_tag, None), *values] if scalar_tag else values)
 
     @property
