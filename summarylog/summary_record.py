@@ -27,6 +27,7 @@ from .checks import check_choice, check_flush_secs, check_optional_size
 from .dialects.mindspore import MindSporeEncoder
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
 from .pipeline import Job, Pipeline
+from .record_errors import RecordErrors
 from .record_limits import DisplayLimits, check_run_listing
 from .record_ops import check_train_network, drop_mindspore_summary_ops, take_summary_ops
 from .record_sinks import MindSporeSink, StepBuilder, StepWriteError, TensorBoardSink, export_dir
@@ -131,9 +132,7 @@ class SummaryRecord:
         self._has_graph = False
         self._closed = False
         self._finished = False
-        self._stopped = False  # an I/O error stopped recording (raise_exception=False)
-        self._error: BaseException | None = None
-        self._lost_steps = 0  # steps (partly) not written; recording went on
+        self._errors = RecordErrors(self._dir, format, raise_exception)
         #: callables returning {"TAG[:TYPE]": tensor} of summary operators
         #: since the last call (framework adapters register them; MindSpore's
         #: operators are taken without one when MindSpore is loaded)
@@ -148,12 +147,12 @@ class SummaryRecord:
                               max_file_size=max_file_size, strict=raise_exception, rank=rank,
                               max_buffer=max_buffer)
             self._pipe = self._tb.pipeline
-            self._pipe.on_error = self._fail
+            self._pipe.on_error = self._errors.fail
         else:
             self._files, self._pipe = _mindspore_pipeline(
                 self._dir, file_prefix, file_suffix, rank, self._enc.file_header,
                 self.flush_secs, durability, raise_exception, max_buffer, max_file_size,
-                on_limit, self._fail)
+                on_limit, self._errors.fail)
             check_run_listing(self._dir)
         export = self.export_options and self.export_options.get("tensor_format") == "npy"
         builder = StepBuilder(export_dir(self._dir, self._files.names if self._files else None)
@@ -276,7 +275,7 @@ class SummaryRecord:
         file or MindSpore summary file (see summarylog.collector_lane):
         ``entries`` are ``(histogram tag, array viewing the tensor's memory)``,
         ``scalar_tag`` the loss's.  None while collections can't go that way."""
-        if not self.lanes_possible or self._closed or self._stopped:
+        if not self.lanes_possible or self._closed or self._errors.stopped:
             return None
         if any(arr.ndim == 0 or arr.size == 0 or arr.dtype not in BINNABLE
                for _, arr in entries):
@@ -300,8 +299,8 @@ class SummaryRecord:
             self._pipe.wake()
             return False
         self._lane_waits = False
-        return not (self._pool or self._mode != "train" or self._closed or self._stopped
-                    or self._error is not None)
+        return not (self._pool or self._mode != "train" or self._closed or self._errors.stopped
+                    or self._errors.pending is not None)
 
     def took_lane(self, step: int, scalar_tag: str | None = None,
                   specs: Sequence[tuple[str, str]] = ()) -> None:
@@ -322,12 +321,12 @@ class SummaryRecord:
 
     def _record(self, step: int, train_network: Any, plugin_filter: Callable[[str], bool] | None,
                 later: tuple[Any, ...] | None, borrowed: bool = False) -> bool:
-        if self._error is not None:
-            self._raise_pending()
+        if self._errors.pending is not None:
+            self._errors.raise_pending()
         if self._closed:
             log.error("summarylog: the SummaryRecord for %s is closed.", self._dir)
             return False
-        if self._stopped:
+        if self._errors.stopped:
             return False
         if not self._has_graph and (self.network is not None or train_network is not None):
             graph = graph_of(self.network) or graph_of(train_network)
@@ -374,33 +373,21 @@ class SummaryRecord:
         """A recorded step, on the background stage (a pipeline job).  An
         I/O error stops recording (see ``raise_exception``); any other
         failure loses (part of) this step only."""
-        if not self._stopped:
+        if not self._errors.stopped:
             try:
                 self._sink.write_step(step, wall, pool, plugin_filter)
             except OSError as exc:
-                self._fail(exc)
+                self._errors.fail(exc)
             except Exception as exc:
-                self._lose_step(step, exc)
+                self._errors.lose_step(step, exc)
         return []
-
-    def _lose_step(self, step: int, exc: Exception) -> None:
-        """A step (or part of it) not written: counted, logged (the first
-        few, then every 100th), raised from the next call if strict."""
-        self._lost_steps += 1
-        n = self._lost_steps
-        if n <= 5 or n % 100 == 0:
-            log.error("summarylog: %s: step %d of %s not written: %s%s", self._dir, step,
-                      self.format, exc, "" if n < 5 else
-                      f" ({n} steps lost so far; see SummaryRecord.stats())")
-        if self.raise_exception:
-            self._error = self._error or exc
 
     def stats(self) -> dict[str, Any]:
         """Counters: ``lost_steps`` (steps of which a record could not be
         written: too large, or a value the encoder refused; recording went
         on) and the background stage's (``dropped_values``, ``events``,
         queue state)."""
-        return dict(self._pipe.stats(), lost_steps=self._lost_steps)
+        return dict(self._pipe.stats(), lost_steps=self._errors.lost_steps)
 
     def flush(self) -> None:
         """Return when everything recorded so far reached the OS."""
@@ -411,8 +398,8 @@ class SummaryRecord:
         try:
             self._pipe.flush()
         except Exception as exc:
-            self._fail(exc)
-        self._raise_pending()
+            self._errors.fail(exc)
+        self._errors.raise_pending()
 
     def flush_soon(self) -> None:
         """Have everything recorded so far written and flushed, without
@@ -439,11 +426,11 @@ class SummaryRecord:
             else:
                 self._pipe.close()
         except Exception as exc:
-            self._fail(exc)
+            self._errors.fail(exc)
         finally:
             self._finished = True
             shutdown.unregister(self)
-        self._raise_pending()
+        self._errors.raise_pending()
 
     def __enter__(self) -> "SummaryRecord":
         return self
@@ -461,18 +448,3 @@ class SummaryRecord:
         if self._tb is not None:
             return self._tb.files
         return list(self._files.paths) if self._files is not None else []
-
-    # -- errors -------------------------------------------------------------------------
-    def _raise_pending(self) -> None:
-        if self._error is not None and self.raise_exception:
-            err, self._error = self._error, None
-            raise err
-
-    def _fail(self, exc: BaseException) -> None:
-        """An error stops recording: raised from the next call (raise_exception)
-        or logged once."""
-        if self.raise_exception:
-            self._error = self._error or exc
-        elif not self._stopped:
-            log.error("summarylog: recording to %s stops: %s", self._dir, exc)
-        self._stopped = True

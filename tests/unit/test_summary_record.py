@@ -474,7 +474,7 @@ def test_raise_exception_true_raises_the_io_error_naming_the_file(tmp_path):
         rec.record(2)
         rec.close()
     assert path in str(info.value)
-    rec._error = None
+    rec._errors.pending = None
     lib.slg_writer_inject_fault(rec._files.summary.current.handle, 0, 0)
     rec.close()
     assert Reader(tmp_path).scalars(".", "a").value.tolist()[:1] == [1.0]  # kept
