@@ -23,18 +23,31 @@ SCRIPT = pathlib.Path(__file__).resolve().parent / "ms_record_scripts" / "ms_rec
 TAGS = {"out_mean": "scalar", "input": "image", "out": "tensor", "fc_weight": "histogram"}
 
 
+MODES, LOOPS = ("graph", "pynative"), ("loop", "callback", "collector")
+
+
 @pytest.fixture(scope="module")
 def ms_venv() -> pathlib.Path:
     return require_venv("mindspore")
 
 
-def _run(venv, out, mode, loop, which):
-    r = subprocess.run([str(venv_python(venv)), str(SCRIPT), str(out), mode, loop, which],
+def _run(venv, out, *args):
+    r = subprocess.run([str(venv_python(venv)), str(SCRIPT), str(out), *args],
                        capture_output=True, text=True, cwd=str(out), timeout=600,
                        env=venv_env(), check=False)
     assert r.returncode == 0, r.stderr[-4000:]
     assert "duplicate values" not in r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def ours(ms_venv, tmp_path_factory):
+    """summarylog's records in every mode and loop, one MindSpore process for all
+    (each case in its own directory, MODE-LOOP): {(mode, loop): (directory, result)}."""
+    out = tmp_path_factory.mktemp("ours")
+    cases = [f"{m}:{lp}" for m in MODES for lp in LOOPS]
+    got = _run(ms_venv, out, ",".join(cases), "ours")
+    return {tuple(c.split(":")): (out / c.replace(":", "-"), got[c]) for c in cases}
 
 
 def _by_step_tag(reader):
@@ -54,11 +67,12 @@ def _pixels(png: bytes) -> np.ndarray:
 
 @pytest.mark.parametrize("loop", ["loop", "callback"])
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
-def test_summary_operators_recorded_as_mindspores_record_does(ms_venv, tmp_path, mode, loop):
+def test_summary_operators_recorded_as_mindspores_record_does(ms_venv, ours, tmp_path, mode,
+                                                             loop):
     theirs_info = _run(ms_venv, tmp_path, mode, loop, "mindspore")
-    ours_info = _run(ms_venv, tmp_path, mode, loop, "ours")
+    ours_dir, ours_info = ours[mode, loop]
     assert ours_info["losses"] == theirs_info["losses"]  # the same training
-    ours, theirs = Reader(tmp_path / "ours"), Reader(tmp_path / "mindspore")
+    ours, theirs = Reader(ours_dir / "ours"), Reader(tmp_path / "mindspore")
     assert ours.tags(".") == theirs.tags(".") == TAGS
     o, t = _by_step_tag(ours), _by_step_tag(theirs)
     assert sorted(o) == sorted(t) == [(s, tag) for s in range(1, 7) for tag in sorted(TAGS)]
@@ -84,13 +98,13 @@ def test_summary_operators_recorded_as_mindspores_record_does(ms_venv, tmp_path,
 
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
-def test_a_collector_and_a_plain_record_take_each_value_once(ms_venv, tmp_path, mode):
+def test_a_collector_and_a_plain_record_take_each_value_once(ours, mode):
     """summarylog's SummaryCollector (its own source of the operators) and a
     plain SummaryRecord in a callback: MindSpore's cache is taken by whichever
     records first, so every step's values are recorded once, never twice."""
-    _run(ms_venv, tmp_path, mode, "collector", "ours")
-    plain = _by_step_tag(Reader(tmp_path / "ours"))
-    collector = _by_step_tag(Reader(tmp_path / "collector_ours"))
+    run = ours[mode, "collector"][0]
+    plain = _by_step_tag(Reader(run / "ours"))
+    collector = _by_step_tag(Reader(run / "collector_ours"))
     assert not set(plain) & set(collector)
     assert sorted({s for s, _ in collector}) == [1, 2, 4, 6]  # collect_freq=2 (and step 1)
     assert sorted(set(plain) | set(collector)) == [

@@ -357,7 +357,7 @@ def test_print_caller_cost_against_the_peers(tmp_path):
     rows = []
     for what, call in calls.items():
         peer_cls = tbx.SummaryWriter if "add_video" in what else TorchWriter
-        n = 5 if "video" in what else 10
+        n = 3 if "video" in what else 5
         costs = {}
         for side, cls in (("peer", peer_cls), ("ours", summarylog.SummaryWriter)):
             for mode in ("idle", "busy"):  # idle: flush() (untimed) after each call

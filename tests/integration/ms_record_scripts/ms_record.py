@@ -2,6 +2,8 @@
 file (graph mode compiles the source of ``construct``, so not from stdin).
 
   ms_record.py OUTDIR MODE LOOP WHICH
+  ms_record.py OUTDIR MODE:LOOP,MODE:LOOP,... ours   (each case in OUTDIR/MODE-LOOP,
+    one process for all: MindSpore's start-up paid once; prints {"MODE:LOOP": result})
     MODE: graph | pynative
     LOOP: loop (a custom training loop) | callback (Model.train with a custom
           callback recording at each step) | collector (the same, plus a
@@ -102,4 +104,14 @@ def main(outdir, mode, loop, which):
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:5])))
+    if len(sys.argv) == 4:  # several cases, "ours" only (MindSpore's record: one a process)
+        outdir, cases, which = sys.argv[1:4]
+        assert which == "ours", which
+        results = {}
+        for case in cases.split(","):
+            mode, loop = case.split(":")
+            os.makedirs(os.path.join(outdir, f"{mode}-{loop}"))
+            results[case] = main(os.path.join(outdir, f"{mode}-{loop}"), mode, loop, which)
+        print(json.dumps(results))
+    else:
+        print(json.dumps(main(*sys.argv[1:5])))
