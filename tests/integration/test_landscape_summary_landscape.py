@@ -2,7 +2,9 @@
 checkpoints (saved by MindSpore's SummaryCollector in a real Model.train, graph mode):
 the same landscapes, on one process and on two workers; the same checkpoints computed
 from the main venv with a numpy loss (the "from checkpoints alone" path) match too;
-the drop-in's argument checks."""
+MindSpore's own landscape file read back as Landscape objects and rewritten byte for
+byte but the wall time (tests/data/ms210_landscape is one such file, kept so the unit
+tests need no MindSpore); the drop-in's argument checks."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ import pytest
 
 import summarylog
 from summarylog import Reader
-from summarylog.landscape import Landscape
+from summarylog.landscape import Landscape, write_landscapes
 from summarylog.landscape.compute import compute
 from summarylog.landscape.summary_landscape import SummaryLandscape
+from summarylog.pb import ms
+from summarylog.records import RecordReader
 from venvs import require_venv, venv_env
 
 SCRIPT = pathlib.Path(__file__).resolve().parent / "landscape_scripts" / "ms_landscape.py"
@@ -80,6 +84,35 @@ def test_drop_in_gives_mindspores_landscapes(ms_run):
             _same(ours[tag], theirs[tag])
         zmax = max(np.abs(ours[t].z - theirs[t].z).max() for t in theirs)
         print(f"{which}: max |dz| vs MindSpore's own {zmax:.2e}")
+
+
+def _records(path):
+    with RecordReader(str(path)) as rr:
+        return [bytes(r) for r in rr]
+
+
+def test_mindspore_made_landscapes_read_and_rewritten(ms_run, tmp_path):
+    run, _ = ms_run
+    [theirs_file] = [p for p in (run / "mindspore").iterdir() if p.name.endswith("_MS")]
+    tags = ["landscape_[1, 4]", "landscape_[5, 8]", "landscape_[8]"]
+    got = Reader(str(run / "mindspore")).landscapes(".")
+    assert list(got) == tags
+    for tag, [(step, ls)] in got.items():
+        assert step == 0 and ls.z.shape == (SIZE, SIZE) and np.isfinite(ls.z).all(), tag
+    assert [got[t][0][1].decomposition for t in tags] == ["PCA", "PCA", "Random"]
+    theirs = _records(theirs_file)
+    values = [v for rec in theirs[1:] for v in ms.Event.FromString(rec).summary.value]
+    assert [v.tag for v in values] == tags
+    for v in values:
+        ls = Landscape.from_message(v.tag, v.loss_landscape)
+        assert ls.to_message().SerializeToString() == v.loss_landscape.SerializeToString()
+    write_landscapes(tmp_path / "ours", [got[t][0][1] for t in tags])
+    [ours_file] = [p for p in (tmp_path / "ours").iterdir() if p.name.endswith("_MS")]
+    ours = _records(ours_file)
+    assert len(ours) == len(theirs)
+    assert all(a[9:] == b[9:] for a, b in zip(ours, theirs))  # all but the wall time
+    print(f"MindSpore 2.10's fresh landscapes ({', '.join(tags)}): read, and rewritten as "
+          f"{sum(map(len, ours))} bytes equal to MindSpore's but the wall time")
 
 
 def _data():

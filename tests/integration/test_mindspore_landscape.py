@@ -74,15 +74,15 @@ def test_checkpoints_and_metadata(trained):
                 np.testing.assert_array_equal(got[name], truth[name], err_msg=f"{p} {name}")
 
 
-@pytest.mark.parametrize("case", ["step", "epoch"])
-def test_mindspores_summary_landscape_reads_ours(ms_venv, tmp_path, case):
-    _run(ms_venv, "ms_landscape.py", "train", tmp_path, case, cwd=tmp_path)
-    info = _run(ms_venv, "ms_landscape.py", "landscape", tmp_path, cwd=tmp_path)
+@pytest.mark.parametrize("trained", ["step", "epoch"], indirect=True)
+def test_mindspores_summary_landscape_reads_ours(ms_venv, trained):
+    case, out, _ = trained  # the training test_checkpoints_and_metadata checked
+    info = _run(ms_venv, "ms_landscape.py", "landscape", out, cwd=out)
     assert len(info["new_files"]) >= 1
     _, _, intervals = CASES[case]
     final = intervals[-1][-1]
     want = {f"landscape_[{iv[0]}, {iv[-1]}]" for iv in intervals} | {f"landscape_[{final}]"}
-    tags = Reader(tmp_path / "run").tags(".")
+    tags = Reader(out / "run").tags(".")
     assert {t for t, k in tags.items() if k == "landscape"} == want
     print(f"MindSpore's SummaryLandscape computed {sorted(want)} from our {case} checkpoints")
 
