@@ -94,4 +94,13 @@ def test_demo_runs_clean_with_only_its_declared_dependencies(tmp_path) -> None:
     # graph tracing's "No module named 'tensorboard'"
     assert "could not be traced" not in out, out[-4000:]
     assert "No module named" not in out, out[-4000:]
-    assert "damage: none" in r.stdout
+    # the main job: a real PyTorch run with the collector, a table, a plot
+    assert "read back" in r.stdout and "damage: none" in r.stdout
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()
+            if line.startswith("  ")}
+    assert rows["loss/auto"][1:4] == ["scalar", "9", "1..64"]  # first step, then every 8th
+    assert rows["train/accuracy"][1:4] == ["scalar", "64", "1..64"]
+    assert rows["conv.weight/auto"][1] == "histogram" and rows["input_data/auto"][1] == "image"
+    assert rows["activations/conv"][1] == "histogram"
+    (png,) = list(tmp_path.glob("*/scalars.png"))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
