@@ -39,7 +39,8 @@ S3_SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Co
                b'<Message>Please reduce your request rate.</Message></Error>')
 GCS_503 = b'{"error":{"code":503,"message":"Backend Error","errors":[{"reason":"backendError"}]}}'
 
-_REQUEST = re.compile(r'"(GET|PUT|POST|HEAD|DELETE|PATCH) ([^ ]+) HTTP/1\.[01]" (\d{3})')
+# moto logs "GET /x HTTP/1.1" 200; fake-gcs-server the same inside a quoted msg=, escaped
+_REQUEST = re.compile(r'\\?"(GET|PUT|POST|HEAD|DELETE|PATCH) ([^ ]+) HTTP/1\.[01]\\?" (\d{3})')
 
 
 def free_port() -> int:
@@ -113,10 +114,15 @@ class S3Server(_Server):
 
     def __init__(self) -> None:
         super().__init__()
-        exe = shutil.which("moto_server", path=os.path.dirname(sys.executable))
-        require(exe is not None, "the S3 emulator (moto_server, from moto[server])")
-        assert exe is not None
-        self._start([exe, "-H", "127.0.0.1", "-p", str(self.port)], "/moto-api/")
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec("moto.server") is not None
+        except ImportError:
+            found = False
+        require(found, "the S3 emulator (moto[server])")
+        self._start([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                    "/moto-api/")
 
     def storage_options(self, endpoint: str | None = None) -> dict[str, Any]:
         """s3fs options for this server (or a proxy's ``endpoint`` in front of it)."""
