@@ -43,6 +43,6 @@ class RecordErrors:
             self.pending = self.pending or exc
 
     def raise_pending(self) -> None:
-        if self.pending is not None and self.strict:
+        if self.pending is not None:  # set only when strict
             err, self.pending = self.pending, None
             raise err

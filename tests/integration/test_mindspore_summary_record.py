@@ -72,9 +72,9 @@ def test_summary_operators_recorded_as_mindspores_record_does(ms_venv, ours, tmp
     theirs_info = _run(ms_venv, tmp_path, mode, loop, "mindspore")
     ours_dir, ours_info = ours[mode, loop]
     assert ours_info["losses"] == theirs_info["losses"]  # the same training
-    ours, theirs = Reader(ours_dir / "ours"), Reader(tmp_path / "mindspore")
-    assert ours.tags(".") == theirs.tags(".") == TAGS
-    o, t = _by_step_tag(ours), _by_step_tag(theirs)
+    mine, theirs = Reader(ours_dir / "ours"), Reader(tmp_path / "mindspore")
+    assert mine.tags(".") == theirs.tags(".") == TAGS
+    o, t = _by_step_tag(mine), _by_step_tag(theirs)
     assert sorted(o) == sorted(t) == [(s, tag) for s in range(1, 7) for tag in sorted(TAGS)]
     for key, e in o.items():
         f = t[key]
@@ -91,7 +91,7 @@ def test_summary_operators_recorded_as_mindspores_record_does(ms_venv, ours, tmp
             assert (e.value["width"], e.value["height"]) == (f.value["width"], f.value["height"])
             np.testing.assert_array_equal(_pixels(e.value["pngs"][0]),
                                           _pixels(f.value["pngs"][0]))
-    losses = ours.scalars(".", "out_mean")
+    losses = mine.scalars(".", "out_mean")
     print(f"{mode}/{loop}: {len(o)} summary-operator values at steps 1-6, equal to "
           f"MindSpore's SummaryRecord's (out_mean {losses.value[0]:.4f} .. "
           f"{losses.value[-1]:.4f})")
