@@ -70,10 +70,17 @@ def figure(request: pytest.FixtureRequest):
 
     def report(text: str) -> None:
         line = f"{request.node.name}: {text}"
-        _FIGURES.append(line)
+        # user_properties travel with the test's reports, so figures measured in
+        # pytest-xdist workers reach the controller's summary too
+        request.node.user_properties.append(("figure", line))
         print(line)
 
     return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":  # its user_properties hold every figure of the test
+        _FIGURES.extend(v for k, v in report.user_properties if k == "figure")
 
 
 @pytest.fixture
