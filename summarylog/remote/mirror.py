@@ -174,6 +174,7 @@ class Mirror:
         listing = self._list()
         wanted: dict[str, tuple[str, int]] = {}  # remote path -> (local path, size)
         hidden: dict[str, int] = {}
+        over = 0
         for path, info in listing.items():
             if info.get("type", "file") != "file":
                 continue
@@ -189,13 +190,14 @@ class Mirror:
                 hidden[rel] = size
             elif is_event_file(parts[-1]) or is_lineage_file(parts[-1]):
                 if len(wanted) == self.options.max_objects:
-                    self.errors.append(OSError(errno.EFBIG, f"more than "
-                                               f"{self.options.max_objects} event files "
-                                               f"(remote_options max_objects): the rest is "
-                                               f"not read", self.url))
-                    break
+                    over += 1
+                    continue
                 wanted[path] = (os.path.join(self.local_root, *parts), size)
         self.hidden = hidden
+        if over:
+            self.errors.append(OSError(errno.EFBIG, f"{over} event files past the first "
+                                       f"{self.options.max_objects} (remote_options "
+                                       f"max_objects) are not read", self.url))
         if not wanted and not hidden and not self._sizes:
             raise FileNotFoundError(errno.ENOENT, "no event files under this URL", self.url)
         self._drop_gone(wanted)
