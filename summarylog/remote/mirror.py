@@ -297,6 +297,9 @@ class Mirror:
 
 
 def _named(exc: BaseException, url: str) -> OSError:
+    if isinstance(exc, TimeoutError) and not exc.strerror:  # the filesystem's own timeout
+        return TimeoutError(errno.ETIMEDOUT, "no answer within the filesystem's request "
+                            "timeout", url)
     if isinstance(exc, OSError):
         return type(exc)(exc.errno or errno.EIO, exc.strerror or str(exc) or type(exc).__name__,
                          url)
