@@ -4,8 +4,9 @@ fsspec URL) mirrored into a private local cache one poll at a time
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from .discovery import Discovery, discover
 from .remote.urls import check_dir_or_url, is_url
@@ -20,6 +21,7 @@ class Source:
                  remote_options: Any) -> None:
         self.path = check_dir_or_url("path", path) if is_url(path) else os.fspath(path)
         self.mirror = None
+        self._deferred = False
         if not is_url(self.path):
             if storage_options is not None or remote_options is not None:
                 raise ValueError("storage_options and remote_options are for URLs only, "
@@ -32,7 +34,8 @@ class Source:
 
         self.mirror = Mirror(self.path, storage_options, remote_options)
         try:
-            self.mirror.sync()  # a missing bucket or prefix fails here, as a missing dir
+            # a missing bucket or prefix fails here, as a missing directory does
+            self.mirror.sync(background=True)
         except BaseException:
             self.mirror.close()
             raise
@@ -44,10 +47,31 @@ class Source:
         if self.mirror is None:
             return discover(self.path)
         if not self._polled:
-            self.mirror.sync()
+            self.mirror.sync(background=True)
         self._polled = False
-        found = discover(self.local)
-        return Discovery(found.runs, found.lineage, found.errors + self.mirror.errors)
+        return discover(self.local)
+
+    def wait(self, files: list[str]) -> None:
+        """Until ``files`` (of the last discovery) are read in full: a URL's are
+        fetched while the Reader reads those that came first."""
+        if self.mirror is not None and not self._deferred:
+            self.mirror.wait(files)
+
+    @contextlib.contextmanager
+    def no_wait(self) -> Iterator[None]:
+        """:meth:`wait` does not wait inside (the caller waits for each file later)."""
+        self._deferred = True
+        try:
+            yield
+        finally:
+            self._deferred = False
+
+    def errors(self) -> list[OSError]:
+        """What the last poll could not fetch (once its fetching is over)."""
+        if self.mirror is None:
+            return []
+        self.mirror.settle()
+        return list(self.mirror.errors)
 
     def name(self, path: str) -> str:
         """What messages call a file: its URL when it is mirrored."""

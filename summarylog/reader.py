@@ -86,16 +86,21 @@ class Reader:
         self._decoded: set[str] = set()  # runs whose every value was decoded (damage(deep=True))
         self._lineage_reports: dict[str, FileReport] = {}
         self._loader = ColumnLoader(verify)
-        #: what the last discovery could not list: OSErrors whose ``filename`` names it
-        self.discovery_errors: list[OSError] = []
+        self._discovery_errors: list[OSError] = []
         #: runs the last :meth:`load` could not read, with why (tried again on next use)
         self.run_errors: dict[str, OSError] = {}
 
     # -- discovery ------------------------------------------------------------
     def _discover(self) -> Discovery:
         found = self._source.discover()
-        self.discovery_errors = found.errors
+        self._discovery_errors = found.errors
         return found
+
+    @property
+    def discovery_errors(self) -> list[OSError]:
+        """What the last discovery could not list (or, for a URL, fetch): OSErrors
+        whose ``filename`` names it."""
+        return self._discovery_errors + self._source.errors()
 
     def close(self) -> None:
         """For a URL: remove its temporary mirror (also done when garbage-collected)."""
@@ -135,8 +140,8 @@ class Reader:
             files = self._runs().runs[run]
         except KeyError:
             raise KeyError(f"no run {run!r} under {self.path} (runs: {self.runs()})") from None
-        if isinstance(self.ranks, int):
-            return by_rank(files).get(self.ranks, [])
+        files = by_rank(files).get(self.ranks, []) if isinstance(self.ranks, int) else files
+        self._source.wait(files)  # a URL's files: fetched in full
         return list(files)
 
     def ranks_of(self, run: str) -> list[int]:
@@ -167,9 +172,10 @@ class Reader:
         the others: it is returned with its OSError (and in :attr:`run_errors`), and
         read again when next used.  KeyError for an unknown run."""
         wanted = runs if runs is not None else self.runs()
-        jobs = {r: self._value_files(r) for r in wanted if r not in self._columns}
+        with self._source.no_wait():  # each run waits for its own files, in its thread
+            jobs = {r: self._value_files(r) for r in wanted if r not in self._columns}
         self.run_errors = {}
-        for got in load_runs(jobs, self.purge, self.verify, self.threads):
+        for got in load_runs(jobs, self.purge, self.verify, self.threads, self._source.wait):
             self._reports.update(got.reports)
             if got.error is not None:
                 self.run_errors[got.run] = got.error
@@ -399,7 +405,9 @@ class Reader:
         try:
             while True:
                 got = False
-                for r, files in sorted(self._discover().runs.items()):
+                found = self._discover()
+                self._source.errors()  # the poll's fetching over
+                for r, files in sorted(found.runs.items()):
                     for path in files:
                         if (run is None or r == run) and path not in readers:
                             with contextlib.suppress(OSError):  # vanished or not a file

@@ -19,88 +19,25 @@ reported in :attr:`Mirror.errors` with its URL; the next poll goes on from there
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
+import fcntl
 import hashlib
 import os
 import shutil
 import stat
 import tempfile
+import threading
+import time
 import weakref
 from typing import Any, Mapping
 
 from ..discovery import is_event_file, is_lineage_file
 from .fetch import Fetcher, Range
+from .options import MirrorOptions, PollStats
 from .names import is_hidden, split_name
 from .urls import filesystem, redact
 
 __all__ = ["MirrorOptions", "Mirror", "PollStats"]
-
-_MiB = 1 << 20
-
-
-@dataclasses.dataclass(frozen=True)
-class MirrorOptions:
-    """How a remote run is read (``Reader(url, remote_options={...})``).
-
-    cache_dir: where the mirror lives (default: a private temporary directory removed
-      with the Reader); a given directory is created 0700 and reused, so a later Reader
-      fetches only what it lacks.
-    timeout: seconds one listing or one batch of ranged reads may take (default 60).
-    concurrency: ranged reads in flight at once, so open connections too (default 8).
-    chunk_bytes: bytes of one ranged read (default 8 MiB): buffers are at most
-      concurrency x chunk_bytes.
-    max_objects: event files one listing may bring in (default 100 000); the rest is
-      reported, not read.
-    retries: further tries of a failed ranged read (default 3), after the filesystem's own.
-    """
-
-    cache_dir: str | None = None
-    timeout: float = 60.0
-    concurrency: int = 8
-    chunk_bytes: int = 8 * _MiB
-    max_objects: int = 100_000
-    retries: int = 3
-
-    @classmethod
-    def of(cls, given: Any) -> "MirrorOptions":
-        if given is None or isinstance(given, MirrorOptions):
-            return given or cls()
-        if not isinstance(given, Mapping):
-            raise TypeError(f"remote_options must be a mapping or None, got "
-                            f"{type(given).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        if unknown := sorted(set(given) - names):
-            raise ValueError(f"remote_options: unknown option {unknown[0]!r} "
-                             f"(known: {', '.join(sorted(names))})")
-        opts = cls(**given)
-        opts.check()
-        return opts
-
-    def check(self) -> None:
-        for name, low in (("concurrency", 1), ("chunk_bytes", 4096), ("max_objects", 1),
-                          ("retries", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"remote_options {name} must be an int, got {v!r}")
-            if v < low:
-                raise ValueError(f"remote_options {name} must be >= {low}, got {v}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) \
-                or not 0 < self.timeout < 1e7:
-            raise ValueError(f"remote_options timeout must be seconds > 0, got {self.timeout!r}")
-        if self.cache_dir is not None and not isinstance(self.cache_dir, (str, os.PathLike)):
-            raise TypeError(f"remote_options cache_dir must be a path, got {self.cache_dir!r}")
-
-
-@dataclasses.dataclass
-class PollStats:
-    """Requests and bytes of the mirror's polls (cumulative)."""
-
-    polls: int = 0
-    listings: int = 0
-    ranged_reads: int = 0
-    bytes_fetched: int = 0
-
 
 class Mirror:
     """The event files under ``url`` mirrored into :attr:`local_root`."""
@@ -109,6 +46,7 @@ class Mirror:
                  options: Any = None) -> None:
         self.url = url.rstrip("/")
         self.options = MirrorOptions.of(options)
+        self._lock_fd: int | None = None  # a shared cache's: one poll at a time
         self.fs, self.root = filesystem(url, storage_options)
         self.local_root = self._cache_dir()
         self._fetch = Fetcher(self.fs, timeout=self.options.timeout,
@@ -125,6 +63,9 @@ class Mirror:
         #: hook for the writer's live tail (``<run>/.summarylog-tail/<segment>``): not
         #: read as event files yet.
         self.hidden: dict[str, int] = {}
+        self._cond = threading.Condition()
+        self._pending: dict[str, int] = {}  # local path -> its ranges not written yet
+        self._worker: threading.Thread | None = None
 
     # -- the cache directory ---------------------------------------------------------
     def _cache_dir(self) -> str:
@@ -141,10 +82,35 @@ class Mirror:
         with contextlib.suppress(FileExistsError):
             os.mkdir(d, 0o700)
         _own_dir(d)
+        self._lock_fd = os.open(os.path.join(d, ".lock"),
+                                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        weakref.finalize(self, os.close, self._lock_fd)
         return d
+
+    def _lock(self) -> None:
+        """The shared cache's lock (another Reader of the URL may be polling), within
+        the deadline."""
+        if self._lock_fd is None:
+            return
+        end = time.monotonic() + self.options.timeout
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > end:
+                    raise TimeoutError(errno.ETIMEDOUT, "another reader kept the mirror's "
+                                       "cache locked past the timeout",
+                                       self.local_root) from None
+                time.sleep(0.05)
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         """Drop the worker thread and, for a temporary cache, the mirrored files."""
+        self.settle()
         self._fetch.close()
         if (fin := getattr(self, "_finalizer", None)) is not None:
             fin()
@@ -165,10 +131,21 @@ class Mirror:
         return self._urls.get(local, local)
 
     # -- one poll --------------------------------------------------------------------------
-    def sync(self) -> None:
-        """One listing, then the new and grown objects' new bytes.  Raises
-        FileNotFoundError when the URL holds nothing, TimeoutError when the listing
-        does not come within the deadline; other failures go to :attr:`errors`."""
+    def sync(self, background: bool = False) -> None:
+        """One listing, then the new and grown objects' new bytes (with
+        ``background``, fetched by a worker thread while the caller goes on: use
+        :meth:`wait` before reading a file, :meth:`settle` before the errors).
+        Raises FileNotFoundError when the URL holds nothing, TimeoutError when the
+        listing does not come within the deadline; other failures go to :attr:`errors`."""
+        self.settle()
+        self._lock()
+        try:
+            self._sync(background)
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _sync(self, background: bool) -> None:
         self.errors = []
         self.stats.polls += 1
         listing = self._list()
@@ -201,7 +178,24 @@ class Mirror:
         if not wanted and not hidden and not self._sizes:
             raise FileNotFoundError(errno.ENOENT, "no event files under this URL", self.url)
         self._drop_gone(wanted)
-        self._pull(wanted)
+        ranges = self._plan(wanted)
+        if not background or not ranges:
+            self._pull(ranges)
+            return
+        self._worker = threading.Thread(target=self._pull, args=(ranges,), daemon=True,
+                                        name="summarylog-mirror")
+        self._worker.start()
+
+    def wait(self, locals_: list[str]) -> None:
+        """Until the files ``locals_`` (mirrored paths) hold all this poll fetches."""
+        with self._cond:
+            self._cond.wait_for(lambda: not any(p in self._pending for p in locals_))
+
+    def settle(self) -> None:
+        """Until this poll's fetching is over (its errors are then all in :attr:`errors`)."""
+        if self._worker is not None:
+            self._worker.join()
+            self._worker = None
 
     def _list(self) -> dict[str, Any]:
         self.fs.invalidate_cache(self.root)
@@ -225,7 +219,8 @@ class Mirror:
             with contextlib.suppress(OSError):
                 os.unlink(local)
 
-    def _pull(self, wanted: dict[str, tuple[str, int]]) -> None:
+    def _plan(self, wanted: dict[str, tuple[str, int]]) -> list[Range]:
+        """The ranges to fetch (each file made ready for them), marked pending."""
         ranges: list[Range] = []
         for path, (local, size) in wanted.items():
             have = self._sizes.get(path)
@@ -237,21 +232,46 @@ class Mirror:
                 have = 0
                 self._truncate(path, local, 0)
             self._sizes[path] = have
-            ranges.extend(self._fetch.split(path, have, size))
+            mine = list(self._fetch.split(path, have, size))
+            if mine:
+                self._pending[local] = len(mine)
+            ranges.extend(mine)
+        return ranges
+
+    def _pull(self, ranges: list[Range]) -> None:
+        """Fetch and write ``ranges``, a bounded batch at a time, releasing each file
+        to :meth:`wait` once its last range is written (or it failed)."""
         failed: set[str] = set()
-        for batch in self._fetch.batches(ranges):
-            for r, data in zip(batch, self._fetch.fetch(batch)):
-                if r.path in failed:
-                    continue
-                if isinstance(data, BaseException):
-                    failed.add(r.path)
-                    self.errors.append(_named(data, self._url(r.path)))
-                    continue
-                self._write(r, data)
-                if len(data) < r.end - r.start:  # shorter than listed: done with it
-                    failed.add(r.path)
-        self.stats.ranged_reads = self._fetch.requests
-        self.stats.bytes_fetched = self._fetch.bytes
+        try:
+            for batch in self._fetch.batches(ranges):
+                for r, data in zip(batch, self._fetch.fetch(batch)):
+                    if r.path not in failed:
+                        if isinstance(data, BaseException):
+                            failed.add(r.path)
+                            self.errors.append(_named(data, self._url(r.path)))
+                        else:
+                            self._write(r, data)
+                            if len(data) < r.end - r.start:  # shorter than listed: done
+                                failed.add(r.path)
+                    self._release(self._local[r.path], r.path in failed)
+        except Exception as exc:  # never leave a waiting reader stuck
+            self.errors.append(_named(exc, self.url))
+        finally:
+            with self._cond:
+                self._pending.clear()
+                self._cond.notify_all()
+            self._unlock()
+            self.stats.ranged_reads = self._fetch.requests
+            self.stats.bytes_fetched = self._fetch.bytes
+
+    def _release(self, local: str, done: bool) -> None:
+        with self._cond:
+            left = self._pending.get(local, 0) - 1
+            if left <= 0 or done:
+                self._pending.pop(local, None)
+                self._cond.notify_all()
+            else:
+                self._pending[local] = left
 
     def _start(self, path: str, local: str, size: int) -> int | None:
         """The bytes already mirrored for a newly listed object (None: not mirrorable)."""

@@ -4,9 +4,7 @@ object names never written outside the mirror, the CLI on URLs."""
 
 from __future__ import annotations
 
-import io
 import os
-import contextlib
 import time
 
 import numpy as np
