@@ -217,3 +217,18 @@ def test_cli_on_a_url(s3, tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "no such file" in err
     print(f"\nCLI on s3://: inspect, export --ranks max, verify, tail: exit 0; missing: {err!r}")
+
+
+def test_summary_reader_on_a_url(s3, tmp_path) -> None:
+    from summarylog.summary_reader import SummaryReader
+
+    local = str(tmp_path / "l")
+    write_run(local, "s", steps=30)
+    upload(_fs("s3", s3), local, "bkt/sr")
+    got = SummaryReader("s3://bkt/sr", storage_options=s3.storage_options(),
+                        extra_columns={"dir_name"}).scalars
+    want = SummaryReader(local, extra_columns={"dir_name"}).scalars
+    assert got.equals(want) and len(got) == 30
+    with pytest.raises(ValueError, match="not found"):
+        SummaryReader("s3://bkt/none", storage_options=s3.storage_options())
+    print(f"\nSummaryReader(s3://…).scalars: {len(got)} rows, equal to the local run's")
