@@ -140,9 +140,11 @@ def bench_read_remote(ctx: Context) -> list[Row]:
         # requests per poll: they grow with new data, not with the number of files
         r = Reader("s3://bkt/bench", storage_options=so)
         r.runs()  # the first poll's discovery
+        assert not r.discovery_errors  # (and its fetching over)
         first = len(srv.requests())
         r.refresh()
         r.runs()
+        assert not r.discovery_errors
         idle = _split(srv.requests()[first:])
         extra = os.path.join(local, "new")
         _write_runs(extra, 1, 1, 1000)
@@ -152,6 +154,7 @@ def bench_read_remote(ctx: Context) -> list[Row]:
         first = len(srv.requests())
         r.refresh()
         r.runs()
+        assert not r.discovery_errors
         grown = _split(srv.requests()[first:])
         r.close()
     finally:
