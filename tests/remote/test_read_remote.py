@@ -232,3 +232,59 @@ def test_summary_reader_on_a_url(s3, tmp_path) -> None:
     with pytest.raises(ValueError, match="not found"):
         SummaryReader("s3://bkt/none", storage_options=s3.storage_options())
     print(f"\nSummaryReader(s3://…).scalars: {len(got)} rows, equal to the local run's")
+
+
+def test_big_object_streams_in_bounded_memory(s3) -> None:
+    import tracemalloc
+
+    from summarylog.remote.mirror import Mirror
+
+    size = 48 << 20
+    _fs("s3", s3).pipe_file("bkt/big/run/events.out.tfevents.1.h.1.0", os.urandom(size))
+    m = Mirror("s3://bkt/big", s3.storage_options(),
+               {"concurrency": 2, "chunk_bytes": 1 << 20})
+    tracemalloc.start()
+    try:
+        m.sync()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        m.close()
+    print(f"\na {size >> 20} MiB object mirrored with 2 x 1 MiB buffers: "
+          f"{peak / 2**20:.1f} MiB peak Python allocation, {m.stats.ranged_reads} ranged reads")
+    assert m.stats.bytes_fetched == size and m.stats.ranged_reads == 48
+    assert peak < 16 << 20  # bounded by the buffers, not by the object's size
+
+
+def test_follow_a_url_sees_new_objects() -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    for part in (0, 1):
+        _put_run(fs, f"/follow/run/events.out.tfevents.{part}.h.1.0", part)
+    r = Reader("memory://follow")
+    got = []
+    gen = r.follow(poll_secs=0.05, idle_timeout=1.0)
+    for run, ev in gen:
+        if ev.kind == "scalar":
+            got.append(ev.step)
+            if len(got) == 20:
+                _put_run(fs, "/follow/run/events.out.tfevents.2.h.1.0", 2)
+    print(f"\nfollow(memory://…): {len(got)} scalars, the last 10 from an object added "
+          f"while following")
+    assert sorted(got) == list(range(30))
+
+
+def _put_run(fs, path, part) -> None:
+    """An event file of 10 scalars (steps 10*part...) put into ``fs`` at ``path``."""
+    import tempfile
+
+    import summarylog
+
+    with tempfile.TemporaryDirectory() as d:
+        with summarylog.Writer(d) as w:
+            for i in range(10 * part, 10 * part + 10):
+                w.add_scalar("loss", float(i), i)
+        (name,) = os.listdir(d)
+        with open(os.path.join(d, name), "rb") as f:
+            fs.pipe_file(path, f.read())
