@@ -86,6 +86,7 @@ class _Server:
         """(method, target, status) of every request answered so far."""
         self._log.flush()
         text = self.log_path.read_text(errors="replace")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # werkzeug colours some status codes
         return [(m, t, int(s)) for m, t, s in _REQUEST.findall(text)]
 
     def stop(self) -> None:
@@ -246,6 +247,7 @@ class FaultProxy:
         asyncio.run_coroutine_threadsafe(close(), self.loop).result(5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        self.loop.close()
 
     async def _handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
