@@ -116,11 +116,16 @@ class FileSeries:
         self._first_records = first_records
         self.paths: list[str] = []
         self.current: RecordWriter | None = None
+        self.opened_at = 0.0  # time.monotonic() of the current file's creation
+        #: called with each file's path once it is closed (sealed: a remote
+        #: writer's uploader takes it from there); None for local writers
+        self.on_closed: Callable[[str], None] | None = None
 
     def writer(self) -> RecordWriter:
         """The current file, created now if there is none."""
         if self.current is None:
             self.current = self._create()
+            self.opened_at = time.monotonic()
         return self.current
 
     def _create(self) -> RecordWriter:
@@ -146,11 +151,23 @@ class FileSeries:
         st = rw.stats
         return st.file_size + st.buffered_bytes + extra >= limit
 
+    def older_than(self, secs: float | None) -> bool:
+        """Whether the current file was created more than ``secs`` ago."""
+        return (secs is not None and self.current is not None
+                and time.monotonic() - self.opened_at >= secs)
+
     def rotate(self) -> None:
         """Close the current file; the next write creates the next one."""
         rw, self.current = self.current, None
         if rw is not None:
-            rw.close()
+            try:
+                rw.close()
+            finally:
+                self._closed(rw)
+
+    def _closed(self, rw: RecordWriter) -> None:
+        if self.on_closed is not None:
+            self.on_closed(rw.path)
 
     def flush_current(self) -> None:
         if self.current is not None:
@@ -158,8 +175,14 @@ class FileSeries:
 
     def close_current(self) -> None:
         """Close the current file (kept: its stats stay readable)."""
-        if self.current is not None:
-            self.current.close()
+        rw = self.current
+        if rw is not None:
+            sealed_now = not rw.closed
+            try:
+                rw.close()
+            finally:
+                if sealed_now:
+                    self._closed(rw)
 
     def abandon(self) -> None:
         """A forked child: the parent's files are not its own."""
