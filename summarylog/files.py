@@ -163,9 +163,10 @@ class FileSeries:
             try:
                 rw.close()
             finally:
-                self._closed(rw)
+                self.sealed(rw)
 
-    def _closed(self, rw: RecordWriter) -> None:
+    def sealed(self, rw: RecordWriter) -> None:
+        """``rw`` (one of ours) was closed: hand it to ``on_closed``."""
         if self.on_closed is not None:
             self.on_closed(rw.path)
 
@@ -182,7 +183,7 @@ class FileSeries:
                 rw.close()
             finally:
                 if sealed_now:
-                    self._closed(rw)
+                    self.sealed(rw)
 
     def abandon(self) -> None:
         """A forked child: the parent's files are not its own."""
@@ -211,6 +212,10 @@ class MindSporeFiles:
     @property
     def paths(self) -> list[str]:
         return self.summary.paths
+
+    @property
+    def series(self) -> tuple[FileSeries, FileSeries]:
+        return self.summary, self.lineage
 
     @property
     def current(self) -> RecordWriter | None:
@@ -255,9 +260,12 @@ class MindSporeFiles:
         for series in (self.summary, self.lineage):
             rw, series.current = series.current, None
             if rw is not None and not rw.closed:
-                rw.close()
-                with contextlib.suppress(OSError):
-                    os.chmod(rw.path, 0o400)
+                try:
+                    rw.close()
+                    with contextlib.suppress(OSError):
+                        os.chmod(rw.path, 0o400)
+                finally:
+                    series.sealed(rw)
 
     flush_current = flush
     close_current = close

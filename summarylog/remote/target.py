@@ -24,7 +24,8 @@ class RemoteTarget:
     """Spool + store + uploader of one writer to ``url``."""
 
     def __init__(self, url: str, opts: RemoteOptions, *, strict: bool, on_full: str,
-                 recover: bool = True) -> None:
+                 recover: bool = True,
+                 report: Callable[[RemoteWriteError], None] | None = None) -> None:
         self.url, self.opts = url, opts
         self.strict = strict
         self.on_full = check_choice("on_full", on_full, ("block", "drop"))
@@ -40,6 +41,7 @@ class RemoteTarget:
                                  retry_wait=opts.retry_wait, live_tail_secs=opts.live_tail_secs,
                                  tail=self._current)
         self._recover = recover
+        self._report_to = report
 
     # -- wiring -------------------------------------------------------------------------
     def wrap_open(self, open_file: Callable[[str], RecordWriter]) -> Callable[[str], RecordWriter]:
@@ -57,7 +59,8 @@ class RemoteTarget:
 
     def attach(self, pipeline: Any, files: Any) -> None:
         self._pipe, self._files = pipeline, files
-        files.on_closed = self._sealed
+        for series in getattr(files, "series", (files,)):  # MindSpore: summary and lineage
+            series.on_closed = self._sealed
         pipeline.admit = self._admit
         self.uploader.start(recover=self._recover)
 
@@ -90,7 +93,9 @@ class RemoteTarget:
         return True
 
     def _report(self, err: RemoteWriteError) -> None:
-        if self.strict and self._pipe is not None and self._pipe.error is None:
+        if self._report_to is not None:
+            self._report_to(err)
+        elif self.strict and self._pipe is not None and self._pipe.error is None:
             self._pipe.error = err  # raised from the next logging call, flush() or close()
 
     # -- the writer's flush / close / stats -----------------------------------------------

@@ -72,6 +72,7 @@ class Uploader:
         self._stop = False
         self._failing = False
         self.checked = threading.Event()  # the first-write check is done
+        self.recovered = threading.Event()  # the spool's leftovers are queued
         self.thread: threading.Thread | None = None
         self._pid = os.getpid()
         self._tail_sent: dict[str, int] = {}
@@ -137,6 +138,7 @@ class Uploader:
         if self._recover:
             for name, lock in self.spool.take_leftovers():
                 self.submit(name, lock)
+        self.recovered.set()
         while True:
             with self._cv:
                 while not self._todo and not self._stop:
