@@ -58,7 +58,13 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     up.start()
     up.recovered.wait(args.timeout)
-    left = up.close(max(0.0, args.timeout - (time.monotonic() - t0)))
+    end = t0 + args.timeout
+    while spool.segment_names() and time.monotonic() < end:
+        if up.idle():  # what is left was locked (a writer closing): take it when free
+            for name, lock in spool.take_leftovers():
+                up.submit(name, lock)
+        time.sleep(0.1)
+    left = up.close(max(0.0, end - time.monotonic()))
     c = up.counts
     print(f"{spool.url}: {c['segments_uploaded']} segment(s) uploaded "
           f"({c['bytes_uploaded']} bytes), {c['conflicts']} conflict(s), "

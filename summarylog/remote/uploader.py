@@ -89,10 +89,18 @@ class Uploader:
         """A sealed segment (locked by us) to send."""
         size = os.fstat(lock.fd).st_size
         with self._cv:
+            if self._stop:  # closed: it stays in the spool for the next uploader
+                lock.release()
+                return
             self.counts["segments_sealed"] += 1
             self._todo.append((name, lock, size))
             self._pending += size
             self._cv.notify_all()
+
+    def idle(self) -> bool:
+        """Nothing queued or being sent."""
+        with self._cv:
+            return not self._todo and not self._busy
 
     @property
     def pending_bytes(self) -> int:
@@ -111,6 +119,8 @@ class Uploader:
         """Wait up to ``timeout`` s for the queue to empty; then stop.  The number
         of segments left in the spool for a later uploader."""
         end = time.monotonic() + timeout
+        if self.thread is not None and self.thread.is_alive():  # leftovers queued first
+            self.recovered.wait(timeout)
         with self._cv:
             while (self._todo or self._busy) and self.thread is not None \
                     and self.thread.is_alive():
@@ -120,9 +130,7 @@ class Uploader:
                 self._cv.wait(min(left, 0.05))
             self._stop = True
             left_over = len(self._todo) + (1 if self._busy else 0)
-            for _, lock, _ in self._todo:
-                lock.release()
-            self._todo.clear()
+            self._release_queued()
             self._cv.notify_all()
         if left_over:
             log.warning("summarylog: %d segment(s) for %s not uploaded by close(); they "
@@ -130,6 +138,11 @@ class Uploader:
                         "%s`, sends them)", left_over, self.store.shown, self.spool.dir,
                         self.spool.dir)
         return left_over
+
+    def _release_queued(self) -> None:
+        for _, lock, _ in self._todo:
+            lock.release()
+        self._todo.clear()
 
     # -- the thread --------------------------------------------------------------------------
     def _run(self) -> None:
@@ -146,6 +159,7 @@ class Uploader:
                     if not self._todo:
                         self._tail_tick()
                 if self._stop:
+                    self._release_queued()
                     return
                 name, lock, size = self._todo.popleft()
                 self._busy = size
