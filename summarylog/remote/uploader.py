@@ -27,7 +27,7 @@ __all__ = ["Uploader", "RemoteWriteError", "COUNTERS"]
 log = logging.getLogger("summarylog")
 
 COUNTERS = ("segments_sealed", "segments_uploaded", "bytes_uploaded", "upload_retries",
-            "upload_errors", "conflicts", "tail_uploads", "tail_bytes")
+            "upload_errors", "conflicts", "already_uploaded", "tail_uploads", "tail_bytes")
 
 
 class RemoteWriteError(OSError):
@@ -185,6 +185,7 @@ class Uploader:
             os.replace(os.path.join(self.spool.dir, name), os.path.join(self.spool.dir, keep))
         else:
             self.counts["segments_uploaded"] += 1
+            self.counts["already_uploaded"] += outcome != PUT_DONE  # an answer was lost
             self.spool.remove(name)  # confirmed: the spool copy may go
         lock.release()
         if name in self._tail_sent:

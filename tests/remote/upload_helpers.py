@@ -56,7 +56,27 @@ def record_count(data: bytes) -> int:
 
 
 def stop_proxy(proxy: Any) -> None:
-    """FaultProxy.stop() and its event loop closed (else a ResourceWarning)."""
+    """FaultProxy.stop(), then its stalled handlers given time to abort their
+    sockets and its loop closed (else ResourceWarnings, in a later test)."""
+    import asyncio
+
     proxy.stop()
-    if not proxy.thread.is_alive():
-        proxy.loop.close()
+    if proxy.thread.is_alive():
+        return
+    async def settle() -> None:
+        await asyncio.sleep(0.1)
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # a handler that met EOF before a request returns without closing its writer
+        # (an idle pooled client connection closed): close what is left open
+        import gc
+
+        for obj in gc.get_objects():
+            if isinstance(obj, asyncio.StreamWriter) and not obj.transport.is_closing():
+                obj.transport.abort()
+        await asyncio.sleep(0)
+
+    proxy.loop.run_until_complete(settle())
+    proxy.loop.close()
