@@ -70,14 +70,18 @@ def check_local_dir(name: str, path: Any) -> str:
 class TensorBoardNames:
     """Names of a TensorBoard writer's files: each call gives a new one."""
 
-    def __init__(self, rank: int | None, suffix: str, compressed: bool) -> None:
+    def __init__(self, rank: int | None, suffix: str, compressed: bool,
+                 seq_digits: int = 0) -> None:
         self.rank, self.suffix, self.compressed = rank, suffix, compressed
+        #: zero-padded sequence numbers: name order is creation order even past 9 files
+        #: in one second (a remote writer's segments; local names stay as they were)
+        self.seq_digits = seq_digits
 
     def __call__(self) -> str:
         kind = "zevents" if self.compressed else "tfevents"
         rank = f".{self.rank}" if self.rank is not None else ""
         return (f"events.out.{kind}.{int(time.time()):010d}.{host_name()}.{os.getpid()}."
-                f"{next(_seq)}{rank}{self.suffix}")
+                f"{next(_seq):0{self.seq_digits}d}{rank}{self.suffix}")
 
 
 class MindSporeNames:

@@ -133,7 +133,8 @@ class Writer:
         shutdown.register(self)
 
     def _init_state(self) -> None:
-        names = TensorBoardNames(self.rank, self.filename_suffix, self.compression is not None)
+        names = TensorBoardNames(self.rank, self.filename_suffix, self.compression is not None,
+                                 seq_digits=6 if self._remote_opts is not None else 0)
         directory, open_file, max_size, max_age = self.logdir, self._open_file, \
             self.max_file_size, None
         if self._remote_opts is not None:  # a URL: write a spool, upload sealed segments

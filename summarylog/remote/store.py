@@ -61,10 +61,8 @@ class Store:
             cfg.setdefault("read_timeout", timeout)
             cfg.setdefault("retries", {"total_max_attempts": 2, "mode": "standard"})
             opts["config_kwargs"] = cfg
-            opts.setdefault("skip_instance_cache", True)
         elif scheme in ("gs", "gcs"):
             opts.setdefault("requests_timeout", min(30.0, timeout))
-            opts.setdefault("skip_instance_cache", True)
         self.fs, self.path = filesystem(url, opts)
         if scheme == "s3":
             with contextlib.suppress(AttributeError):

@@ -67,7 +67,7 @@ class Uploader:
         self.counts = dict.fromkeys(COUNTERS, 0)
         self._todo: collections.deque[tuple[str, SegmentLock, int]] = collections.deque()
         self._cv = threading.Condition()
-        self._busy = 0  # bytes of the segment being uploaded
+        self._busy = False  # a segment is being uploaded
         self._pending = 0  # bytes queued or being uploaded
         self._stop = False
         self._failing = False
@@ -162,17 +162,21 @@ class Uploader:
                     self._release_queued()
                     return
                 name, lock, size = self._todo.popleft()
-                self._busy = size
+                self._busy = True
             try:
                 self._send(name, lock)
             finally:
                 with self._cv:
-                    self._busy = 0
+                    self._busy = False
                     self._pending -= size
                     self._cv.notify_all()
 
     def _send(self, name: str, lock: SegmentLock) -> None:
         data = lock.read()
+        if not data:  # created, then its writer died before the header: nothing to send
+            self.spool.remove(name)
+            lock.release()
+            return
         outcome = self._attempt(lambda: self.store.put_new(name, data), len(data))
         if outcome is None:  # stopped before it went up: left in the spool
             lock.release()

@@ -73,7 +73,7 @@ def test_fault_during_upload(kind, fault, servers, tmp_path):
           f"{st['already_uploaded']} found already there; "
           f"{len(objs)} segment(s), {len(steps)} steps, duplicates "
           f"{len(steps) - len(set(steps))}")
-    assert steps == list(range(n))  # every step, once
+    assert steps == list(range(n)), (sorted(objs), st)  # every step, once
     assert st["segments_uploaded"] == st["segments_sealed"] == len(objs)
     assert st["conflicts"] == 0
     if fault == "drop_response":  # the retry met its own committed object: confirmed, kept
