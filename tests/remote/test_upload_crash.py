@@ -19,9 +19,8 @@ from summarylog.cli_upload import main as upload_main
 
 TRIALS = 20
 
-# One process imports summarylog once, then forks a writer per trial (a fork starts in
-# milliseconds) and kills it with SIGKILL at a random moment after its first
-# acknowledged flush.  A child acknowledges, after each flush() returns, the number of
+# One process imports summarylog once, then forks a writer per trial (four at a time)
+# and kills each with SIGKILL at a random moment after its first acknowledged flush.  A child acknowledges, after each flush() returns, the number of
 # steps logged so far.  No event loop runs in the parent before the forks.
 RUNNER = r"""
 import json, os, random, select, signal, sys, time
@@ -32,39 +31,58 @@ endpoint, trials, seed, root = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 
 rng = random.Random(seed)
 opts = {"endpoint_url": endpoint, "key": "test", "secret": "test",
         "client_kwargs": {"region_name": "us-east-1"}}
-for t in range(trials):
-    url, spool = f"s3://bkt/crash-{t}", os.path.join(root, f"sp{t}")
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
+
+
+def child(url, spool, w):
+    try:
+        mine = random.Random(os.getpid())
+        wr = Writer(url, storage_options=opts, spool_dir=spool, segment_bytes=4096,
+                    segment_secs=0.05, retry_wait=(0.01, 0.1))
+        step = 0
+        while True:
+            for _ in range(mine.randint(1, 40)):
+                wr.add_scalar("loss", float(step), step)
+                step += 1
+            wr.flush()
+            os.write(w, f"{step}\n".encode())
+            time.sleep(0.01)  # the uploader keeps up: kills land on uploads
+    finally:
+        os._exit(1)
+
+
+BATCH = 4  # trials at once: their start-up (an S3 client each) overlaps
+for first in range(0, trials, BATCH):
+    live = {}
+    for t in range(first, min(first + BATCH, trials)):
+        url, spool = f"s3://bkt/crash-{t}", os.path.join(root, f"sp{t}")
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            child(url, spool, w)
+        os.close(w)
+        live[r] = {"pid": pid, "url": url, "spool": spool, "buf": b"", "kill_at": None}
+    end = time.monotonic() + 60
+    while any(c["pid"] for c in live.values()):
+        if time.monotonic() > end:
+            raise SystemExit("no acknowledgement in 60 s")
+        ready = select.select([r for r, c in live.items() if c["pid"]], [], [], 0.01)[0]
+        for r in ready:
+            c = live[r]
+            c["buf"] += os.read(r, 65536)
+            if c["kill_at"] is None and c["buf"]:  # the first acknowledgement: kill soon
+                c["kill_at"] = time.monotonic() + rng.uniform(0.0, 0.15)
+        for r, c in live.items():
+            if c["pid"] and c["kill_at"] is not None and time.monotonic() >= c["kill_at"]:
+                os.kill(c["pid"], signal.SIGKILL)
+                os.waitpid(c["pid"], 0)
+                c["pid"] = 0
+    for r, c in live.items():
+        while chunk := os.read(r, 65536):
+            c["buf"] += chunk
         os.close(r)
-        try:
-            mine = random.Random(os.getpid())
-            wr = Writer(url, storage_options=opts, spool_dir=spool, segment_bytes=4096,
-                        segment_secs=0.05, retry_wait=(0.01, 0.1))
-            step = 0
-            while True:
-                for _ in range(mine.randint(1, 40)):
-                    wr.add_scalar("loss", float(step), step)
-                    step += 1
-                wr.flush()
-                os.write(w, f"{step}\n".encode())
-                time.sleep(0.01)  # the uploader keeps up: kills land on uploads
-        finally:
-            os._exit(1)
-    os.close(w)
-    if not select.select([r], [], [], 60)[0]:
-        os.kill(pid, signal.SIGKILL)
-        raise SystemExit("no acknowledgement in 60 s")
-    time.sleep(rng.uniform(0.0, 0.15))
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    buf = b""
-    while chunk := os.read(r, 65536):
-        buf += chunk
-    os.close(r)
-    print(json.dumps({"url": url, "spool": spool, "acked": max(map(int, buf.split()))}),
-          flush=True)
+        print(json.dumps({"url": c["url"], "spool": c["spool"],
+                          "acked": max(map(int, c["buf"].split()))}), flush=True)
 """
 
 

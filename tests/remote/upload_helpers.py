@@ -13,8 +13,7 @@ from summarylog.remote.urls import filesystem
 
 def segment_objects(url: str, options: dict[str, Any] | None) -> dict[str, bytes]:
     """{file name: bytes} of the sealed segments under ``url`` (tails left out)."""
-    fs, path = filesystem(url, dict(options or {}, skip_instance_cache=True)
-                          if "://" in url and not url.startswith(("memory", "file")) else options)
+    fs, path = filesystem(url, options)
     fs.invalidate_cache()
     out = {}
     for key in sorted(fs.find(path)):
