@@ -46,7 +46,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Upload the spool's leftovers: 0 when the spool is empty afterwards, 1 if not."""
+    """Upload the spool's leftovers: 0 when the spool is empty afterwards, 1 if not,
+    2 for a bad argument (not a spool, a malformed --storage-option)."""
+    try:
+        return _upload(args)
+    except (ValueError, TypeError) as exc:
+        print(f"summarylog upload: {exc}", file=sys.stderr)
+        return 2
+
+
+def _upload(args: argparse.Namespace) -> int:
     from .remote.spool import Spool
     from .remote.store import Store
     from .remote.uploader import Uploader
@@ -80,9 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         return run(args)
-    except (ValueError, TypeError, OSError) as exc:
+    except OSError as exc:
         print(f"summarylog upload: {exc}", file=sys.stderr)
-        return 2
+        return 1
 
 
 if __name__ == "__main__":

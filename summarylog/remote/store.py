@@ -63,7 +63,11 @@ class Store:
             opts["config_kwargs"] = cfg
         elif scheme in ("gs", "gcs"):
             opts.setdefault("requests_timeout", min(30.0, timeout))
-        self.fs, self.path = filesystem(url, opts)
+        try:
+            self.fs, self.path = filesystem(url, opts)
+        except OSError as exc:  # e.g. HDFS without its JVM: say which URL it was for
+            raise OSError(exc.errno, f"cannot open the filesystem of {self.shown!r}: "
+                          f"{exc}") from exc
         if scheme == "s3":
             with contextlib.suppress(AttributeError):
                 self.fs.retries = 1

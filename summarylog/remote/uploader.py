@@ -12,6 +12,7 @@ forever: nothing logged is given up; the first failure of a streak is reported.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import random
@@ -150,6 +151,8 @@ class Uploader:
         self.checked.set()
         if self._recover:
             for name, lock in self.spool.take_leftovers():
+                if self.live_tail_secs:  # a dead writer's tail may be left: drop it too
+                    self._tail_sent.setdefault(name, -1)
                 self.submit(name, lock)
         self.recovered.set()
         while True:
@@ -192,9 +195,10 @@ class Uploader:
             self.counts["already_uploaded"] += outcome != PUT_DONE  # an answer was lost
             self.spool.remove(name)  # confirmed: the spool copy may go
         lock.release()
-        if name in self._tail_sent:
+        if name in self._tail_sent:  # best effort: a bucket may refuse deletes
             self._tail_sent.pop(name)
-            self._attempt(lambda: self.store.drop_tail(name), None, tries=2)
+            with contextlib.suppress(Exception):
+                self.store.drop_tail(name)
 
     def _attempt(self, call: Callable[[], Any], nbytes: int | None, tries: int = 0) -> Any:
         """``call()`` until it works (or ``tries`` times; 0: until stopped); None if not."""

@@ -287,3 +287,13 @@ def test_full_spool_drops_with_on_full_drop(tmp_path):
     # the bound is checked before each drain: one drain's records may pass it
     assert st["dropped_values"] > 0 and held <= 4096 + (64 << 10)
     assert took < 30, "hang guard"
+
+
+def test_upload_cli_bad_input(tmp_path, capsys):
+    from summarylog.cli_upload import main
+
+    assert main([str(tmp_path)]) == 2  # not a spool
+    assert "not a summarylog spool" in capsys.readouterr().err
+    Writer("memory://bkt/cli", spool_dir=str(tmp_path / "sp")).close()
+    assert main([str(tmp_path / "sp"), "-o", "novalue"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err

@@ -79,3 +79,40 @@ def test_fault_during_upload(kind, fault, servers, tmp_path):
     if fault == "drop_response":  # the retry met its own committed object: confirmed, kept
         assert st["already_uploaded"] >= 1
     assert caller < 30, "hang guard: the training thread"
+
+
+def test_full_spool_blocks_with_on_full_block(servers, tmp_path):
+    """on_full="block" and a stalled store: once the spool is full the logging calls
+    wait (the bounded queue fills behind the writer thread); when the store comes
+    back they go on, and nothing is dropped."""
+    srv = servers["s3"]
+    proxy = FaultProxy(srv.port).start()
+    url = "s3://bkt/block"
+    n = 30000
+    try:
+        w = Writer(url, storage_options=srv.storage_options(proxy.endpoint),
+                   spool_dir=str(tmp_path / "sp"), segment_bytes=1024, max_spool=4096,
+                   max_buffer=1 << 20, upload_timeout=0.5, retry_wait=(0.05, 0.2))
+        w.flush()
+        proxy.stall_head_next(1000)
+        done = threading.Event()
+
+        def loop():
+            for i in range(n):
+                w.add_scalar("loss", float(i), i)
+            done.set()
+
+        t = threading.Thread(target=loop, daemon=True)
+        t.start()
+        blocked = not done.wait(1.5)
+        spool_then = w.stats["spool_bytes"]
+        proxy.clear()
+        assert done.wait(60), "hang guard: the logging loop after the store came back"
+        w.close()
+    finally:
+        stop_proxy(proxy)
+    steps = scalar_steps(segment_objects(url, srv.storage_options()))
+    print(f"\non_full='block', stalled store, max_spool=4096: logging blocked={blocked} "
+          f"(spool {spool_then} bytes); after the store came back: {len(steps)} of {n} "
+          f"steps, {w.stats['dropped_values']} dropped")
+    assert blocked and steps == list(range(n)) and w.stats["dropped_values"] == 0
