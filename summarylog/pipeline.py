@@ -188,7 +188,8 @@ class Pipeline:
                 return
 
     def _timer_flush(self) -> None:
-        if self.files.older_than(self.max_file_age):  # an idle remote writer seals by age too
+        if self.max_file_age is not None and self.files.older_than(self.max_file_age):
+            # an idle remote writer seals by age too
             with self._drain_lock:
                 self._rotate()
         self.files.flush_current()
@@ -221,9 +222,16 @@ class Pipeline:
 
     def writer(self) -> RecordWriter:
         """The current file (created, or rotated past max_file_size, now)."""
-        if self.files.over(self.max_file_size) or self.files.older_than(self.max_file_age):
+        if self.files.over(self.max_file_size) or (
+                self.max_file_age is not None and self.files.older_than(self.max_file_age)):
             self._rotate()
         return self.files.writer()
+
+    def seal_current(self) -> None:
+        """Close the current file now (from inside a drain: the ``admit`` hook), so a
+        remote writer's uploader can take it."""
+        if self.files.current is not None:
+            self._rotate()
 
     def _rotate(self) -> None:
         self.histograms.flush()  # its jobs write into this file

@@ -63,6 +63,7 @@ class Store:
             opts["config_kwargs"] = cfg
         elif scheme in ("gs", "gcs"):
             opts.setdefault("requests_timeout", min(30.0, timeout))
+        self._opts = opts
         try:
             self.fs, self.path = filesystem(url, opts)
         except OSError as exc:  # e.g. HDFS without its JVM: say which URL it was for
@@ -76,6 +77,11 @@ class Store:
         self.async_fs = bool(getattr(self.fs, "async_impl", False))
         self.big_chunks = scheme in ("s3", "gs", "gcs")
         self.max_object = max_object
+
+    def reset(self) -> None:
+        """A fresh filesystem instance: calls cut at their deadline can leave the old
+        client's connection pool full of stalled connections that never come back."""
+        self.fs, self.path = filesystem(self.url, dict(self._opts, skip_instance_cache=True))
 
     def key(self, name: str) -> str:
         return f"{self.path}/{name}" if self.path else name

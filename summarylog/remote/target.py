@@ -82,14 +82,17 @@ class RemoteTarget:
 
     def _admit(self) -> bool:
         limit = self.opts.max_spool
-        cur = self._current_bytes()
-        if self.uploader.pending_bytes + cur <= limit:
+        if self.uploader.pending_bytes + self._current_bytes() <= limit:
             return True
+        if self._current_bytes():  # only a sealed segment can go up and make room
+            self._pipe.seal_current()
+            if self.uploader.pending_bytes <= limit:
+                return True
         if self.on_full == "drop":
             self.spool_dropped += 1
             return False
         # block: the training thread waits only through the bounded queue behind us
-        self.uploader.wait_room(limit, cur, give_up=lambda: bool(self._pipe.closed))
+        self.uploader.wait_room(limit, 0, give_up=lambda: bool(self._pipe.closed))
         return True
 
     def _report(self, err: RemoteWriteError) -> None:

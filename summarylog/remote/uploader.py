@@ -211,6 +211,11 @@ class Uploader:
                 n += 1
                 self.counts["upload_retries"] += nbytes is not None
                 self._fail(exc)
+                if "Timeout" in type(exc).__name__ and self.store.async_fs:
+                    try:  # the deadline cut a call: its connection may be stuck for good
+                        self.store.reset()
+                    except Exception:  # the next attempt reports what is wrong
+                        pass
                 if tries and n >= tries:
                     return None
                 wait = min(longest, first * 2 ** min(n - 1, 30)) * random.uniform(0.5, 1.0)
