@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import stat
-from typing import Any, Iterator
+from typing import Iterator
 
 from .urls import redact
 
@@ -196,7 +196,3 @@ def seal_leftover(lock: SegmentLock) -> None:
         finally:
             os.close(fd)
 
-
-def describe(spool: Spool) -> dict[str, Any]:
-    return {"spool_dir": spool.dir, "segments": len(spool.segment_names()),
-            "bytes": spool.bytes_held()}
