@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 from ..discovery import is_event_file, is_lineage_file
 from .fetch import Fetcher, Range
-from .options import MirrorOptions, PollStats
+from .read_options import MirrorOptions, PollStats
 from .names import is_hidden, split_name
 from .urls import filesystem, redact
 
