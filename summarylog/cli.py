@@ -470,6 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dpi", type=_number(10, 2400), default=100.0,
                     help="dots per inch, 10 to 2400 (default 100); the image may have at most "
                          f"{MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} Mpx in all")
+
+    from . import cli_upload  # argparse only: the upload machinery loads when it runs
+
+    sp = sub.add_parser("upload", help="send what a URL writer left in its spool, each "
+                        "segment once", description=cli_upload.__doc__)
+    cli_upload.add_arguments(sp)  # SPOOL, -o/--storage-option KEY=VALUE, --timeout, --upload-timeout
+    sp.set_defaults(func=cli_upload.run, reads=False)  # 0: spool empty, 1: some left/conflict, 2: bad input
     return p
 
 
@@ -484,10 +491,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version, bad arguments (already reported)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     READER_OPTIONS.clear()
-    if args.storage_option:
-        READER_OPTIONS["storage_options"] = dict(args.storage_option)
-    if args.ranks is not None:
-        READER_OPTIONS["ranks"] = args.ranks
+    if getattr(args, "reads", True):  # upload has its own options, and reads nothing
+        if args.storage_option:
+            READER_OPTIONS["storage_options"] = dict(args.storage_option)
+        if args.ranks is not None:
+            READER_OPTIONS["ranks"] = args.ranks
     try:
         try:
             status = args.func(args)

@@ -14,6 +14,7 @@ import errno
 import itertools
 import os
 import socket
+import sys
 import time
 import warnings
 from typing import Any, Callable, Iterable
@@ -45,11 +46,18 @@ def check_suffix(name: str, value: Any) -> str:
 
 
 def detect_rank() -> int | None:
-    """The rank from the launchers' environment variables (plain decimals only), or None."""
-    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+    """The rank from the launchers' environment variables (plain decimals only), else
+    from a torch.distributed process group the program already set up, or None."""
+    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK_ID"):
         v = os.environ.get(var, "").strip()
         if v.isascii() and v.isdecimal():
             return int(v)
+    # asked only of a framework the program imported (never imported here); JAX is not
+    # asked: process_count() may start its backend
+    dist = sys.modules.get("torch.distributed")
+    with contextlib.suppress(Exception):
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
     return None
 
 

@@ -37,7 +37,6 @@ def run(request, servers, tmp_path_factory):
     proxy = FaultProxy(srv.port).start()
     yield kind, srv, proxy, f"{kind}://bkt/f-{kind}", local
     proxy.stop()
-    proxy.loop.close()  # stop() leaves its loop open (a ResourceWarning when collected)
 
 
 def _options(kind, srv, proxy):

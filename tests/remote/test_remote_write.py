@@ -10,7 +10,7 @@ import time
 import pytest
 
 from object_store import FaultProxy, GCSServer, S3Server
-from upload_helpers import scalar_steps, segment_objects, stop_proxy
+from upload_helpers import scalar_steps, segment_objects
 
 from summarylog import SummaryRecord, SummaryWriter, Writer
 from summarylog.remote.store import TAIL_DIR
@@ -63,7 +63,7 @@ def test_bytes_uploaded_close_to_bytes_logged(kind, s3, gcs, tmp_path):
                    if (method, kind) in (("PUT", "s3"), ("POST", "gs"))
                    and ("ratio-" in target or target.startswith("/upload/")))
     finally:
-        stop_proxy(proxy)
+        proxy.stop()
     steps = scalar_steps(objs)
     assert steps == list(range(n))
     assert st["segments_uploaded"] == st["segments_sealed"] == len(objs)
@@ -180,7 +180,10 @@ def test_conflict_is_reported_never_overwritten(s3, tmp_path):
 def test_close_timeout_leaves_the_spool_for_summarylog_upload(s3, tmp_path, capsys):
     """close() on a stalled store returns within close_timeout; the segments stay in
     the spool and `summarylog upload SPOOL` sends them later, once each."""
-    from summarylog.cli_upload import main
+    from summarylog.cli import main as cli_main
+
+    def main(args):  # through the summarylog command, as a user runs it
+        return cli_main(["upload", *args])
 
     proxy = FaultProxy(s3.port).start()
     spool = tmp_path / "sp"
@@ -196,7 +199,7 @@ def test_close_timeout_leaves_the_spool_for_summarylog_upload(s3, tmp_path, caps
         took = time.monotonic() - t0
         assert took < 30, "hang guard"
     finally:
-        stop_proxy(proxy)
+        proxy.stop()
     left = [n for n in os.listdir(spool) if not n.startswith(".")]
     assert left
     args = [str(spool), "-o", f"endpoint_url={s3.endpoint}", "-o", "key=test", "-o",

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from object_store import GCS_503, S3_SLOWDOWN, FaultProxy, GCSServer, S3Server
-from upload_helpers import scalar_steps, segment_objects, stop_proxy
+from upload_helpers import scalar_steps, segment_objects
 
 from summarylog import Writer
 
@@ -64,7 +64,7 @@ def test_fault_during_upload(kind, fault, servers, tmp_path):
         upload = time.monotonic() - t1
         requests = len(proxy.log) - before
     finally:
-        stop_proxy(proxy)
+        proxy.stop()
     st = w.stats
     objs = segment_objects(url, srv.storage_options())
     steps = scalar_steps(objs)
@@ -110,7 +110,7 @@ def test_full_spool_blocks_with_on_full_block(servers, tmp_path):
         assert done.wait(60), "hang guard: the logging loop after the store came back"
         w.close()
     finally:
-        stop_proxy(proxy)
+        proxy.stop()
     steps = scalar_steps(segment_objects(url, srv.storage_options()))
     print(f"\non_full='block', stalled store, max_spool=4096: logging blocked={blocked} "
           f"(spool {spool_then} bytes); after the store came back: {len(steps)} of {n} "

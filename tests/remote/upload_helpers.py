@@ -53,30 +53,3 @@ def record_count(data: bytes) -> int:
         f.flush()
         with RecordReader(f.name) as rr:
             return sum(1 for _ in rr.read())
-
-
-def stop_proxy(proxy: Any) -> None:
-    """FaultProxy.stop(), then its stalled handlers given time to abort their
-    sockets and its loop closed (else ResourceWarnings, in a later test)."""
-    import asyncio
-
-    proxy.stop()
-    if proxy.thread.is_alive():
-        return
-    async def settle() -> None:
-        await asyncio.sleep(0.1)
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        # a handler that met EOF before a request returns without closing its writer
-        # (an idle pooled client connection closed): close what is left open
-        import gc
-
-        for obj in gc.get_objects():  # type(), not isinstance(): no proxy's __class__ runs
-            if type(obj) is asyncio.StreamWriter and not obj.transport.is_closing():
-                obj.transport.abort()
-        await asyncio.sleep(0)
-
-    proxy.loop.run_until_complete(settle())
-    proxy.loop.close()
