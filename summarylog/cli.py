@@ -12,9 +12,9 @@ import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn, Sequence
 
-from .cli_common import (PROG, check_run, damage_text, open_reader, open_runs, plural,
-                         printable, reason, report_dict, say, tag_matches, tail_text, unreadable,
-                         utf8)
+from .cli_common import (PROG, READER_OPTIONS, check_run, damage_text, open_reader, open_runs,
+                         plural, printable, reason, report_dict, say, storage_option, tag_matches,
+                         tail_text, unreadable, utf8)
 from .cli_format import (Progress, dumps, event_line, event_record, fmt_num, fmt_size, isatty,
                          json_num, jsonable, print_line, stdout_is_utf8, text)
 from .cli_output import CLIError, check_target, output
@@ -74,7 +74,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {}
     with Progress(sum(len(reader.files(r)) for r in runs), "inspect") as bar:
         for run in runs:
-            files = [report_dict(rep) for rep in reader.damage(run).values()]  # before events()
+            files = [report_dict(rep, reader.name(p))  # before events()
+                     for p, rep in reader.damage(run).items()]
             out[run] = {"files": files, "records": sum(f["records"] for f in files),
                         "tags": _tag_stats(reader, run)}
             bar.advance(len(files))
@@ -158,7 +159,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             try:
                 rep = _file_report(path, lineage, args.quick)
             except OSError as e:  # report it and check the other files
-                cannot_read(path, reason(e))
+                cannot_read(reader.name(path), reason(e))
             else:
                 problems = damage_text(rep)
                 if rep["tail"] is not None:
@@ -166,7 +167,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 status = "DAMAGED" if not rep["ok"] else "OK" if rep["tail"] is None else "TORN"
                 counts[status] += 1
                 detail = f": {'; '.join(problems)}" if problems else ""
-                bar.print(f"{status:<8} {printable(path)}  ({rep['records']} records){detail}")
+                bar.print(f"{status:<8} {printable(reader.name(path))}  ({rep['records']} records)"
+                          f"{detail}")
             bar.advance()
     if len(paths) + len(lost) > 1:
         more = f"; {plural(n, 'unreadable path')}" if (n := counts["UNREADABLE"]) else ""
@@ -347,6 +349,21 @@ def _nonempty(text: str) -> str:
     return text
 
 
+def _storage_option(text: str) -> tuple[str, Any]:
+    try:
+        return storage_option(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _ranks(text: str) -> Any:
+    if text in ("all", "mean", "min", "max"):
+        return text
+    if text.isascii() and text.isdecimal():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a rank, all, mean, min or max, got {text!r}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ._version import __version__
 
@@ -360,7 +377,15 @@ def build_parser() -> argparse.ArgumentParser:
             description: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=description)
         sp.add_argument("path", metavar="PATH", type=_nonempty,
-                        help="event file, run directory or root of runs")
+                        help="event file, run directory or root of runs, or a URL of one "
+                             "(s3://, gs://, any fsspec URL)")
+        sp.add_argument("--storage-option", action="append", type=_storage_option,
+                        metavar="KEY=VALUE", help="for a URL PATH: an fsspec filesystem option "
+                        "(endpoint_url=..., anon=true; JSON values parsed), repeatable; "
+                        "credentials otherwise come from the environment, as fsspec reads them")
+        sp.add_argument("--ranks", type=_ranks, metavar="R", default=None,
+                        help="per-rank files: a rank (e.g. 0), all (a rank per point), or "
+                             "mean, min, max per step (default: every file as one series)")
         sp.set_defaults(func=func)
         return sp
 
@@ -445,6 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dpi", type=_number(10, 2400), default=100.0,
                     help="dots per inch, 10 to 2400 (default 100); the image may have at most "
                          f"{MAX_SIDE} pixels a side and {MAX_PIXELS // 2**20} Mpx in all")
+
+    from . import cli_upload  # argparse only: the upload machinery loads when it runs
+
+    sp = sub.add_parser("upload", help="send what a URL writer left in its spool, each "
+                        "segment once", description=cli_upload.__doc__)
+    cli_upload.add_arguments(sp)  # SPOOL, -o/--storage-option KEY=VALUE, --timeout, --upload-timeout
+    sp.set_defaults(func=cli_upload.run, reads=False)  # 0: spool empty, 1: some left/conflict, 2: bad input
     return p
 
 
@@ -458,6 +490,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, bad arguments (already reported)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    READER_OPTIONS.clear()
+    if getattr(args, "reads", True):  # upload has its own options, and reads nothing
+        if args.storage_option:
+            READER_OPTIONS["storage_options"] = dict(args.storage_option)
+        if args.ranks is not None:
+            READER_OPTIONS["ranks"] = args.ranks
     try:
         try:
             status = args.func(args)

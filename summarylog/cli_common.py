@@ -14,7 +14,7 @@ from .cli_output import CLIError
 
 __all__ = ["PROG", "Status", "say", "reason", "printable", "utf8", "plural", "tag_matches",
            "open_reader", "unreadable", "open_runs", "check_run", "report_dict", "damage_text",
-           "tail_text"]
+           "tail_text", "READER_OPTIONS", "storage_option"]
 
 PROG = "summarylog"
 
@@ -69,13 +69,39 @@ def tag_matches(tag: str, patterns: Sequence[str] | None) -> bool:
 
 # -- reading -------------------------------------------------------------------------
 
+#: Reader options of this command (``--storage-option``, ``--ranks``), set by main()
+READER_OPTIONS: dict[str, Any] = {}
+
+
+def storage_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--storage-option``: VALUE as JSON when it parses (numbers,
+    booleans, objects such as ``client_kwargs={"region_name": "x"}``), else as text."""
+    import json
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
 def open_reader(path: str) -> Any:
     from .reader import Reader
+    from .remote.urls import RemoteUnavailable, is_url, redact
 
+    opts = dict(READER_OPTIONS)
+    if not is_url(path):
+        opts.pop("storage_options", None)
     try:
-        return Reader(path)
+        return Reader(path, **opts)
     except FileNotFoundError:
-        raise CLIError(f"{path}: no such file or directory") from None
+        raise CLIError(f"{redact(path)}: no such file or directory") from None
+    except RemoteUnavailable as exc:
+        raise CLIError(str(exc), 2) from None
+    except TimeoutError as exc:
+        raise CLIError(f"cannot read {exc.filename or redact(path)}: {exc.strerror}", 1) from None
 
 
 def unreadable(reader: Any) -> list[tuple[str, str]]:
@@ -109,15 +135,17 @@ def check_run(reader: Any, run: str, status: Status) -> None:
     lineage = [(path, rep) for path, rep in reader.lineage_damage().items() if path in mine]
     for path, rep in [*reader.damage(run).items(), *lineage]:
         if not rep.ok:
-            status.later(f"{path}: {', '.join(damage_text(report_dict(rep)) or ['damaged'])}")
+            name = reader.name(path) if hasattr(reader, "name") else path
+            status.later(f"{name}: {', '.join(damage_text(report_dict(rep)) or ['damaged'])}")
 
 
-def report_dict(rep: Any) -> dict[str, Any]:
+def report_dict(rep: Any, name: str | None = None) -> dict[str, Any]:
+    """``rep`` as a dict; ``name``: what to call the file (its URL when mirrored)."""
     size = rep.size
     if size is None:
         with contextlib.suppress(OSError):
             size = os.path.getsize(rep.path)
-    return {"path": rep.path, "size": size, "records": rep.records, "ok": rep.ok,
+    return {"path": name or rep.path, "size": size, "records": rep.records, "ok": rep.ok,
             "damage": [d._asdict() for d in rep.damage],  # Damage and Tail: offset, kind, length
             "tail": None if rep.tail is None else rep.tail._asdict(),
             "bad_events": rep.bad_events, "bad_values": rep.bad_values,  # values not decoded

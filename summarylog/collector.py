@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .remote.urls import check_dir_or_url, is_url
 from .collector_lane import CollectorLane, LaneSource
 from .record_values import check_export_options
 from .summary_record import SummaryRecord
@@ -109,6 +110,12 @@ class CollectionPolicy:
         #: checked ``collect_landscape`` settings (MindSpore's defaults unless given), or
         #: None: off
         self.landscape = self._landscape(collect_specified_data, keep_default_action)
+        if is_url(summary_dir):  # the record spools and uploads; checkpoints are local files
+            check_dir_or_url("summary_dir", summary_dir)
+            if collect_specified_data and "collect_landscape" in collect_specified_data:
+                raise ValueError(f"collect_landscape needs a local summary_dir (its "
+                                 f"checkpoints are not uploaded), got the URL {summary_dir!r}")
+            self.landscape = None
         self.num_process = _positive_int("num_process", num_process)
         regular = self.items.get("histogram_regular")
         self._regex = re.compile(regular) if regular else None

@@ -14,6 +14,7 @@ import errno
 import itertools
 import os
 import socket
+import sys
 import time
 import warnings
 from typing import Any, Callable, Iterable
@@ -45,11 +46,18 @@ def check_suffix(name: str, value: Any) -> str:
 
 
 def detect_rank() -> int | None:
-    """The rank from the launchers' environment variables (plain decimals only), or None."""
-    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+    """The rank from the launchers' environment variables (plain decimals only), else
+    from a torch.distributed process group the program already set up, or None."""
+    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK_ID"):
         v = os.environ.get(var, "").strip()
         if v.isascii() and v.isdecimal():
             return int(v)
+    # asked only of a framework the program imported (never imported here); JAX is not
+    # asked: process_count() may start its backend
+    dist = sys.modules.get("torch.distributed")
+    with contextlib.suppress(Exception):
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
     return None
 
 
@@ -70,14 +78,18 @@ def check_local_dir(name: str, path: Any) -> str:
 class TensorBoardNames:
     """Names of a TensorBoard writer's files: each call gives a new one."""
 
-    def __init__(self, rank: int | None, suffix: str, compressed: bool) -> None:
+    def __init__(self, rank: int | None, suffix: str, compressed: bool,
+                 seq_digits: int = 0) -> None:
         self.rank, self.suffix, self.compressed = rank, suffix, compressed
+        #: zero-padded sequence numbers: name order is creation order even past 9 files
+        #: in one second (a remote writer's segments; local names stay as they were)
+        self.seq_digits = seq_digits
 
     def __call__(self) -> str:
         kind = "zevents" if self.compressed else "tfevents"
         rank = f".{self.rank}" if self.rank is not None else ""
         return (f"events.out.{kind}.{int(time.time()):010d}.{host_name()}.{os.getpid()}."
-                f"{next(_seq)}{rank}{self.suffix}")
+                f"{next(_seq):0{self.seq_digits}d}{rank}{self.suffix}")
 
 
 class MindSporeNames:
@@ -116,11 +128,16 @@ class FileSeries:
         self._first_records = first_records
         self.paths: list[str] = []
         self.current: RecordWriter | None = None
+        self.opened_at = 0.0  # time.monotonic() of the current file's creation
+        #: called with each file's path once it is closed (sealed: a remote
+        #: writer's uploader takes it from there); None for local writers
+        self.on_closed: Callable[[str], None] | None = None
 
     def writer(self) -> RecordWriter:
         """The current file, created now if there is none."""
         if self.current is None:
             self.current = self._create()
+            self.opened_at = time.monotonic()
         return self.current
 
     def _create(self) -> RecordWriter:
@@ -146,11 +163,24 @@ class FileSeries:
         st = rw.stats
         return st.file_size + st.buffered_bytes + extra >= limit
 
+    def older_than(self, secs: float | None) -> bool:
+        """Whether the current file was created more than ``secs`` ago."""
+        return (secs is not None and self.current is not None
+                and time.monotonic() - self.opened_at >= secs)
+
     def rotate(self) -> None:
         """Close the current file; the next write creates the next one."""
         rw, self.current = self.current, None
         if rw is not None:
-            rw.close()
+            try:
+                rw.close()
+            finally:
+                self.sealed(rw)
+
+    def sealed(self, rw: RecordWriter) -> None:
+        """``rw`` (one of ours) was closed: hand it to ``on_closed``."""
+        if self.on_closed is not None:
+            self.on_closed(rw.path)
 
     def flush_current(self) -> None:
         if self.current is not None:
@@ -158,8 +188,14 @@ class FileSeries:
 
     def close_current(self) -> None:
         """Close the current file (kept: its stats stay readable)."""
-        if self.current is not None:
-            self.current.close()
+        rw = self.current
+        if rw is not None:
+            sealed_now = not rw.closed
+            try:
+                rw.close()
+            finally:
+                if sealed_now:
+                    self.sealed(rw)
 
     def abandon(self) -> None:
         """A forked child: the parent's files are not its own."""
@@ -188,6 +224,10 @@ class MindSporeFiles:
     @property
     def paths(self) -> list[str]:
         return self.summary.paths
+
+    @property
+    def series(self) -> tuple[FileSeries, FileSeries]:
+        return self.summary, self.lineage
 
     @property
     def current(self) -> RecordWriter | None:
@@ -232,9 +272,12 @@ class MindSporeFiles:
         for series in (self.summary, self.lineage):
             rw, series.current = series.current, None
             if rw is not None and not rw.closed:
-                rw.close()
-                with contextlib.suppress(OSError):
-                    os.chmod(rw.path, 0o400)
+                try:
+                    rw.close()
+                    with contextlib.suppress(OSError):
+                        os.chmod(rw.path, 0o400)
+                finally:
+                    series.sealed(rw)
 
     flush_current = flush
     close_current = close

@@ -56,10 +56,15 @@ class Pipeline:
     def __init__(self, logdir: str, encoder: Any, files: FileSeries, scalars: ScalarEvents, *,
                  flush_secs: float, max_buffer: int, on_full: str, strict: bool,
                  max_file_size: int | None,
-                 on_error: Callable[[BaseException], None] | None = None) -> None:
+                 on_error: Callable[[BaseException], None] | None = None,
+                 max_file_age: float | None = None) -> None:
         self.logdir, self.encoder, self.files, self.scalars = logdir, encoder, files, scalars
         self.flush_secs, self.on_full, self.strict = flush_secs, on_full, strict
         self.max_file_size = max_file_size
+        self.max_file_age = max_file_age  # rotate (seal) files older than this (s); remote only
+        #: a remote writer's spool bound: called before a drain writes; False drops
+        #: what the drain holds (it may wait for room first, with on_full="block")
+        self.admit: Callable[[], bool] | None = None
         self.queue: collections.deque[Any] = collections.deque()
         self._queue_cap = max_buffer - max_buffer // 2  # bytes of queued values
         self._max_items = max(2 * BATCH, self._queue_cap // ITEM_BYTES)
@@ -183,6 +188,10 @@ class Pipeline:
                 return
 
     def _timer_flush(self) -> None:
+        if self.max_file_age is not None and self.files.older_than(self.max_file_age):
+            # an idle remote writer seals by age too
+            with self._drain_lock:
+                self._rotate()
         self.files.flush_current()
 
     def _guard(self, fn: Callable[..., Any], *args: Any, values: int = 0) -> bool:
@@ -213,10 +222,20 @@ class Pipeline:
 
     def writer(self) -> RecordWriter:
         """The current file (created, or rotated past max_file_size, now)."""
-        if self.files.over(self.max_file_size):
-            self.histograms.flush()  # its jobs write into this file
-            self.files.rotate()
+        if self.files.over(self.max_file_size) or (
+                self.max_file_age is not None and self.files.older_than(self.max_file_age)):
+            self._rotate()
         return self.files.writer()
+
+    def seal_current(self) -> None:
+        """Close the current file now (from inside a drain: the ``admit`` hook), so a
+        remote writer's uploader can take it."""
+        if self.files.current is not None:
+            self._rotate()
+
+    def _rotate(self) -> None:
+        self.histograms.flush()  # its jobs write into this file
+        self.files.rotate()
 
     def drain(self, final: bool = False) -> None:
         """Write everything queued, in order (any thread; one at a time);
@@ -241,6 +260,8 @@ class Pipeline:
             self._guard(self.histograms.flush)
         pop = self.queue.popleft
         items = [pop() for _ in range(n)]
+        if self.admit is not None and items and not self.admit():
+            items = self._drop_all(items)
         run: list[bytes] = []
         for item in items:
             if type(item) is bytes:
@@ -257,6 +278,20 @@ class Pipeline:
         if run:
             self._guard(self.write_scalar_records, run, values=len(run))
         self._after_drain(final)
+
+    def _drop_all(self, items: list[Any]) -> list[Any]:
+        """No room in the spool: drop the values, keep flush() markers."""
+        kept = []
+        for item in items:
+            if type(item) is threading.Event:
+                kept.append(item)
+                continue
+            if type(item) is Job:
+                with self._lock:
+                    self._heavy_bytes -= item.nbytes
+                    self._holding -= item.hold_until > 0
+            self.counts["dropped_values"] += 1
+        return kept
 
     def _after_drain(self, final: bool) -> None:
         for hook in self.after_drain:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .read_types import Scalars
 
-__all__ = ["scalars_frame", "COLUMNS"]
+__all__ = ["scalars_frame", "ranked_frame", "COLUMNS"]
 
 COLUMNS = ["run", "tag", "step", "wall_time", "value"]
 
@@ -46,3 +46,14 @@ def scalars_frame(pd: Any, runs: list[tuple[str, dict[str, Scalars]]],
         "wall_time": np.concatenate([s.wall_time for s in parts]),
         "value": np.concatenate([s.value for s in parts]),
     }, copy=False)
+
+
+def ranked_frame(pd: Any, runs: list[tuple[str, dict[str, Any]]], tags: list[str] | None) -> Any:
+    """:func:`scalars_frame` of per-rank results: with ``ranks="all"`` (series that
+    carry a ``rank`` array) a ``rank`` column follows ``value``."""
+    frame = scalars_frame(pd, runs, tags)
+    ranked = [s.rank for _, series in runs for t in (tags if tags is not None else sorted(series))
+              if (s := series.get(t)) is not None and hasattr(s, "rank")]
+    if ranked:
+        frame["rank"] = np.concatenate(ranked)
+    return frame

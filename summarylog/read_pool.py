@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from .read_columns import ColumnLoader, RunColumns
 from .read_types import FileReport
@@ -42,22 +42,26 @@ class RunLoad(NamedTuple):
     error: OSError | None
 
 
-def _load_one(loader: ColumnLoader, run: str, files: list[str], purge: bool) -> RunLoad:
+def _load_one(loader: ColumnLoader, run: str, files: list[str], purge: bool,
+              ready: Callable[[list[str]], None]) -> RunLoad:
     reports: dict[str, FileReport] = {}
     try:
+        ready(files)
         return RunLoad(run, loader.load(files, purge, reports), reports, None)
     except OSError as exc:  # this run only: the others go on
         return RunLoad(run, None, reports, exc)
 
 
-def load_runs(jobs: dict[str, list[str]], purge: bool, verify: bool,
-              threads: int) -> Iterator[RunLoad]:
+def load_runs(jobs: dict[str, list[str]], purge: bool, verify: bool, threads: int,
+              ready: Callable[[list[str]], None] = lambda files: None) -> Iterator[RunLoad]:
     """Each run's columns (``jobs``: run -> its files), on up to ``threads`` threads,
-    yielded in ``jobs`` order.  An OSError ends its run only; other errors propagate."""
+    yielded in ``jobs`` order; ``ready(files)`` first returns when a run's files are
+    there to read (a URL's, fetched meanwhile).  An OSError ends its run only; other
+    errors propagate."""
     if threads <= 1 or len(jobs) <= 1:
         loader = ColumnLoader(verify)
         for run, files in jobs.items():
-            yield _load_one(loader, run, files, purge)
+            yield _load_one(loader, run, files, purge, ready)
         return
     local = threading.local()
 
@@ -65,7 +69,7 @@ def load_runs(jobs: dict[str, list[str]], purge: bool, verify: bool,
         loader = getattr(local, "loader", None)
         if loader is None:
             loader = local.loader = ColumnLoader(verify)
-        return _load_one(loader, run, jobs[run], purge)
+        return _load_one(loader, run, jobs[run], purge, ready)
 
     with ThreadPoolExecutor(min(threads, len(jobs)), thread_name_prefix="summarylog-read") as ex:
         yield from ex.map(task, jobs)

@@ -17,12 +17,14 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .discovery import Discovery, dialect_of, discover, is_event_file, is_lineage_file, natural_key
+from .discovery import Discovery, dialect_of, is_event_file, is_lineage_file, natural_key
 from .events import Event
 from .read_columns import ColumnLoader, RunColumns
-from .read_frame import scalars_frame
+from .read_frame import ranked_frame, scalars_frame
 from .read_histograms import HistogramRun, Histograms, histograms_of_events, load_histograms
 from .read_pool import load_runs, thread_count
+from .read_ranks import RankColumns, RankedScalars, by_rank, check_ranks
+from .read_source import Source
 from .read_stream import ScalarChunk, iter_scalars
 from .pb import len_field
 from .read_events import EventDecoder
@@ -31,8 +33,8 @@ from .read_lineage import read_lineage
 from .read_types import FileReport, Scalars
 from .records import RecordReader
 
-__all__ = ["Reader", "Scalars", "Histograms", "Event", "FileReport", "is_event_file",
-           "is_lineage_file", "dialect_of"]
+__all__ = ["Reader", "Scalars", "RankedScalars", "Histograms", "Event", "FileReport",
+           "is_event_file", "is_lineage_file", "dialect_of"]
 
 # Event.session_log (field 7) whose first field is status START: any length, one varint
 _SESSION_START = rb"\x3a[\x80-\xff]{0,4}[\x00-\x7f]\x08\x01"
@@ -53,16 +55,28 @@ class Reader:
         (:meth:`load`, :meth:`scalars_all`, :meth:`to_pandas`, :meth:`damage` of all
         runs); default None: min(usable CPUs, 8).  Results do not depend on it.
 
+      ranks: how per-rank files of a run are read: None (every file as one series,
+        as before), a rank, ``"all"`` (:class:`RankedScalars`, a ``rank`` column in
+        :meth:`to_pandas`) or ``"mean"``/``"min"``/``"max"`` per step
+        (:mod:`summarylog.read_ranks`).
+      storage_options: for a URL (``s3://``, ``gs://``, any fsspec URL): the
+        filesystem's options (endpoint, credentials; default: its environment).
+      remote_options: for a URL: the mirror's cache, deadline and bounds
+        (:class:`summarylog.remote.mirror.MirrorOptions`).  A URL is read through a
+        private local mirror, one listing per poll and only new bytes fetched.
+
     Raises FileNotFoundError for a missing path; TypeError or ValueError for a bad
-    ``threads``.
+    ``threads`` or ``ranks``; TimeoutError when a URL does not answer in time.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, purge: bool = True,
-                 verify: bool = True, threads: int | None = None) -> None:
-        self.path = os.fspath(path)
+                 verify: bool = True, threads: int | None = None, ranks: Any = None,
+                 storage_options: Any = None, remote_options: Any = None) -> None:
         self.threads = thread_count(threads)
-        if not os.path.exists(self.path):
-            raise FileNotFoundError(2, "No such file or directory", self.path)
+        self.ranks = check_ranks(ranks)
+        self._source = Source(path, storage_options, remote_options)
+        self.path = self._source.path
+        self._by_rank = RankColumns(self.ranks) if isinstance(self.ranks, str) else None
         self.purge = purge
         self.verify = verify
         self._found: Discovery | None = None
@@ -72,16 +86,35 @@ class Reader:
         self._decoded: set[str] = set()  # runs whose every value was decoded (damage(deep=True))
         self._lineage_reports: dict[str, FileReport] = {}
         self._loader = ColumnLoader(verify)
-        #: what the last discovery could not list: OSErrors whose ``filename`` names it
-        self.discovery_errors: list[OSError] = []
+        self._discovery_errors: list[OSError] = []
         #: runs the last :meth:`load` could not read, with why (tried again on next use)
         self.run_errors: dict[str, OSError] = {}
 
     # -- discovery ------------------------------------------------------------
     def _discover(self) -> Discovery:
-        found = discover(self.path)
-        self.discovery_errors = found.errors
+        found = self._source.discover()
+        self._discovery_errors = found.errors
         return found
+
+    @property
+    def discovery_errors(self) -> list[OSError]:
+        """What the last discovery could not list (or, for a URL, fetch): OSErrors
+        whose ``filename`` names it."""
+        return self._discovery_errors + self._source.errors()
+
+    def close(self) -> None:
+        """For a URL: remove its temporary mirror (also done when garbage-collected)."""
+        self._source.close()
+
+    def __enter__(self) -> "Reader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def name(self, path: str) -> str:
+        """What to call one of :meth:`files` in messages: its URL when read from one."""
+        return self._source.name(path)
 
     def _runs(self) -> Discovery:
         self._found = self._found or self._discover()
@@ -94,22 +127,43 @@ class Reader:
         self._reports.clear()
         self._decoded.clear()
         self.run_errors = {}
+        if self._by_rank is not None:
+            self._by_rank.clear()
 
     def runs(self) -> list[str]:
         """Run names, sorted (``"."`` is the root itself)."""
         return sorted(self._runs().runs)
 
     def files(self, run: str) -> list[str]:
-        """The run's event files, in reading order."""
+        """The run's event files read (those of the chosen ``ranks``), in reading order."""
         try:
-            return list(self._runs().runs[run])
+            files = self._runs().runs[run]
         except KeyError:
             raise KeyError(f"no run {run!r} under {self.path} (runs: {self.runs()})") from None
+        files = by_rank(files).get(self.ranks, []) if isinstance(self.ranks, int) else files
+        self._source.wait(files)  # a URL's files: fetched in full
+        return list(files)
+
+    def ranks_of(self, run: str) -> list[int]:
+        """The ranks whose files the run holds (a file without one is rank 0)."""
+        return list(by_rank(self._runs().runs.get(run, [])))
+
+    def _value_files(self, run: str) -> list[str]:
+        """The files values other than per-rank scalars come from: with ``"all"`` and
+        the reductions, the lowest rank's."""
+        files = self.files(run)
+        return next(iter(by_rank(files).values()), []) if self._by_rank else files
+
+    def _rank_columns(self, run: str) -> dict[int, RunColumns]:
+        assert self._by_rank is not None
+        return self._by_rank.columns(run, self.files(run), lambda fs: self._loader.load(
+            fs, self.purge, self._reports))
 
     # -- scalars ------------------------------------------------------------------
     def _load_columns(self, run: str) -> RunColumns:
         if run not in self._columns:
-            self._columns[run] = self._loader.load(self.files(run), self.purge, self._reports)
+            self._columns[run] = self._loader.load(self._value_files(run), self.purge,
+                                                   self._reports)
         return self._columns[run]
 
     def load(self, runs: list[str] | None = None) -> dict[str, OSError]:
@@ -118,9 +172,10 @@ class Reader:
         the others: it is returned with its OSError (and in :attr:`run_errors`), and
         read again when next used.  KeyError for an unknown run."""
         wanted = runs if runs is not None else self.runs()
-        jobs = {r: self.files(r) for r in wanted if r not in self._columns}
+        with self._source.no_wait():  # each run waits for its own files, in its thread
+            jobs = {r: self._value_files(r) for r in wanted if r not in self._columns}
         self.run_errors = {}
-        for got in load_runs(jobs, self.purge, self.verify, self.threads):
+        for got in load_runs(jobs, self.purge, self.verify, self.threads, self._source.wait):
             self._reports.update(got.reports)
             if got.error is not None:
                 self.run_errors[got.run] = got.error
@@ -132,18 +187,28 @@ class Reader:
         """Every scalar series of ``runs`` (default: all), read on :attr:`threads`
         threads: run -> tag -> :class:`Scalars`, runs and tags sorted.  Runs that
         cannot be read are left out and listed in :attr:`run_errors`."""
+        if self._by_rank is not None:
+            return {run: {t: self.scalars(run, t) for t in self.scalar_tags(run)}
+                    for run in sorted(runs if runs is not None else self.runs())}
         self.load(runs)
         return {run: {tag: cols.series[tag] for tag in sorted(cols.series)}
                 for run in sorted(runs if runs is not None else self.runs())
                 if (cols := self._columns.get(run)) is not None}
 
     def scalar_tags(self, run: str) -> list[str]:
-        """Tags of the run that hold scalars, sorted."""
+        """Tags of the run that hold scalars (on any rank read), sorted."""
+        if self._by_rank is not None:
+            return self._by_rank.tags(self._rank_columns(run))
         return sorted(self._load_columns(run).series)
 
     def scalars(self, run: str, tag: str) -> Scalars:
         """The series of ``tag`` in ``run``: numpy ``step``, ``wall_time``,
-        ``value`` in file order (after the resume rule)."""
+        ``value`` in file order (after the resume rule); with ``ranks="all"`` a
+        :class:`RankedScalars`, with a reduction one point per step."""
+        if self._by_rank is not None:
+            if tag not in (tags := self.scalar_tags(run)):
+                raise KeyError(f"no scalar tag {tag!r} in run {run!r} (scalar tags: {tags})")
+            return self._by_rank.series(self._rank_columns(run), tag)  # type: ignore[return-value]
         cols = self._load_columns(run)
         try:
             return cols.series[tag]
@@ -157,7 +222,8 @@ class Reader:
         memory independent of the run's size, with the values and order of
         :meth:`scalars`.  With ``purge``, the files are read twice (the resume rule looks
         ahead) and a MindSpore run raises ValueError (its rule sorts the whole run)."""
-        return iter_scalars(self.files(run), tag, chunk, purge=self.purge, verify=self.verify)
+        return iter_scalars(self._value_files(run), tag, chunk, purge=self.purge,
+                            verify=self.verify)
 
     def to_pandas(self, runs: list[str] | None = None, tags: list[str] | None = None) -> Any:
         """All scalars as a long DataFrame: run, tag, step, wall_time, value (``run`` and
@@ -169,6 +235,8 @@ class Reader:
         except ImportError:
             raise ImportError("Reader.to_pandas() needs pandas: pip install pandas") from None
         runs = runs if runs is not None else self.runs()
+        if self._by_rank is not None:
+            return ranked_frame(pd, [(r, self.scalars_all([r])[r]) for r in runs], tags)
         self.load(runs)  # side by side; a run that failed raises below, as on one thread
         return scalars_frame(pd, [(run, self._load_columns(run).series) for run in runs], tags)
 
@@ -178,7 +246,8 @@ class Reader:
         MindSpore's values by tag, and the tags that also hold other values (whose
         TF2 tensor histograms only :meth:`histograms` adds)."""
         if run not in self._histograms:
-            self._histograms[run] = load_histograms(self.files(run), self.purge, self.verify,
+            self._histograms[run] = load_histograms(self._value_files(run), self.purge,
+                                                    self.verify,
                                                     self._reports)
         return self._histograms[run]
 
@@ -194,7 +263,7 @@ class Reader:
         is read through :meth:`events`.  KeyError for a tag without histograms."""
         got = self.histogram_columns(run)
         if tag in got.other:
-            ms = any(dialect_of(p) == "mindspore" for p in self.files(run))
+            ms = any(dialect_of(p) == "mindspore" for p in self._value_files(run))
             hist = histograms_of_events(self._events(run, values=True), tag, self.purge, ms)
             if len(hist):
                 return hist
@@ -251,7 +320,7 @@ class Reader:
             wanted = re.compile(b"|".join(
                 [re.escape(len_field(1, t.encode("utf-8", "surrogateescape"))) for t in tags]
                 + ([_SESSION_START, _FILE_VERSION] if markers else [])))
-        for path in self.files(run):
+        for path in self._value_files(run):
             dec = EventDecoder(path, plugins, values)
             with RecordReader(path, verify=self.verify) as rr:
                 for payload in rr:
@@ -277,7 +346,7 @@ class Reader:
         tags = [t for t, kinds in self.tag_kinds(run).items() if "landscape" in kinds]
         if not tags:
             return {}
-        ms = any(dialect_of(p) == "mindspore" for p in self.files(run))
+        ms = any(dialect_of(p) == "mindspore" for p in self._value_files(run))
         return landscapes_of_events(self.events(run, tags=tags), self.purge, ms)
 
     # -- damage ----------------------------------------------------------------------
@@ -290,6 +359,8 @@ class Reader:
             self.load()  # side by side; a run that failed raises below, as on one thread
         for r in [run] if run is not None else self.runs():
             self._load_columns(r)
+            if self._by_rank is not None:
+                self._rank_columns(r)
             if deep and r not in self._decoded:
                 for _ in self._events(r, values=True):
                     pass
@@ -334,7 +405,9 @@ class Reader:
         try:
             while True:
                 got = False
-                for r, files in sorted(self._discover().runs.items()):
+                found = self._discover()
+                self._source.errors()  # the poll's fetching over
+                for r, files in sorted(found.runs.items()):
                     for path in files:
                         if (run is None or r == run) and path not in readers:
                             with contextlib.suppress(OSError):  # vanished or not a file

@@ -16,6 +16,7 @@ from .frames_build import LeafFrames
 from .frames_helpers import FrameHelpers
 from .frames_leaf import AUDIO, HISTOGRAMS, HPARAMS, IMAGES, SCALARS, TENSORS, TEXT, Leaf
 from .frames_raw import RAW_EVENT_TYPES, RAW_TAG_TYPES, RawLog
+from .remote.urls import check_dir_or_url, is_url
 
 __all__ = ["ALL_EVENT_TYPES", "ALL_EXTRA_COLUMNS", "SummaryReader"]
 
@@ -62,6 +63,8 @@ class SummaryReader(FrameHelpers):
         ``height`` (images), ``content_type``, ``length_frames``, ``sample_rate`` (audio).
       event_types: a set of the kinds to read (default: all, as tbparse with TensorFlow;
         images and audio need no TensorFlow here).
+      storage_options, remote_options: for a URL ``log_path`` (``s3://``, ``gs://``, any
+        fsspec URL), as :class:`summarylog.Reader`; its event files are fetched once.
 
     Raises ValueError (not a set, missing path) and KeyError (unknown names), as tbparse.
     """
@@ -69,8 +72,22 @@ class SummaryReader(FrameHelpers):
     def __init__(self, log_path: str, *, pivot: bool = False,
                  extra_columns: set[str] | None = None,
                  event_types: set[str] | None = None,
+                 storage_options: dict[str, Any] | None = None,
+                 remote_options: dict[str, Any] | None = None,
                  _ancestors: frozenset[str] = frozenset()) -> None:
         self._log_path = log_path
+        self._mirror = None  # a URL is read from a local mirror of it, made once here
+        if is_url(log_path):
+            from .remote.mirror import Mirror
+
+            self._mirror = Mirror(check_dir_or_url("log_path", log_path), storage_options,
+                                  remote_options)
+            try:
+                self._mirror.sync()
+            except FileNotFoundError:
+                raise ValueError(f"File or directory not found: {log_path}") from None
+            log_path = self._mirror.local_root
+        self._local = log_path
         extra = (extra_columns or set()).copy()
         if not isinstance(extra, set):
             raise ValueError(f"extra_columns must be a set, not {type(extra)}")  # noqa: TRY004 (tbparse's)
@@ -179,7 +196,7 @@ class SummaryReader(FrameHelpers):
         """MindSpore lineage under ``log_path``: one row per run with lineage files, the
         columns of :meth:`summarylog.Reader.lineage` (not in tbparse)."""
         from .reader import Reader
-        return _pd().DataFrame(Reader(self.log_path).lineage())
+        return _pd().DataFrame(Reader(self._local).lineage())
 
     def get_events(self, event_type: str) -> Any:
         """All values of one kind under ``log_path`` as a DataFrame, as tbparse builds it."""

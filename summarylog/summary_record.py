@@ -26,6 +26,7 @@ from .binner import BINNABLE, Lane
 from .checks import check_choice, check_flush_secs, check_optional_size
 from .dialects.mindspore import MindSporeEncoder
 from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
+from .remote.write_options import check_remote_options
 from .pipeline import Job, Pipeline
 from .record_errors import RecordErrors
 from .record_limits import DisplayLimits, check_run_listing
@@ -44,13 +45,16 @@ log = logging.getLogger("summarylog")
 def _mindspore_pipeline(directory: str, prefix: str, suffix: str, rank: int | None,
                         header: Callable[[float], bytes], flush_secs: float, durability: str,
                         strict: bool, max_buffer: int, max_file_size: int | None,
-                        on_limit: str, on_error: Callable[[BaseException], None]
-                        ) -> tuple[MindSporeFiles, Pipeline]:
-    """A MindSpore record's summary and lineage files and the pipeline writing them."""
+                        on_limit: str, on_error: Callable[[BaseException], None],
+                        remote: Any = None) -> tuple[MindSporeFiles, Pipeline]:
+    """A MindSpore record's summary and lineage files and the pipeline writing them
+    (``remote``: a RemoteTarget whose spool they go to, uploaded as sealed)."""
+    def open_file(path: str) -> RecordWriter:
+        return RecordWriter(path, flush_secs=flush_secs, durability=durability,
+                            strict=strict, max_buffer=max_buffer // 4)
+
     files = MindSporeFiles(
-        directory, prefix, suffix, rank,
-        lambda path: RecordWriter(path, flush_secs=flush_secs, durability=durability,
-                                  strict=strict, max_buffer=max_buffer // 4),
+        directory, prefix, suffix, rank, remote.wrap_open(open_file) if remote else open_file,
         lambda wall: [header(wall)], max_file_size, on_limit)
     return files, Pipeline(directory, None, files, None, flush_secs=flush_secs,
                            max_buffer=max_buffer, on_full="block", strict=strict,
@@ -97,8 +101,13 @@ class SummaryRecord:
                  export_options: Mapping[str, Any] | None = None,
                  format: str = "mindinsight", *, on_limit: str = "rotate",
                  flush_secs: float = 1.0, durability: str = "flush",
-                 rank: int | None = None, max_buffer: int = 128 << 20) -> None:
-        log_dir = check_local_dir("log_dir", log_dir)
+                 rank: int | None = None, max_buffer: int = 128 << 20,
+                 storage_options: Mapping[str, Any] | None = None,
+                 spool_dir: str | os.PathLike[str] | None = None,
+                 **upload_options: Any) -> None:
+        remote_kw = dict(storage_options=storage_options, spool_dir=spool_dir, **upload_options)
+        remote = check_remote_options("log_dir", log_dir, remote_kw)
+        log_dir = os.fspath(log_dir) if remote else check_local_dir("log_dir", log_dir)
         check_suffix("file_prefix", file_prefix)
         check_suffix("file_suffix", file_suffix)
         check_optional_size("max_file_size", max_file_size)
@@ -111,7 +120,12 @@ class SummaryRecord:
         check_choice("on_limit", on_limit, ("rotate", "stop"))
         check_choice("durability", durability, ("none", "flush", "fsync"))
         self.export_options = check_export_options(export_options)
-        self._dir = os.path.realpath(log_dir)
+        if remote and self.export_options:
+            raise ValueError("export_options needs a local log_dir (exported .npy files "
+                             f"are not uploaded), got the URL {log_dir!r}")
+        self._url = log_dir if remote else None
+        self._remote: Any = None
+        self._dir = log_dir.rstrip("/") if remote else os.path.realpath(log_dir)
         self.file_prefix = file_prefix
         self.file_suffix = file_suffix
         self.network = network
@@ -145,24 +159,37 @@ class SummaryRecord:
 
             self._tb = Writer(self._dir, flush_secs=self.flush_secs, durability=durability,
                               max_file_size=max_file_size, strict=raise_exception, rank=rank,
-                              max_buffer=max_buffer)
+                              max_buffer=max_buffer,
+                              **({k: v for k, v in remote_kw.items() if v is not None}
+                                 if remote else {}))
             self._pipe = self._tb.pipeline
             self._pipe.on_error = self._errors.fail
         else:
+            local = self._dir
+            if remote:  # the spool holds the files; sealed by size and at close
+                from .remote.target import RemoteTarget
+
+                self._remote = RemoteTarget(self._dir, remote, strict=raise_exception,
+                                            on_full="block", report=self._remote_failed)
+                local = self._remote.dir
+                max_file_size = min(remote.segment_bytes, max_file_size or remote.segment_bytes)
             self._files, self._pipe = _mindspore_pipeline(
-                self._dir, file_prefix, file_suffix, rank, self._enc.file_header,
+                local, file_prefix, file_suffix, rank, self._enc.file_header,
                 self.flush_secs, durability, raise_exception, max_buffer, max_file_size,
-                on_limit, self._errors.fail)
-            check_run_listing(self._dir)
+                on_limit, self._errors.fail, self._remote)
+            if self._remote is not None:
+                self._remote.attach(self._pipe, self._files)
+            check_run_listing(local)
+        local_dir = self._remote.dir if self._remote is not None else self._dir
         export = self.export_options and self.export_options.get("tensor_format") == "npy"
-        builder = StepBuilder(export_dir(self._dir, self._files.names if self._files else None)
+        builder = StepBuilder(export_dir(local_dir, self._files.names if self._files else None)
                               if export else None)
         # the thread is woken past this much queued (else every flush_secs): a
         # woken thread takes the GIL, and the training thread may wait for it
         self._wake_bytes = min(max_buffer // 8, 8 << 20)
         self._sink: Any = (TensorBoardSink(self._tb, builder, self._wake_bytes) if self._tb
                            else MindSporeSink(self._files, self._enc, builder,
-                                              DisplayLimits(self._dir)))
+                                              DisplayLimits(local_dir)))
         self._pipe.after_drain.append(lambda final: self._sink.drained(final or self._lane_waits))
         self._lane_waits = False  # a collector's lane waits for the queued steps
         shutdown.register(self)
@@ -173,7 +200,8 @@ class SummaryRecord:
         """The full path of the summary file (as MindSpore), or the directory
         before anything was written (TensorBoard format: the directory)."""
         if self._files is not None:
-            return self._files.summary_path()
+            path = self._files.summary_path()
+            return self._remote.object_url(path) if self._remote is not None else path
         return self._dir
 
     def set_mode(self, mode: str) -> None:
@@ -387,7 +415,18 @@ class SummaryRecord:
         written: too large, or a value the encoder refused; recording went
         on) and the background stage's (``dropped_values``, ``events``,
         queue state)."""
-        return dict(self._pipe.stats(), lost_steps=self._errors.lost_steps)
+        out = dict(self._pipe.stats(), lost_steps=self._errors.lost_steps)
+        if self._tb is not None:
+            out.update({k: v for k, v in self._tb.stats.items() if k not in out})
+        if self._remote is not None:
+            out.update(self._remote.stats())
+        return out
+
+    def _remote_failed(self, err: BaseException) -> None:
+        """An upload failure: raised from the next call when raising, never a stop
+        (the files wait in the spool)."""
+        if self._errors.strict and self._errors.pending is None:
+            self._errors.pending = err
 
     def flush(self) -> None:
         """Return when everything recorded so far reached the OS."""
@@ -399,6 +438,8 @@ class SummaryRecord:
             self._pipe.flush()
         except Exception as exc:
             self._errors.fail(exc)
+        if self._remote is not None:
+            self._remote.after_flush()  # the first flush: the store's check is done
         self._errors.raise_pending()
 
     def flush_soon(self) -> None:
@@ -424,7 +465,11 @@ class SummaryRecord:
                 self._sink.finish()
                 self._tb.close()
             else:
-                self._pipe.close()
+                try:
+                    self._pipe.close()  # seals the last files
+                finally:
+                    if self._remote is not None:
+                        self._remote.close()
         except Exception as exc:
             self._errors.fail(exc)
         finally:
@@ -447,4 +492,5 @@ class SummaryRecord:
         """Paths of the files written so far."""
         if self._tb is not None:
             return self._tb.files
-        return list(self._files.paths) if self._files is not None else []
+        paths = list(self._files.paths) if self._files is not None else []
+        return [self._remote.object_url(p) for p in paths] if self._remote is not None else paths

@@ -20,6 +20,7 @@ from .dialects.tensorboard import TensorBoardEncoder
 from .files import FileSeries, TensorBoardNames, check_local_dir, check_suffix, detect_rank
 from .pipeline import BATCH, Job, Pipeline
 from .records import RecordWriter
+from .remote.write_options import check_remote_options
 from .scalar_events import ScalarEvents
 from .values import Deferred, resolve_scalar, snapshot_scalar, to_numpy
 
@@ -62,6 +63,29 @@ class Writer:
       rank: distributed rank for file names (default: ``RANK`` and friends, else none).
       purge_step: resuming at this step: readers drop earlier events with step >= it.
 
+    Logging to a URL (``s3://``, ``gs://``, any fsspec URL; ``pip install
+    'summarylog[remote]'``): records go to a local spool and are cut into sealed
+    segments (complete event files), each uploaded once, create-only, by a background
+    thread as ``<url>/<file name>``; the training loop never waits on the network
+    (unless ``on_full="block"`` and the spool is full).
+
+      storage_options: fsspec options (endpoint, credentials...).
+      spool_dir: the spool (default ``$XDG_CACHE_HOME`` or ``~/.cache``
+        ``/summarylog/spool/<hash of the URL>``; one URL per spool; mode 0700).
+      segment_bytes, segment_secs: a segment is sealed past this size (default 64 MiB)
+        or age (default 60 s).
+      max_spool: bytes the spool may hold (default 1 GiB); when full, ``on_full``.
+      live_tail_secs: also upload the current segment's bytes at most this often
+        (s; default None: off) to ``<url>/.summarylog-tail/<file name>.tail``.
+      close_timeout: ``close()`` waits this long for the last uploads (s; default 30);
+        what is left waits in the spool for the next Writer on it or
+        ``summarylog upload SPOOL``.
+      upload_timeout: the deadline of one upload call (s; default 60).
+      retry_wait: (first, longest) wait between upload attempts (s; default (0.5, 30)).
+      A store that fails (missing bucket, credentials, unreachable) is reported once
+      per outage: raised (OSError) from the next call with ``strict=True``, logged and
+      counted in :attr:`stats` otherwise; the segments wait in the spool.
+
     Thread-safe.  ``step=None`` means step 0, as in tensorboardX.  Writers left open
     are closed at interpreter exit.
     """
@@ -71,8 +95,17 @@ class Writer:
                  max_file_size: int | None = None, filename_suffix: str = "",
                  async_heavy: bool = True, strict: bool = False, rank: int | None = None,
                  purge_step: int | None = None, max_buffer: int = 128 << 20,
-                 on_full: str = "block") -> None:
-        self.logdir = check_local_dir("logdir", logdir)
+                 on_full: str = "block", storage_options: Mapping[str, Any] | None = None,
+                 spool_dir: str | os.PathLike[str] | None = None,
+                 segment_bytes: int | None = None, segment_secs: float | None = None,
+                 max_spool: int | None = None, live_tail_secs: float | None = None,
+                 close_timeout: float | None = None, upload_timeout: float | None = None,
+                 retry_wait: tuple[float, float] | None = None) -> None:
+        remote = check_remote_options("logdir", logdir, dict(
+            storage_options=storage_options, spool_dir=spool_dir, segment_bytes=segment_bytes,
+            segment_secs=segment_secs, max_spool=max_spool, live_tail_secs=live_tail_secs,
+            close_timeout=close_timeout, upload_timeout=upload_timeout, retry_wait=retry_wait))
+        self.logdir = os.fspath(logdir) if remote else check_local_dir("logdir", logdir)
         self.flush_secs = check_flush_secs(flush_secs)
         self.durability = check_choice("durability", durability, ("none", "flush", "fsync"))
         self.compression = check_choice("compression", compression, (None, "zstd"))
@@ -93,18 +126,33 @@ class Writer:
         self._last_log: tuple[tuple[str, ...], int, Any] | None = None
         self._files: list[str] = []
         self._finished = False
+        self._remote_opts = remote
+        self._remote: Any = None
         self._init_state()
         _open_writers.add(self)
         shutdown.register(self)
 
     def _init_state(self) -> None:
-        names = TensorBoardNames(self.rank, self.filename_suffix, self.compression is not None)
-        self._series = FileSeries(self.logdir, names, self._open_file, self._first_records)
+        names = TensorBoardNames(self.rank, self.filename_suffix, self.compression is not None,
+                                 seq_digits=6 if self._remote_opts is not None else 0)
+        directory, open_file, max_size, max_age = self.logdir, self._open_file, \
+            self.max_file_size, None
+        if self._remote_opts is not None:  # a URL: write a spool, upload sealed segments
+            from .remote.target import RemoteTarget
+
+            self._remote = RemoteTarget(self.logdir, self._remote_opts, strict=self.strict,
+                                        on_full=self.on_full)
+            directory, open_file = self._remote.dir, self._remote.wrap_open(self._open_file)
+            seg = self._remote_opts.segment_bytes
+            max_size, max_age = min(seg, max_size or seg), self._remote_opts.segment_secs
+        self._series = FileSeries(directory, names, open_file, self._first_records)
         self._series.paths = self._files
-        self._pipe = Pipeline(self.logdir, self._enc, self._series, self._scalars,
+        self._pipe = Pipeline(directory, self._enc, self._series, self._scalars,
                               flush_secs=self.flush_secs, max_buffer=self.max_buffer,
                               on_full=self.on_full, strict=self.strict,
-                              max_file_size=self.max_file_size)
+                              max_file_size=max_size, max_file_age=max_age)
+        if self._remote is not None:
+            self._remote.attach(self._pipe, self._series)
         self._q = self._pipe.queue  # add_scalar's hot path appends here directly
         self._closed = False
         self._pid = os.getpid()
@@ -350,9 +398,13 @@ class Writer:
 
     # -- flush / close ----------------------------------------------------------------------
     def flush(self) -> None:
-        """Return when everything logged so far reached the OS (and the disk, with fsync)."""
+        """Return when everything logged so far reached the OS (and the disk, with fsync;
+        for a URL: the spool; the first flush also waits for the check of the store)."""
         self._check_open()
         self._pipe.flush()
+        if self._remote is not None:
+            self._remote.after_flush()
+            self._pipe.take_error()
 
     def close(self) -> None:
         """Flush everything and close the file.  Idempotent."""
@@ -361,7 +413,11 @@ class Writer:
         self._closed = True  # a close() cut short (a signal) is finished by the next one
         try:
             if self._pid == os.getpid():
-                self._pipe.close()
+                try:
+                    self._pipe.close()  # seals the last segment
+                finally:
+                    if self._remote is not None:
+                        self._remote.close()
         finally:
             self._finished = True
             _open_writers.discard(self)
@@ -369,7 +425,9 @@ class Writer:
 
     @property
     def files(self) -> list[str]:
-        """Paths of the files written so far, oldest first."""
+        """Paths of the files written so far, oldest first (for a URL: their URLs)."""
+        if self._remote is not None:
+            return [self._remote.object_url(p) for p in self._files]
         return list(self._files)
 
     @property
@@ -377,7 +435,10 @@ class Writer:
         """Counters: events written, values dropped (unreadable tensors, failed encodes,
         I/O errors when not strict, a full buffer with ``on_full="drop"``), queued items
         and their memory (bytes, estimated), and the current file's record stats."""
-        return {**self._pipe.stats(), "files": len(self._files)}
+        out = {**self._pipe.stats(), "files": len(self._files)}
+        if self._remote is not None:  # segments_sealed, _uploaded, bytes_uploaded, ...
+            out.update(self._remote.stats())
+        return out
 
     def __enter__(self) -> "Writer":
         return self

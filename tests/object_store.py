@@ -86,6 +86,7 @@ class _Server:
         """(method, target, status) of every request answered so far."""
         self._log.flush()
         text = self.log_path.read_text(errors="replace")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # werkzeug colours some status codes
         return [(m, t, int(s)) for m, t, s in _REQUEST.findall(text)]
 
     def stop(self) -> None:
@@ -238,16 +239,32 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        """Close the server, end stalled handlers, and close the loop (nothing left
+        open for a later test's ResourceWarning)."""
         async def close() -> None:
             self.server.close()
             self._release.set()  # stalled handlers abort their sockets and return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.1)
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(close(), self.loop).result(5)
+        asyncio.run_coroutine_threadsafe(close(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        if not self.thread.is_alive():
+            self.loop.close()
 
     async def _handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            await self._serve(r, w)
+        finally:  # every path ends its client connection (an idle pooled one: at EOF)
+            if not w.transport.is_closing():
+                w.transport.abort()
+
+    async def _serve(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
             try:
                 head = await r.readuntil(b"\r\n\r\n")

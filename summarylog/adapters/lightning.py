@@ -40,6 +40,7 @@ except ImportError:  # the standalone package
     from pytorch_lightning.utilities.rank_zero import rank_zero_warn
 
 from ..files import check_local_dir
+from ..remote.urls import check_dir_or_url, is_url
 from ..summary_writer import SummaryWriter
 from .torch import SummaryCollector
 
@@ -189,8 +190,9 @@ class SummarylogLogger(Logger):
                  default_hp_metric: bool = True, prefix: str = "",
                  sub_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__()
-        # fsspec URLs (s3://...) are TensorBoardLogger's; summarylog writes local files
-        save_dir = check_local_dir("save_dir", save_dir)
+        # a URL (s3://, gs://...): the SummaryWriter spools and uploads (storage_options=...)
+        save_dir = (check_dir_or_url("save_dir", save_dir).rstrip("/") if is_url(save_dir)
+                    else check_local_dir("save_dir", save_dir))
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
         if version is not None and (isinstance(version, bool)
@@ -249,9 +251,11 @@ class SummarylogLogger(Logger):
         log_dir = os.path.join(self.root_dir, v if isinstance(v, str) else f"version_{v}")
         if isinstance(self.sub_dir, str):
             log_dir = os.path.join(log_dir, self.sub_dir)
-        return os.path.expanduser(os.path.expandvars(log_dir))
+        return log_dir if is_url(log_dir) else os.path.expanduser(os.path.expandvars(log_dir))
 
     def _get_next_version(self) -> int:
+        if is_url(self.root_dir):
+            return self._next_remote_version()
         try:
             names = os.listdir(self.root_dir)
         except OSError:
@@ -261,6 +265,19 @@ class SummarylogLogger(Logger):
                  and os.path.isdir(os.path.join(self.root_dir, n))]
         return max(found, default=-1) + 1
 
+    def _next_remote_version(self) -> int:
+        """The next ``version_<n>`` under a URL (one listing; 0 if it can't be listed)."""
+        from ..remote.urls import filesystem
+
+        try:
+            fs, path = filesystem(self.root_dir, self._kwargs.get("storage_options"))
+            names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)]
+        except (OSError, ValueError, ImportError):
+            return 0
+        found = [int(n.split("_")[1]) for n in names
+                 if n.startswith("version_") and n.split("_")[1].isdigit()]
+        return max(found, default=-1) + 1
+
     @property
     @rank_zero_experiment
     def experiment(self) -> SummaryWriter:
@@ -268,7 +285,7 @@ class SummarylogLogger(Logger):
         if self._experiment is not None:
             return self._experiment
         assert rank_zero_only.rank == 0, "tried to init log dirs in non global_rank=0"
-        if self._root_dir:
+        if self._root_dir and not is_url(self._root_dir):
             os.makedirs(self.root_dir, exist_ok=True)
         self._experiment = SummaryWriter(log_dir=self.log_dir, **self._kwargs)
         return self._experiment

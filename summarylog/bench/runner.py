@@ -48,7 +48,9 @@ class Result:
 def load_workloads() -> None:
     """Register every bench (importing a workload module registers its benches)."""
     from . import (collector_workloads, frames_workloads, landscape_workloads,  # noqa: F401
-                   reader_workloads, scale_workloads, stream_workloads,
+                   reader_workloads, remote_read_workloads, remote_write_workloads,
+                   scale_workloads,
+                   stream_workloads,
                    summary_writer_workloads, workloads,
                    writer_workloads)  # (importing registers the benches)
 

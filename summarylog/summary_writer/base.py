@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from ..checks import check_flush_secs, check_step, check_walltime
 from ..files import check_local_dir, check_suffix, host_name
+from ..remote.urls import check_dir_or_url, is_url
 from ..writer import Writer
 
 __all__ = ["SummaryWriterBase"]
@@ -56,8 +57,10 @@ class SummaryWriterBase:
         if not isinstance(comment, str):
             raise TypeError(f"comment must be a str, got {type(comment).__name__}")
         path = log_dir if log_dir is not None else logdir
-        self.log_dir = check_local_dir("log_dir", path if path is not None
-                                       else default_log_dir(comment))
+        path = path if path is not None else default_log_dir(comment)
+        self.remote = is_url(path)  # s3://, gs://...: the Writers spool and upload
+        self.log_dir = (check_dir_or_url("log_dir", path).rstrip("/") if self.remote
+                        else check_local_dir("log_dir", path))
         if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 1:
             raise ValueError(f"max_queue must be a positive int, got {max_queue!r}")
         self.max_queue = max_queue  # accepted for the peers: summarylog's queue is bounded by bytes
@@ -80,7 +83,7 @@ class SummaryWriterBase:
         self._closed_run_files: dict[str, list[str]] = {}  # sub-runs' files of closed writers
         self._exported: dict[str, int] = {}  # export_scalars_to_json: rows already exported
         self._defaults: dict[str, Any] = {}
-        if self.write_to_disk:  # the peers make the directory at construction
+        if self.write_to_disk and not self.remote:  # the peers make the directory now
             os.makedirs(self.log_dir, exist_ok=True)
 
     # -- the writer behind -----------------------------------------------------------------
@@ -102,6 +105,8 @@ class SummaryWriterBase:
     def sub_run_dir(self, name: str, what: str) -> str:
         """``<log_dir>/<name>``, refused (ValueError naming ``what``) when it would leave
         the run: an absolute name, a ``..`` component, or a symbolic link on the way."""
+        if self.remote:
+            return f"{self.log_dir}/{check_sub_run(name, what).replace(chr(92), '/')}"
         path = self.log_dir
         for part in check_sub_run(name, what).replace("\\", "/").split("/"):
             path = os.path.join(path, part)
@@ -119,6 +124,8 @@ class SummaryWriterBase:
             if w is None:
                 sub = self.sub_run_dir(name, "sub-run name")
                 opts = {k: v for k, v in self._options.items() if k != "filename_suffix"}
+                if opts.get("spool_dir") is not None:  # one spool per URL: the sub-run's own
+                    opts["spool_dir"] = os.path.join(os.fspath(opts["spool_dir"]), "runs", name)
                 w = self._runs[name] = Writer(sub, filename_suffix=self._options["filename_suffix"],
                                               **opts)
             return w

@@ -91,6 +91,9 @@ class GraphMethods(SummaryWriterBase):
         emb = check_embedding(mat, metadata, label_img, global_step, tag, metadata_header)
         if not self.write_to_disk:
             return
+        if getattr(self, "remote", False):  # projector files are not event files: no segments
+            raise ValueError(f"add_embedding needs a local log_dir (the Projector's files "
+                             f"are not uploaded), got the URL {self.log_dir!r}")
         if check_embedding_paths(self.log_dir, emb):
             warnings.warn(f"add_embedding: {os.path.join(self.log_dir, emb.subdir)} exists; "
                           f"its files are replaced (a new global_step keeps both)",

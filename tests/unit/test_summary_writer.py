@@ -113,8 +113,9 @@ def test_logdir_keyword_and_conflict(tmp_path) -> None:
         assert w.log_dir == str(tmp_path / "a")
     with pytest.raises(ValueError, match="log_dir and logdir"):
         SummaryWriter(str(tmp_path / "a"), logdir=str(tmp_path / "b"))
-    with pytest.raises(ValueError, match="URL"):
-        SummaryWriter("s3://bucket/run")
+    sw = SummaryWriter("memory://bucket/run", spool_dir=str(tmp_path / "spool"))
+    assert sw.log_dir == "memory://bucket/run"  # a URL (issue 25), not a local folder
+    sw.close()
     with pytest.raises(ValueError, match="max_queue"):
         SummaryWriter(str(tmp_path / "c"), max_queue=0)
     with pytest.raises(ValueError, match="comet_config"):

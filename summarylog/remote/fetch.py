@@ -1,0 +1,118 @@
+"""Ranged reads from an fsspec filesystem, bounded: at most ``concurrency`` ranges
+of at most ``chunk_bytes`` each in flight (so at most concurrency x chunk_bytes of
+buffers, and as many open connections), each batch under one deadline, failed
+ranges retried a few times with backoff.
+
+fsspec's async filesystems (s3fs, gcsfs) run a batch concurrently on their event
+loop and take the deadline as ``timeout=`` (without it a stalled endpoint can hang
+s3fs forever); synchronous ones (memory, local, ...) run on one worker thread
+that is abandoned, not waited for, when the deadline passes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import errno
+import time
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+__all__ = ["Range", "Fetcher", "deadline_error"]
+
+
+class Range(NamedTuple):
+    """Bytes ``[start, end)`` of ``path`` (a path inside the filesystem)."""
+
+    path: str
+    start: int
+    end: int
+
+
+def deadline_error(what: str, seconds: float) -> TimeoutError:
+    return TimeoutError(errno.ETIMEDOUT, f"no answer within {seconds:g} s "
+                        f"(the remote_options timeout)", what)
+
+
+class Fetcher:
+    """Calls on ``fs`` with a deadline, and bounded batches of ranged reads."""
+
+    def __init__(self, fs: Any, *, timeout: float, concurrency: int, chunk_bytes: int,
+                 retries: int, name: Callable[[str], str]) -> None:
+        self.fs = fs
+        self.timeout, self.concurrency, self.chunk_bytes = timeout, concurrency, chunk_bytes
+        self.retries = retries
+        self.name = name  # path -> what messages call it (its URL)
+        self.requests = 0  #: ranged reads sent (retries included)
+        self.bytes = 0  #: bytes received
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def call(self, what: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``func(*args, **kwargs)`` within the deadline: TimeoutError naming ``what``."""
+        try:
+            if getattr(self.fs, "async_impl", False):
+                return func(*args, timeout=self.timeout, **kwargs)
+            if self._pool is None:  # one thread: a stalled call is left behind, not joined
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    1, thread_name_prefix="summarylog-fetch")
+            return self._pool.submit(func, *args, **kwargs).result(self.timeout)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            if self._pool is not None:  # its thread may still be stuck: use a new one
+                self._pool.shutdown(wait=False)
+                self._pool = None
+            raise deadline_error(what, self.timeout) from None
+
+    def split(self, path: str, start: int, end: int) -> Iterator[Range]:
+        """``[start, end)`` of ``path`` as ranges of at most ``chunk_bytes``."""
+        for s in range(start, end, self.chunk_bytes):
+            yield Range(path, s, min(end, s + self.chunk_bytes))
+
+    def batches(self, ranges: Iterable[Range]) -> Iterator[list[Range]]:
+        batch: list[Range] = []
+        for r in ranges:
+            batch.append(r)
+            if len(batch) == self.concurrency:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def fetch(self, batch: list[Range]) -> list[bytes | BaseException]:
+        """Each range's bytes (fewer when the object is shorter) or its error, after
+        retries; the whole batch at once (``len(batch) <= concurrency``)."""
+        out: list[bytes | BaseException] = [b""] * len(batch)
+        todo = list(range(len(batch)))
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(2.0, 0.1 * 2 ** attempt))
+            self.requests += len(todo)
+            try:
+                got = self.call(self.name(batch[todo[0]].path), self.fs.cat_ranges,
+                                [batch[i].path for i in todo], [batch[i].start for i in todo],
+                                [batch[i].end for i in todo], on_error="return")
+            except TimeoutError as exc:  # not retried: a stall would multiply the deadline
+                for i in todo:
+                    out[i] = exc
+                return out
+            except OSError as exc:
+                got = [exc] * len(todo)
+            again = []
+            for i, data in zip(todo, got):
+                out[i] = data
+                if isinstance(data, BaseException):
+                    if _retryable(data):
+                        again.append(i)
+                else:
+                    self.bytes += len(data)
+            if not (todo := again):
+                break
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Worth another try: not a missing object, a refusal or a deadline."""
+    return not isinstance(exc, (FileNotFoundError, PermissionError, TimeoutError, ValueError,
+                                TypeError, NotImplementedError))
