@@ -65,6 +65,56 @@ class Fetcher:
         for s in range(start, end, self.chunk_bytes):
             yield Range(path, s, min(end, s + self.chunk_bytes))
 
+    def stream(self, ranges: list[Range],
+               done: Callable[[Range, bytes | BaseException], None]) -> None:
+        """Fetch ``ranges`` with at most ``concurrency`` in flight, calling ``done(range,
+        bytes or error)`` as each completes (its buffer is then dropped, so at most
+        concurrency x chunk_bytes are held).  An async filesystem keeps the window full
+        (a new read starts as soon as one ends, each under the deadline); a synchronous
+        one goes a batch at a time."""
+        if not ranges:
+            return
+        if not getattr(self.fs, "async_impl", False):
+            for batch in self.batches(ranges):
+                for r, data in zip(batch, self.fetch(batch)):
+                    done(r, data)
+            return
+        from fsspec.asyn import sync
+
+        sync(self.fs.loop, self._window, ranges, done)
+
+    async def _window(self, ranges: list[Range],
+                      done: Callable[[Range, bytes | BaseException], None]) -> None:
+        import asyncio
+
+        todo = iter(ranges)
+
+        async def lane() -> None:  # one of `concurrency` lanes, each taking the next range
+            for r in todo:
+                done(r, await self._one(r))
+
+        await asyncio.gather(*(lane() for _ in range(min(self.concurrency, len(ranges)))))
+
+    async def _one(self, r: Range) -> bytes | BaseException:
+        import asyncio
+
+        for attempt in range(self.retries + 1):
+            if attempt:
+                await asyncio.sleep(min(2.0, 0.1 * 2 ** attempt))
+            self.requests += 1
+            try:
+                data = await asyncio.wait_for(
+                    self.fs._cat_file(r.path, start=r.start, end=r.end), self.timeout)
+            except (TimeoutError, asyncio.TimeoutError):  # not retried: it would multiply the deadline
+                return deadline_error(self.name(r.path), self.timeout)
+            except Exception as exc:
+                if _retryable(exc) and attempt < self.retries:
+                    continue
+                return exc
+            self.bytes += len(data)
+            return data
+        raise AssertionError("unreachable")
+
     def batches(self, ranges: Iterable[Range]) -> Iterator[list[Range]]:
         batch: list[Range] = []
         for r in ranges:

@@ -242,18 +242,22 @@ class Mirror:
         """Fetch and write ``ranges``, a bounded batch at a time, releasing each file
         to :meth:`wait` once its last range is written (or it failed)."""
         failed: set[str] = set()
+
+        def done(r: Range, data: bytes | BaseException) -> None:
+            if r.path not in failed:
+                if isinstance(data, BaseException):
+                    failed.add(r.path)
+                    self.errors.append(_named(data, self._url(r.path)))
+                else:
+                    self._write(r, data)
+                    if len(data) < r.end - r.start:  # shorter than listed: done
+                        failed.add(r.path)
+            # counted before the file is released: a reader waiting on it sees them
+            self.stats.ranged_reads, self.stats.bytes_fetched = self._fetch.requests, self._fetch.bytes
+            self._release(self._local[r.path], r.path in failed)
+
         try:
-            for batch in self._fetch.batches(ranges):
-                for r, data in zip(batch, self._fetch.fetch(batch)):
-                    if r.path not in failed:
-                        if isinstance(data, BaseException):
-                            failed.add(r.path)
-                            self.errors.append(_named(data, self._url(r.path)))
-                        else:
-                            self._write(r, data)
-                            if len(data) < r.end - r.start:  # shorter than listed: done
-                                failed.add(r.path)
-                    self._release(self._local[r.path], r.path in failed)
+            self._fetch.stream(ranges, done)
         except Exception as exc:  # never leave a waiting reader stuck
             self.errors.append(_named(exc, self.url))
         finally:
