@@ -34,7 +34,7 @@ from typing import Any, Mapping
 from ..discovery import is_event_file, is_lineage_file
 from .fetch import Fetcher, Range
 from .read_options import MirrorOptions, PollStats
-from .names import is_hidden, split_name
+from .names import is_hidden, split_name, tail_segment
 from .urls import filesystem, redact
 
 __all__ = ["MirrorOptions", "Mirror", "PollStats"]
@@ -56,12 +56,13 @@ class Mirror:
         self._sizes: dict[str, int] = {}  # remote path -> bytes mirrored
         self._local: dict[str, str] = {}  # remote path -> local path
         self._urls: dict[str, str] = {}  # local path -> URL
+        self._tails: dict[str, str] = {}  # unsealed segment path -> its live tail's path
         self.stats = PollStats()
         #: what the last poll could not list, mirror or read fully: OSErrors naming URLs
         self.errors: list[OSError] = []
-        #: hidden objects of the last listing (live tails): relative name -> size.  The
-        #: hook for the writer's live tail (``<run>/.summarylog-tail/<segment>``): not
-        #: read as event files yet.
+        #: hidden objects of the last listing: relative name -> size.  A writer's live
+        #: tail (``<run>/.summarylog-tail/<segment>.tail``) among them is read as its
+        #: segment's file until the sealed segment is listed.
         self.hidden: dict[str, int] = {}
         self._cond = threading.Condition()
         self._pending: dict[str, int] = {}  # local path -> its ranges not written yet
@@ -151,6 +152,7 @@ class Mirror:
         listing = self._list()
         wanted: dict[str, tuple[str, int]] = {}  # remote path -> (local path, size)
         hidden: dict[str, int] = {}
+        tails: dict[str, tuple[str, int]] = {}  # segment path -> (its live tail's path, size)
         over = 0
         for path, info in listing.items():
             if info.get("type", "file") != "file":
@@ -165,12 +167,16 @@ class Mirror:
                 continue
             if is_hidden(rel):
                 hidden[rel] = size
+                seg = tail_segment(parts)
+                if seg is not None and is_event_file(seg[-1]):
+                    tails[path.rsplit("/", 2)[0] + "/" + seg[-1]] = (path, size)
             elif is_event_file(parts[-1]) or is_lineage_file(parts[-1]):
                 if len(wanted) == self.options.max_objects:
                     over += 1
                     continue
                 wanted[path] = (os.path.join(self.local_root, *parts), size)
         self.hidden = hidden
+        self._use_tails(tails, wanted)
         if over:
             self.errors.append(OSError(errno.EFBIG, f"{over} event files past the first "
                                        f"{self.options.max_objects} (remote_options "
@@ -185,6 +191,24 @@ class Mirror:
         self._worker = threading.Thread(target=self._pull, args=(ranges,), daemon=True,
                                         name="summarylog-mirror")
         self._worker.start()
+
+    def _use_tails(self, tails: dict[str, tuple[str, int]],
+                   wanted: dict[str, tuple[str, int]]) -> None:
+        """A segment not sealed yet is read from its live tail (a prefix of it, under
+        the same local name); once the sealed object is listed, it goes on from the
+        bytes the tail gave, and the tail is left alone."""
+        for seg, tail in list(self._tails.items()):  # the tail may be gone already
+            if seg in wanted or tail not in self._sizes:
+                del self._tails[seg]
+                if seg in wanted and tail in self._sizes:  # sealed: go on from the tail's bytes
+                    self._sizes[seg] = self._sizes.pop(tail)
+                    self._local[seg] = self._local.pop(tail)
+                    self._urls[self._local[seg]] = self._url(seg)
+        for seg, (tail, size) in tails.items():
+            if seg not in wanted and len(wanted) < self.options.max_objects:
+                wanted[tail] = (os.path.join(self.local_root,
+                                             *split_name(self._rel(seg))), size)
+                self._tails[seg] = tail
 
     def wait(self, locals_: list[str]) -> None:
         """Until the files ``locals_`` (mirrored paths) hold all this poll fetches."""

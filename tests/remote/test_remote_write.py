@@ -148,6 +148,50 @@ def test_live_tail(s3, tmp_path):
           f"{w.stats['tail_bytes']} bytes; removed after the seal")
 
 
+def test_reader_sees_the_live_tail_then_the_sealed_segment(s3, tmp_path):
+    """A Reader of the URL shows the newest points from the live tail, as the tail grows,
+    and goes on from the bytes it has once the segment is sealed: every point once, no
+    byte fetched twice."""
+    from summarylog import Reader
+
+    opts = s3.storage_options()
+    url = "s3://bkt/tailread"
+    w = Writer(url, storage_options=opts, spool_dir=str(tmp_path / "sp"),
+               live_tail_secs=0.1, segment_secs=600)
+    fs, path = filesystem(url, opts)
+    seen = []
+    r = None
+    for part in (range(0, 100), range(100, 250)):
+        for i in part:
+            w.add_scalar("loss", float(i), i)
+        w.flush()
+        name = os.path.basename(w.files[0])
+        size = os.path.getsize(tmp_path / "sp" / name)
+
+        def tail_caught_up():
+            fs.invalidate_cache()
+            key = f"{path}/{TAIL_DIR}/{name}.tail"
+            return fs.exists(key) and fs.info(key)["size"] == size
+        _wait(tail_caught_up, "the live tail")
+        if r is None:
+            r = Reader(url, storage_options=opts)
+        else:
+            r.refresh()
+        seen.append(r.scalars(".", "loss").step.tolist())
+    w.close()
+    r.refresh()
+    final = r.scalars(".", "loss").step.tolist()
+    stats = r._source.mirror.stats
+    sealed = fs.info(f"{path}/{name}")["size"]
+    r.close()
+    print(f"\nReader on a live URL: {len(seen[0])} then {len(seen[1])} points from the "
+          f"tail, {len(final)} after the seal; {stats.bytes_fetched} bytes fetched for a "
+          f"{sealed}-byte segment")
+    assert seen == [list(range(100)), list(range(250))]
+    assert final == list(range(250))
+    assert stats.bytes_fetched == sealed  # the sealed object went on from the tail's bytes
+
+
 def test_conflict_is_reported_never_overwritten(s3, tmp_path):
     """A leftover whose key holds other bytes: counted, logged, the object untouched,
     the segment kept in the spool (renamed so it is not retried)."""
