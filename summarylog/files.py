@@ -212,13 +212,14 @@ class MindSporeFiles:
     def __init__(self, directory: str, prefix: str, suffix: str, rank: int | None,
                  open_file: Callable[[str], RecordWriter],
                  header: Callable[[float], Iterable[bytes]], max_file_size: int | None,
-                 on_limit: str) -> None:
+                 on_limit: str, max_file_age: float | None = None) -> None:
         os.makedirs(directory, exist_ok=True)
         self.names = MindSporeNames(directory, prefix, suffix, rank)
         self.summary = FileSeries(directory, lambda: self._name(False), open_file, header)
         self.lineage = FileSeries(directory, lambda: self._name(True), open_file)
         self.lineage.paths = self.summary.paths  # one list, in creation order
         self.max_file_size, self.on_limit = max_file_size, on_limit
+        self.max_file_age = max_file_age  # a URL's spool: the pair is sealed past this age (s)
         self.stopped = False
 
     @property
@@ -246,6 +247,8 @@ class MindSporeFiles:
         if self.stopped:
             return
         series = self.lineage if lineage else self.summary
+        if self.older_than(self.max_file_age):
+            self.rotate()
         if series.over(self.max_file_size, len(payload) + 17):
             if self.on_limit == "stop":
                 warnings.warn(f"summarylog: {series.current.path} reached max_file_size="  # type: ignore[union-attr]
@@ -261,6 +264,17 @@ class MindSporeFiles:
         rw = series.writer()
         rw.write(payload)
         _raise_counted(rw)
+
+    def older_than(self, secs: float | None) -> bool:
+        """Whether the pair's summary file was created more than ``secs`` ago."""
+        return self.summary.older_than(secs)
+
+    def rotate(self) -> None:
+        """Seal both files now; the next record starts the next pair."""
+        if self.summary.current is not None or self.lineage.current is not None:
+            self.summary.rotate()
+            self.lineage.rotate()
+            self.names.next_pair()
 
     def flush(self) -> None:
         for rw in (self.summary.current, self.lineage.current):

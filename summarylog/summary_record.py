@@ -53,12 +53,13 @@ def _mindspore_pipeline(directory: str, prefix: str, suffix: str, rank: int | No
         return RecordWriter(path, flush_secs=flush_secs, durability=durability,
                             strict=strict, max_buffer=max_buffer // 4)
 
+    age = remote.opts.segment_secs if remote else None  # a URL's segments seal by age too
     files = MindSporeFiles(
         directory, prefix, suffix, rank, remote.wrap_open(open_file) if remote else open_file,
-        lambda wall: [header(wall)], max_file_size, on_limit)
+        lambda wall: [header(wall)], max_file_size, on_limit, max_file_age=age)
     return files, Pipeline(directory, None, files, None, flush_secs=flush_secs,
                            max_buffer=max_buffer, on_full="block", strict=strict,
-                           max_file_size=None, on_error=on_error)
+                           max_file_size=None, on_error=on_error, max_file_age=age)
 
 
 class SummaryRecord:

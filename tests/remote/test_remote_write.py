@@ -93,6 +93,51 @@ def test_fsspec_targets(scheme, tmp_path):
     print(f"\n{scheme}://: 2000 scalars in {len(objs)} segments, every step once")
 
 
+@pytest.mark.parametrize("who", ["Writer", "SummaryRecord-mindinsight"])
+def test_an_idle_writer_seals_by_age(who, s3, tmp_path):
+    """With segment_secs, the open segment is sealed and uploaded once it is that old,
+    though nothing more is logged (the background thread's timer); later records go to
+    the next segment, and every step arrives once."""
+    opts = s3.storage_options()
+    url = f"s3://bkt/age-{who.lower()}"
+    kw = dict(storage_options=opts, spool_dir=str(tmp_path / "sp"), segment_secs=0.5)
+    if who == "Writer":
+        w = Writer(url, flush_secs=0.1, **kw)
+        log, close = (lambda i: w.add_scalar("loss", float(i), i)), w.close
+    else:
+        w = SummaryRecord(url, format="mindinsight", flush_secs=0.1, **kw)
+
+        def log(i):
+            w.add_value("scalar", "loss", float(i))
+            w.record(i)
+        close = w.close
+    for i in range(20):
+        log(i)
+    t0 = time.monotonic()
+    _wait(lambda: segment_objects(url, opts), "a segment sealed by age")
+    idle = time.monotonic() - t0
+    first = segment_objects(url, opts)
+    for i in range(20, 40):
+        log(i)
+    close()
+    objs = segment_objects(url, opts)
+    if who == "Writer":
+        steps = scalar_steps(objs)
+    else:  # MindSpore summaries: one file of the pair at a time
+        from summarylog import Reader
+
+        steps = []
+        for name in sorted(n for n in objs if n.endswith("_MS")):
+            d = tmp_path / "one" / name
+            d.mkdir(parents=True)
+            (d / name).write_bytes(objs[name])
+            steps += Reader(str(d)).scalars(".", "loss").step.tolist()
+    print(f"\n{who}: a segment sealed {idle:.2f} s after the last record with "
+          f"segment_secs=0.5; {len(objs)} objects, steps 0-39 once each")
+    assert len(first) >= 1 and len(objs) > len(first)
+    assert steps == list(range(40))
+
+
 def test_summary_writer_and_summary_record(s3, tmp_path):
     opts = s3.storage_options()
     with SummaryWriter("s3://bkt/sw", storage_options=opts,
