@@ -42,6 +42,12 @@ class RecordErrors:
         if self.strict:
             self.pending = self.pending or exc
 
+    def upload_failed(self, exc: BaseException) -> None:
+        """An upload failure (a URL's): raised from the next call if strict, never a
+        stop (the files wait in the spool)."""
+        if self.strict:
+            self.pending = self.pending or exc
+
     def raise_pending(self) -> None:
         if self.pending is not None:  # set only when strict
             err, self.pending = self.pending, None

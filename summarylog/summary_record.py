@@ -42,24 +42,54 @@ __all__ = ["SummaryRecord", "TagNameError", "StepWriteError", "SUMMARY_PLUGINS",
 log = logging.getLogger("summarylog")
 
 
-def _mindspore_pipeline(directory: str, prefix: str, suffix: str, rank: int | None,
-                        header: Callable[[float], bytes], flush_secs: float, durability: str,
-                        strict: bool, max_buffer: int, max_file_size: int | None,
-                        on_limit: str, on_error: Callable[[BaseException], None],
-                        remote: Any = None) -> tuple[MindSporeFiles, Pipeline]:
-    """A MindSpore record's summary and lineage files and the pipeline writing them
-    (``remote``: a RemoteTarget whose spool they go to, uploaded as sealed)."""
+def _mindspore_output(directory: str, remote: Any, prefix: str, suffix: str,
+                      rank: int | None, header: Callable[[float], bytes], flush_secs: float,
+                      durability: str, strict: bool, max_buffer: int,
+                      max_file_size: int | None, on_limit: str,
+                      on_error: Callable[[BaseException], None],
+                      report: Callable[[BaseException], None]
+                      ) -> tuple[MindSporeFiles, Pipeline, Any]:
+    """A MindSpore record's summary and lineage files, the pipeline writing them and,
+    for a URL (``remote``: its checked options), the RemoteTarget whose spool they go
+    to: sealed by size and age, each uploaded once (``report``: upload failures)."""
+    target, age = None, None
+    if remote:
+        from .remote.target import RemoteTarget
+
+        target = RemoteTarget(directory, remote, strict=strict, on_full="block",
+                              report=report)
+        directory, age = target.dir, remote.segment_secs
+        max_file_size = min(remote.segment_bytes, max_file_size or remote.segment_bytes)
+
     def open_file(path: str) -> RecordWriter:
         return RecordWriter(path, flush_secs=flush_secs, durability=durability,
                             strict=strict, max_buffer=max_buffer // 4)
 
-    age = remote.opts.segment_secs if remote else None  # a URL's segments seal by age too
     files = MindSporeFiles(
-        directory, prefix, suffix, rank, remote.wrap_open(open_file) if remote else open_file,
+        directory, prefix, suffix, rank, target.wrap_open(open_file) if target else open_file,
         lambda wall: [header(wall)], max_file_size, on_limit, max_file_age=age)
-    return files, Pipeline(directory, None, files, None, flush_secs=flush_secs,
-                           max_buffer=max_buffer, on_full="block", strict=strict,
-                           max_file_size=None, on_error=on_error, max_file_age=age)
+    pipe = Pipeline(directory, None, files, None, flush_secs=flush_secs,
+                    max_buffer=max_buffer, on_full="block", strict=strict,
+                    max_file_size=None, on_error=on_error, max_file_age=age)
+    if target is not None:
+        target.attach(pipe, files)
+    check_run_listing(directory)
+    return files, pipe, target
+
+
+def _check_args(file_prefix: str, file_suffix: str, max_file_size: int | None,
+                max_buffer: int, raise_exception: bool, format: str, on_limit: str,
+                durability: str) -> None:
+    check_suffix("file_prefix", file_prefix)
+    check_suffix("file_suffix", file_suffix)
+    check_optional_size("max_file_size", max_file_size)
+    if check_optional_size("max_buffer", max_buffer, 1 << 20) is None:
+        raise TypeError("max_buffer must be an int, got NoneType")
+    if not isinstance(raise_exception, bool):
+        raise TypeError(f"raise_exception must be a bool, got {type(raise_exception).__name__}")
+    check_choice("format", format, ("mindinsight", "tensorboard"))
+    check_choice("on_limit", on_limit, ("rotate", "stop"))
+    check_choice("durability", durability, ("none", "flush", "fsync"))
 
 
 class SummaryRecord:
@@ -109,17 +139,9 @@ class SummaryRecord:
         remote_kw = dict(storage_options=storage_options, spool_dir=spool_dir, **upload_options)
         remote = check_remote_options("log_dir", log_dir, remote_kw)
         log_dir = os.fspath(log_dir) if remote else check_local_dir("log_dir", log_dir)
-        check_suffix("file_prefix", file_prefix)
-        check_suffix("file_suffix", file_suffix)
-        check_optional_size("max_file_size", max_file_size)
-        if check_optional_size("max_buffer", max_buffer, 1 << 20) is None:
-            raise TypeError("max_buffer must be an int, got NoneType")
+        _check_args(file_prefix, file_suffix, max_file_size, max_buffer, raise_exception,
+                    format, on_limit, durability)
         self.max_buffer = max_buffer
-        if not isinstance(raise_exception, bool):
-            raise TypeError(f"raise_exception must be a bool, got {type(raise_exception).__name__}")
-        check_choice("format", format, ("mindinsight", "tensorboard"))
-        check_choice("on_limit", on_limit, ("rotate", "stop"))
-        check_choice("durability", durability, ("none", "flush", "fsync"))
         self.export_options = check_export_options(export_options)
         if remote and self.export_options:
             raise ValueError("export_options needs a local log_dir (exported .npy files "
@@ -166,21 +188,10 @@ class SummaryRecord:
             self._pipe = self._tb.pipeline
             self._pipe.on_error = self._errors.fail
         else:
-            local = self._dir
-            if remote:  # the spool holds the files; sealed by size and at close
-                from .remote.target import RemoteTarget
-
-                self._remote = RemoteTarget(self._dir, remote, strict=raise_exception,
-                                            on_full="block", report=self._remote_failed)
-                local = self._remote.dir
-                max_file_size = min(remote.segment_bytes, max_file_size or remote.segment_bytes)
-            self._files, self._pipe = _mindspore_pipeline(
-                local, file_prefix, file_suffix, rank, self._enc.file_header,
+            self._files, self._pipe, self._remote = _mindspore_output(
+                self._dir, remote, file_prefix, file_suffix, rank, self._enc.file_header,
                 self.flush_secs, durability, raise_exception, max_buffer, max_file_size,
-                on_limit, self._errors.fail, self._remote)
-            if self._remote is not None:
-                self._remote.attach(self._pipe, self._files)
-            check_run_listing(local)
+                on_limit, self._errors.fail, self._errors.upload_failed)
         local_dir = self._remote.dir if self._remote is not None else self._dir
         export = self.export_options and self.export_options.get("tensor_format") == "npy"
         builder = StepBuilder(export_dir(local_dir, self._files.names if self._files else None)
@@ -422,12 +433,6 @@ class SummaryRecord:
         if self._remote is not None:
             out.update(self._remote.stats())
         return out
-
-    def _remote_failed(self, err: BaseException) -> None:
-        """An upload failure: raised from the next call when raising, never a stop
-        (the files wait in the spool)."""
-        if self._errors.strict and self._errors.pending is None:
-            self._errors.pending = err
 
     def flush(self) -> None:
         """Return when everything recorded so far reached the OS."""

@@ -16,9 +16,10 @@ def segment_objects(url: str, options: dict[str, Any] | None) -> dict[str, bytes
     fs, path = filesystem(url, options)
     fs.invalidate_cache()
     out = {}
-    for key in sorted(fs.find(path)):
+    # detail: a listing racing the first upload can name the prefix itself, a directory
+    for key, info in sorted(fs.find(path, detail=True).items()):
         rel = key[len(path):].lstrip("/")
-        if rel.startswith(TAIL_DIR) or "/" in rel:
+        if info.get("type") != "file" or not rel or rel.startswith(TAIL_DIR) or "/" in rel:
             continue
         out[rel] = bytes(fs.cat_file(key))
     return out
