@@ -31,7 +31,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Iterator
+
+import pytest
 
 from conftest import require
 
@@ -326,3 +328,19 @@ class FaultProxy:
             w.close()
         except Exception:
             w.transport.abort()
+
+
+# The fixtures the remote tests share (a test module imports them by name): each
+# emulator started once per module, with a bucket ``bkt``.
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    with S3Server() as srv:
+        srv.make_bucket("bkt")
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def gcs() -> Iterator[GCSServer]:
+    with GCSServer() as srv:
+        srv.make_bucket("bkt")
+        yield srv

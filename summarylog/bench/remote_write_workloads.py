@@ -62,6 +62,16 @@ def _make_bucket(endpoint: str, bucket: str) -> None:
         urllib.request.urlopen(req, timeout=10).read()
 
 
+def _log(w: Any, n: int) -> None:
+    """The workload, the same for both writers: n scalars, 10 flushes, close."""
+    every = max(1, n // 10)
+    for i in range(n):
+        w.add_scalar("loss", 0.5, i)
+        if i % every == every - 1:
+            w.flush()
+    w.close()
+
+
 def _ours(endpoint: str, n: int, key: str) -> tuple[float, int, int]:
     """(seconds, bytes uploaded, bytes of the run) of n scalars, 10 flushes, close."""
     from ..writer import Writer
@@ -70,12 +80,7 @@ def _ours(endpoint: str, n: int, key: str) -> tuple[float, int, int]:
             "client_kwargs": {"region_name": "us-east-1"}}
     t0 = time.perf_counter()
     w = Writer(f"s3://bench/{key}", storage_options=opts)
-    every = max(1, n // 10)
-    for i in range(n):
-        w.add_scalar("loss", 0.5, i)
-        if i % every == every - 1:
-            w.flush()
-    w.close()
+    _log(w, n)
     took = time.perf_counter() - t0
     st = w.stats
     return took, st["bytes_uploaded"], st["bytes_uploaded"]
@@ -98,12 +103,7 @@ def _peer(endpoint: str, n: int, key: str) -> tuple[float, int, int]:
     boto3.DEFAULT_SESSION.events.register("before-send.s3.PutObject", count)
     t0 = time.perf_counter()
     w = tut.SummaryWriter(f"s3://bench/{key}")
-    every = max(1, n // 10)
-    for i in range(n):
-        w.add_scalar("loss", 0.5, i)
-        if i % every == every - 1:
-            w.flush()
-    w.close()
+    _log(w, n)
     took = time.perf_counter() - t0
     s3 = boto3.client("s3", endpoint_url=endpoint)
     size = sum(o["Size"] for o in s3.list_objects_v2(Bucket="bench", Prefix=key + "/")

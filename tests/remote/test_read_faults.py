@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from object_store import GCS_503, S3_SLOWDOWN, FaultProxy, GCSServer, S3Server
+from object_store import GCS_503, S3_SLOWDOWN, FaultProxy, gcs, s3  # noqa: F401 (fixtures)
 from read_helpers import upload, write_run
 
 from summarylog.reader import Reader
@@ -20,11 +20,8 @@ DEADLINE = 3.0
 
 
 @pytest.fixture(scope="module")
-def servers():
-    with S3Server() as s3, GCSServer() as gcs:
-        s3.make_bucket("bkt")
-        gcs.make_bucket("bkt")
-        yield {"s3": s3, "gcs": gcs}
+def servers(s3, gcs):
+    return {"s3": s3, "gcs": gcs}
 
 
 @pytest.fixture(params=["s3", "gcs"])

@@ -5,33 +5,18 @@ object names never written outside the mirror, the CLI on URLs."""
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pytest
 
-from object_store import GCSServer, S3Server
 from read_helpers import counted, requests, upload, write_run
+from object_store import gcs, s3  # noqa: F401 (fixtures)
 
 from summarylog.reader import Reader
 from summarylog.remote.urls import filesystem
 
 S3_FAST = {"config_kwargs": {"connect_timeout": 1, "read_timeout": 3,
                              "retries": {"total_max_attempts": 2, "mode": "standard"}}}
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with S3Server() as srv:
-        srv.make_bucket("bkt")
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def gcs():
-    with GCSServer() as srv:
-        srv.make_bucket("bkt")
-        yield srv
 
 
 @pytest.fixture(params=["s3", "gcs"])

@@ -9,26 +9,12 @@ import time
 
 import pytest
 
-from object_store import FaultProxy, GCSServer, S3Server
+from object_store import FaultProxy, gcs, s3  # noqa: F401 (fixtures)
 from upload_helpers import scalar_steps, segment_objects
 
 from summarylog import SummaryRecord, SummaryWriter, Writer
 from summarylog.remote.store import TAIL_DIR
 from summarylog.remote.urls import filesystem
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with S3Server() as srv:
-        srv.make_bucket("bkt")
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def gcs():
-    with GCSServer() as srv:
-        srv.make_bucket("bkt")
-        yield srv
 
 
 def _wait(cond, what, timeout=30.0):

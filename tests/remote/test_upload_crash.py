@@ -9,10 +9,9 @@ import os
 import subprocess
 import sys
 
-import pytest
 
-from object_store import S3Server
 from upload_helpers import scalar_steps, segment_objects
+from object_store import gcs, s3  # noqa: F401 (fixtures)
 
 from summarylog import Writer
 from summarylog.cli_upload import main as upload_main
@@ -84,13 +83,6 @@ for first in range(0, trials, BATCH):
         print(json.dumps({"url": c["url"], "spool": c["spool"],
                           "acked": max(map(int, c["buf"].split()))}), flush=True)
 """
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with S3Server() as srv:
-        srv.make_bucket("bkt")
-        yield srv
 
 
 def test_kill9_during_upload_then_restart(s3, tmp_path):

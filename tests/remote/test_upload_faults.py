@@ -9,18 +9,15 @@ import time
 
 import pytest
 
-from object_store import GCS_503, S3_SLOWDOWN, FaultProxy, GCSServer, S3Server
+from object_store import GCS_503, S3_SLOWDOWN, FaultProxy, gcs, s3  # noqa: F401 (fixtures)
 from upload_helpers import scalar_steps, segment_objects
 
 from summarylog import Writer
 
 
 @pytest.fixture(scope="module")
-def servers():
-    with S3Server() as s3, GCSServer() as gcs:
-        s3.make_bucket("bkt")
-        gcs.make_bucket("bkt")
-        yield {"s3": s3, "gs": gcs}
+def servers(s3, gcs):
+    return {"s3": s3, "gs": gcs}
 
 
 def _arm(proxy: FaultProxy, kind: str, fault: str) -> None:
