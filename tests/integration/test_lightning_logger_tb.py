@@ -260,8 +260,8 @@ def test_bad_constructor_arguments(tmp_path: Any) -> None:
         SummarylogLogger(tmp_path, log_dir="elsewhere")
     with pytest.raises(TypeError, match="version"):
         SummarylogLogger(tmp_path, version=1.5)
-    with pytest.raises(ValueError, match="save_dir.*URL"):
-        SummarylogLogger("s3://bucket/logs")  # not a local folder named "s3:"
+    with pytest.raises(ValueError, match="save_dir"):
+        SummarylogLogger("s3://")  # a URL without a bucket (URLs: tests/remote)
     with pytest.raises(TypeError, match="save_dir"):
         SummarylogLogger(None)
     lg = SummarylogLogger(tmp_path, durability="fsync", flush_secs=5, max_queue=3,

@@ -68,7 +68,9 @@ def test_collections_through_the_lane_count_toward_mindinsights_limits(tmp_path,
                               collect_freq=1,
                               collect_specified_data={"collect_graph": False,
                                                       "collect_landscape": None}) as sc:
-            for i in range(1, 81):
+            # a busy lane skips a step's collection: on a loaded machine fewer are taken,
+            # so train until more than 50 were (bounded)
+            for i in range(1, 2001):
                 loss = model(x).pow(2).mean()
                 opt.zero_grad()
                 loss.backward()
@@ -76,7 +78,9 @@ def test_collections_through_the_lane_count_toward_mindinsights_limits(tmp_path,
                 sc.step(loss=loss)
                 if i == 1:
                     sc.core.record.flush()
+                if i >= 80 and sc.core.lane.lane.stats["collections"] > 55:
+                    break
             taken = sc.core.lane.lane.stats["collections"]
-    assert taken > 50
+    assert taken > 50, f"{taken} collections in {i} steps"
     warned = [r.getMessage() for r in caplog.records if "more than 50 steps" in r.getMessage()]
     assert len(warned) == 1 and "histogram tag" in warned[0]

@@ -52,3 +52,29 @@ def test_jax_metric_writer_on_a_url():
     w.write_scalars(1, {"loss": 0.5})
     w.close()
     assert segment_objects(url, None)
+
+
+def test_lightning_logger_on_a_url(tmp_path, monkeypatch):
+    """Lightning's SummarylogLogger on a URL: versions are found by listing it, metrics
+    and hparams are uploaded, and no local folder named after the URL appears."""
+    require_module("torch")
+    require_module("pytorch_lightning")
+    from summarylog import Reader
+    from summarylog.adapters.lightning import SummarylogLogger
+
+    monkeypatch.chdir(tmp_path)
+    root = f"memory://bkt/pl-{os.getpid()}"
+    for version in range(2):
+        lg = SummarylogLogger(root, name="exp")
+        assert lg.version == version  # version_0 is listed when the second one starts
+        assert lg.log_dir == f"{root}/exp/version_{version}"
+        lg.log_hyperparams({"lr": 0.1})
+        for step in range(5):
+            lg.log_metrics({"loss": 1.0 / (step + 1)}, step=step)
+        lg.finalize("success")
+        assert segment_objects(lg.log_dir, None)
+    with Reader(f"{root}/exp/version_1") as r:
+        assert r.scalars(".", "loss").step.tolist() == list(range(5))
+    assert os.listdir(tmp_path) == []
+    print(f"\nLightning SummarylogLogger on {root}: version_0 and version_1 uploaded, "
+          "5 loss points read back; no local folder made")
