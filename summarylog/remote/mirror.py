@@ -263,19 +263,29 @@ class Mirror:
         return ranges
 
     def _pull(self, ranges: list[Range]) -> None:
-        """Fetch and write ``ranges``, a bounded batch at a time, releasing each file
-        to :meth:`wait` once its last range is written (or it failed)."""
+        """Fetch and write ``ranges`` (at most ``concurrency`` at once), releasing each
+        file to :meth:`wait` once its last range is written (or it failed)."""
         failed: set[str] = set()
+        # ranges end in any order: a file's mirrored size is its prefix with no gap, and
+        # what arrived past a gap is cut off if the gap's range fails (read up to the damage)
+        arrived: dict[str, dict[int, int]] = {}
 
         def done(r: Range, data: bytes | BaseException) -> None:
             if r.path not in failed:
                 if isinstance(data, BaseException):
-                    failed.add(r.path)
                     self.errors.append(_named(data, self._url(r.path)))
                 else:
                     self._write(r, data)
-                    if len(data) < r.end - r.start:  # shorter than listed: done
-                        failed.add(r.path)
+                    ends = arrived.setdefault(r.path, {})
+                    ends[r.start] = r.start + len(data)
+                    have = self._sizes[r.path]
+                    while have in ends:
+                        have = ends.pop(have)
+                    self._sizes[r.path] = have
+                if isinstance(data, BaseException) or len(data) < r.end - r.start:
+                    failed.add(r.path)  # failed, or shorter than listed: done for this poll
+                    if arrived.pop(r.path, None):
+                        self._truncate(r.path, self._local[r.path], self._sizes[r.path])
             # counted before the file is released: a reader waiting on it sees them
             self.stats.ranged_reads, self.stats.bytes_fetched = self._fetch.requests, self._fetch.bytes
             self._release(self._local[r.path], r.path in failed)
@@ -341,7 +351,6 @@ class Mirror:
                 view, off = view[n:], off + n
         finally:
             os.close(fd)
-        self._sizes[r.path] = r.start + len(data)
 
 
 def _named(exc: BaseException, url: str) -> OSError:

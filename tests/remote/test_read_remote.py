@@ -241,6 +241,51 @@ def test_big_object_streams_in_bounded_memory(s3) -> None:
     assert peak < 16 << 20  # bounded by the buffers, not by the object's size
 
 
+@pytest.mark.parametrize("first_range", ["slow", "fails"])
+def test_ranges_ending_out_of_order(first_range, s3, monkeypatch) -> None:
+    """Ranged reads in flight end in any order (here the first one last): the mirror's
+    size is the prefix without a gap, so an idle poll fetches nothing again; when the
+    first range fails, what arrived past it is cut off (read up to the damage)."""
+    import asyncio
+
+    from summarylog.remote.mirror import Mirror
+
+    data = os.urandom((1 << 20) + 12345)
+    name = f"events.out.tfevents.1.h.1.{first_range}"
+    _fs("s3", s3).pipe_file(f"bkt/order-{first_range}/run/{name}", data)
+    m = Mirror(f"s3://bkt/order-{first_range}", s3.storage_options(),
+               {"concurrency": 8, "chunk_bytes": 64 << 10, "retries": 0})
+    plain = m.fs._cat_file
+
+    async def first_last(path, start=None, end=None, **kw):
+        if start == 0:
+            await asyncio.sleep(0.5)  # every other range has ended by now
+            if first_range == "fails":
+                raise PermissionError(13, "refused")
+        return await plain(path, start=start, end=end, **kw)
+
+    monkeypatch.setattr(m.fs, "_cat_file", first_last)
+    try:
+        m.sync()
+        first = m.stats.bytes_fetched
+        with open(os.path.join(m.local_root, "run", name), "rb") as f:
+            mirrored = f.read()
+        errors = list(m.errors)
+        monkeypatch.setattr(m.fs, "_cat_file", plain)
+        m.sync()  # the next poll
+        again = m.stats.bytes_fetched - first
+        with open(os.path.join(m.local_root, "run", name), "rb") as f:
+            assert f.read() == data
+    finally:
+        m.close()
+    print(f"\nfirst of 17 ranges {first_range}, ending last: {len(mirrored)} bytes mirrored, "
+          f"{len(errors)} error(s); the next poll fetched {again} bytes")
+    if first_range == "slow":
+        assert mirrored == data and not errors and again == 0
+    else:
+        assert mirrored == b"" and len(errors) == 1 and again == len(data)
+
+
 def test_follow_a_url_sees_new_objects() -> None:
     import fsspec
 
