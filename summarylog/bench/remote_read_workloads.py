@@ -11,76 +11,15 @@ The request counts come from the emulator's own request log.
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from typing import Any
 
 import numpy as np
 
-from .registry import Context, PeerMissing, Row, bench, need_peer, per_second
+from .moto import Moto, make_bucket
+from .registry import Context, Row, bench, need_peer, per_second
 
 __all__ = ["bench_read_remote"]
-
-_LINE = re.compile(r'"(GET|PUT|POST|HEAD|DELETE) ([^ ]+) HTTP/1\.[01]" (\d{3})')
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-class _Moto:
-    """moto's S3 server in a subprocess, logging one line per request."""
-
-    def __init__(self, tmpdir: str) -> None:
-        need_peer("moto.server", "pip install 'moto[server]'")
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join(tmpdir, "moto.log")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
-                                      "-p", str(self.port)], stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        end = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1).read()
-                break
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                if time.monotonic() > end or self.proc.poll() is not None:
-                    self.stop()
-                    raise PeerMissing("error: the S3 emulator did not start") from None
-                time.sleep(0.05)
-        req = urllib.request.Request(f"{self.endpoint}/bkt", method="PUT")
-        urllib.request.urlopen(req, timeout=10).read()
-
-    def options(self) -> dict[str, Any]:
-        return {"endpoint_url": self.endpoint, "key": "bench", "secret": "bench",
-                "client_kwargs": {"region_name": "us-east-1"}}
-
-    def requests(self) -> list[tuple[str, str, int]]:
-        time.sleep(0.2)  # the server logs a request after answering it
-        with open(self.log_path, "rb") as f:
-            text = _ANSI.sub("", f.read().decode("latin1"))
-        return [(m, t, int(s)) for m, t, s in _LINE.findall(text)]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-
 
 def _write_runs(root: str, runs: int, files: int, n: int) -> int:
     """``runs`` runs of ``files`` files of ``n`` scalars each; their total bytes."""
@@ -114,8 +53,9 @@ def bench_read_remote(ctx: Context) -> list[Row]:
     runs, files, n = ctx.pick((4, 4, 300_000), (2, 2, 20_000))
     local = tempfile.mkdtemp(prefix="remote-read-", dir=ctx.tmpdir)
     size = _write_runs(local, runs, files, n)
-    srv = _Moto(ctx.tmpdir)
+    srv = Moto(ctx.tmpdir)
     try:
+        make_bucket(srv.endpoint, "bkt")
         so = srv.options()
         fs = filesystem("s3://bkt", so)[0]
         fs.put(local, "bkt/bench", recursive=True)

@@ -5,20 +5,17 @@ summarylog.Writer("s3://...") against torch.utils.tensorboard's SummaryWriter("s
 The endpoint is ``$S3_ENDPOINT`` (torch's S3 support reads the same variable); without
 it, a moto server (``moto[server]``) is started on 127.0.0.1 for the run.  Bytes sent
 are counted at the client: our uploader's ``bytes_uploaded``; boto3's PutObject bodies
-for the peer.  Not registered in the runner by default (the lead wires it).
+for the peer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from typing import Any, Iterator
 
+from .moto import Moto, make_bucket
 from .registry import Context, PeerMissing, Row, bench, need_peer
 from .workloads import _ver
 
@@ -29,37 +26,12 @@ _CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 
 
 @contextlib.contextmanager
-def _endpoint() -> Iterator[str]:
+def _endpoint(tmpdir: str) -> Iterator[str]:
     if os.environ.get("S3_ENDPOINT"):
         yield os.environ["S3_ENDPOINT"]
         return
-    need_peer("moto.server", "pip install 'moto[server]' or set S3_ENDPOINT")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        end = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(url + "/moto-api/", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > end or proc.poll() is not None:
-                    raise PeerMissing("the S3 emulator did not start") from None
-                time.sleep(0.05)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def _make_bucket(endpoint: str, bucket: str) -> None:
-    req = urllib.request.Request(f"{endpoint}/{bucket}", method="PUT")
-    with contextlib.suppress(OSError):
-        urllib.request.urlopen(req, timeout=10).read()
+    with Moto(tmpdir) as srv:
+        yield srv.endpoint
 
 
 def _log(w: Any, n: int) -> None:
@@ -123,8 +95,8 @@ def bench_remote_write_s3(ctx: Context) -> list[Row]:
     peer_eff: list[float] = []
     peer_rate: list[float] = []
     status, label = "ok", "torch.utils.tensorboard"
-    with _endpoint() as endpoint:
-        _make_bucket(endpoint, "bench")
+    with _endpoint(ctx.tmpdir) as endpoint:
+        make_bucket(endpoint, "bench")
         saved = {k: os.environ.get(k) for k in [*_CREDS, "S3_ENDPOINT"]}
         os.environ.update(_CREDS, S3_ENDPOINT=endpoint)
         try:
