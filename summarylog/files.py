@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 
 from .records import RecordWriter
 
-__all__ = ["host_name", "check_suffix", "detect_rank", "check_local_dir", "TensorBoardNames",
+__all__ = ["host_name", "check_suffix", "detect_rank", "distributed_rank", "check_local_dir", "TensorBoardNames",
            "MindSporeNames", "FileSeries", "MindSporeFiles"]
 
 _seq = itertools.count()  # per process: two writers in one second never collide
@@ -59,6 +59,13 @@ def detect_rank() -> int | None:
         if dist is not None and dist.is_available() and dist.is_initialized():
             return int(dist.get_rank())
     return None
+
+
+def distributed_rank() -> int | None:
+    """:func:`detect_rank` when the environment says more than one process runs
+    (``WORLD_SIZE`` or MindSpore's ``RANK_SIZE`` over 1), else None."""
+    world = os.environ.get("WORLD_SIZE") or os.environ.get("RANK_SIZE")
+    return detect_rank() if world and world.strip() not in ("", "1") else None
 
 
 def check_local_dir(name: str, path: Any) -> str:

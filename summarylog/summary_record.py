@@ -25,7 +25,7 @@ from . import shutdown
 from .binner import BINNABLE, Lane
 from .checks import check_choice, check_flush_secs, check_optional_size
 from .dialects.mindspore import MindSporeEncoder
-from .files import MindSporeFiles, check_local_dir, check_suffix, detect_rank
+from .files import MindSporeFiles, check_local_dir, check_suffix, distributed_rank
 from .remote.write_options import check_remote_options
 from .pipeline import Job, Pipeline
 from .record_errors import RecordErrors
@@ -58,8 +58,8 @@ def _mindspore_output(directory: str, remote: Any, prefix: str, suffix: str,
 
         target = RemoteTarget(directory, remote, strict=strict, on_full="block",
                               report=report)
-        directory, age = target.dir, remote.segment_secs
-        max_file_size = min(remote.segment_bytes, max_file_size or remote.segment_bytes)
+        directory = target.dir
+        max_file_size, age = remote.file_limits(max_file_size)
 
     def open_file(path: str) -> RecordWriter:
         return RecordWriter(path, flush_secs=flush_secs, durability=durability,
@@ -146,7 +146,6 @@ class SummaryRecord:
         if remote and self.export_options:
             raise ValueError("export_options needs a local log_dir (exported .npy files "
                              f"are not uploaded), got the URL {log_dir!r}")
-        self._url = log_dir if remote else None
         self._remote: Any = None
         self._dir = log_dir.rstrip("/") if remote else os.path.realpath(log_dir)
         self.file_prefix = file_prefix
@@ -158,10 +157,7 @@ class SummaryRecord:
         self.on_limit = on_limit
         self.flush_secs = check_flush_secs(flush_secs)
         self.durability = durability
-        if rank is None:
-            world = os.environ.get("WORLD_SIZE") or os.environ.get("RANK_SIZE")
-            rank = detect_rank() if world and world.strip() not in ("", "1") else None
-        self.rank = rank
+        self.rank = rank = rank if rank is not None else distributed_rank()
         self._enc = MindSporeEncoder()
         self._mode = "train"
         self._pool: dict[str, list[tuple[str, Any]]] = defaultdict(list)
@@ -183,8 +179,7 @@ class SummaryRecord:
             self._tb = Writer(self._dir, flush_secs=self.flush_secs, durability=durability,
                               max_file_size=max_file_size, strict=raise_exception, rank=rank,
                               max_buffer=max_buffer,
-                              **({k: v for k, v in remote_kw.items() if v is not None}
-                                 if remote else {}))
+                              **{k: v for k, v in remote_kw.items() if v is not None})
             self._pipe = self._tb.pipeline
             self._pipe.on_error = self._errors.fail
         else:

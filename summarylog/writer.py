@@ -63,28 +63,11 @@ class Writer:
       rank: distributed rank for file names (default: ``RANK`` and friends, else none).
       purge_step: resuming at this step: readers drop earlier events with step >= it.
 
-    Logging to a URL (``s3://``, ``gs://``, any fsspec URL; ``pip install
-    'summarylog[remote]'``): records go to a local spool and are cut into sealed
-    segments (complete event files), each uploaded once, create-only, by a background
-    thread as ``<url>/<file name>``; the training loop never waits on the network
-    (unless ``on_full="block"`` and the spool is full).
-
-      storage_options: fsspec options (endpoint, credentials...).
-      spool_dir: the spool (default ``$XDG_CACHE_HOME`` or ``~/.cache``
-        ``/summarylog/spool/<hash of the URL>``; one URL per spool; mode 0700).
-      segment_bytes, segment_secs: a segment is sealed past this size (default 64 MiB)
-        or age (default 60 s).
-      max_spool: bytes the spool may hold (default 1 GiB); when full, ``on_full``.
-      live_tail_secs: also upload the current segment's bytes at most this often
-        (s; default None: off) to ``<url>/.summarylog-tail/<file name>.tail``.
-      close_timeout: ``close()`` waits this long for the last uploads (s; default 30);
-        what is left waits in the spool for the next Writer on it or
-        ``summarylog upload SPOOL``.
-      upload_timeout: the deadline of one upload call (s; default 60).
-      retry_wait: (first, longest) wait between upload attempts (s; default (0.5, 30)).
-      A store that fails (missing bucket, credentials, unreachable) is reported once
-      per outage: raised (OSError) from the next call with ``strict=True``, logged and
-      counted in :attr:`stats` otherwise; the segments wait in the spool.
+    Logging to a URL (``s3://``, ``gs://``, any fsspec URL): records are spooled locally
+    and uploaded as sealed segments, each once; ``storage_options``, ``spool_dir``,
+    ``segment_bytes``, ``segment_secs``, ``max_spool``, ``live_tail_secs``,
+    ``close_timeout``, ``upload_timeout`` and ``retry_wait`` are described in
+    :class:`summarylog.remote.write_options.RemoteOptions` (and docs/remote.md).
 
     Thread-safe.  ``step=None`` means step 0, as in tensorboardX.  Writers left open
     are closed at interpreter exit.
@@ -143,8 +126,7 @@ class Writer:
             self._remote = RemoteTarget(self.logdir, self._remote_opts, strict=self.strict,
                                         on_full=self.on_full)
             directory, open_file = self._remote.dir, self._remote.wrap_open(self._open_file)
-            seg = self._remote_opts.segment_bytes
-            max_size, max_age = min(seg, max_size or seg), self._remote_opts.segment_secs
+            max_size, max_age = self._remote_opts.file_limits(max_size)
         self._series = FileSeries(directory, names, open_file, self._first_records)
         self._series.paths = self._files
         self._pipe = Pipeline(directory, self._enc, self._series, self._scalars,

@@ -38,7 +38,32 @@ def _int(name: str, value: Any, low: int) -> int:
 
 
 class RemoteOptions:
-    """The checked remote arguments of a Writer (see Writer's docstring)."""
+    """The checked remote arguments of a Writer or SummaryRecord logging to a URL
+    (``s3://``, ``gs://``, any fsspec URL; ``pip install 'summarylog[remote]'``).
+
+    Records go to a local spool and are cut into sealed segments (complete event
+    files), each uploaded once, create-only, by a background thread as ``<url>/<file
+    name>``; the training loop never waits on the network (unless ``on_full="block"``
+    and the spool is full).
+
+      storage_options: fsspec options (endpoint, credentials...).
+      spool_dir: the spool (default ``$XDG_CACHE_HOME`` or ``~/.cache``
+        ``/summarylog/spool/<hash of the URL>``; one URL per spool; mode 0700).
+      segment_bytes, segment_secs: a segment is sealed past this size (default 64 MiB)
+        or age (default 60 s).
+      max_spool: bytes the spool may hold (default 1 GiB); when full, ``on_full``.
+      live_tail_secs: also upload the current segment's bytes at most this often
+        (s; default None: off) to ``<url>/.summarylog-tail/<file name>.tail``.
+      close_timeout: ``close()`` waits this long for the last uploads (s; default 30);
+        what is left waits in the spool for the next writer on it or
+        ``summarylog upload SPOOL``.
+      upload_timeout: the deadline of one upload call (s; default 60).
+      retry_wait: (first, longest) wait between upload attempts (s; default (0.5, 30)).
+
+    A store that fails (missing bucket, credentials, unreachable) is reported once per
+    outage: raised (OSError) from the next call when strict, logged and counted in the
+    writer's stats otherwise; the segments wait in the spool.
+    """
 
     def __init__(self, storage_options: Mapping[str, Any] | None = None,
                  spool_dir: str | os.PathLike[str] | None = None,
@@ -72,6 +97,12 @@ class RemoteOptions:
                             f"got {retry_wait!r}")
         self.retry_wait = (_number("retry_wait[0]", retry_wait[0], 0.001),
                            _number("retry_wait[1]", retry_wait[1], 0.001))
+
+
+    def file_limits(self, max_file_size: int | None) -> tuple[int, float]:
+        """(size, age) past which a spooled file is sealed: the segment's, or the
+        writer's own ``max_file_size`` when smaller."""
+        return min(self.segment_bytes, max_file_size or self.segment_bytes), self.segment_secs
 
 
 def check_remote_options(name: str, url: Any, given: Mapping[str, Any]) -> RemoteOptions | None:
