@@ -141,7 +141,7 @@ def test_hostile_names_and_huge_listing(s3, tmp_path) -> None:
     print(f"\nhostile listing: runs {runs}, {len(errs)} reported: " + "; ".join(errs)[:400])
     assert any("max_objects" in e for e in errs)
     assert sum("refused" in e for e in errs) >= 3
-    assert r._source.mirror.hidden  # the live tail: seen, not read
+    assert r._source.mirror.hidden  # a hidden object (no .tail name): seen, not read
     assert not outside.exists() and not (tmp_path / "x.tfevents.2").exists()
     for d, _, names in os.walk(cache):
         for n in names:
