@@ -16,8 +16,8 @@ from .records import RecordReader
 from .records.reader import DAMAGE_SLOTS as _MAX_DAMAGE
 from .records.reader import SMALL_FILE, TAIL_KINDS, Tail, damage_list
 
-__all__ = ["RunColumns", "ColumnLoader", "TAG_OTHER", "last_per_step_index", "new_tags",
-           "purge_keep", "tag_names"]
+__all__ = ["RunColumns", "ColumnLoader", "FileGate", "LOCAL_FILES", "TAG_OTHER",
+           "last_per_step_index", "new_tags", "purge_keep", "tag_names"]
 
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
@@ -28,6 +28,22 @@ _FIRST_VALUES = 1 << 20
 _MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event: bounds a record's values
 _DIALECTS = {"tensorboard": lib.SLG_DIALECT_TB, "mindspore": lib.SLG_DIALECT_MS}
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
+
+
+class FileGate:
+    """Where a run's files stand: local files are whole already.  A URL's mirror
+    overrides both, so each file is read as soon as its bytes are in, while later
+    files are still being fetched."""
+
+    def wait(self, files: list[str]) -> None:
+        """Until ``files`` hold all there is to read."""
+
+    def size(self, path: str) -> int:
+        """The size ``path`` will have once :meth:`wait` returns (OSError: gone)."""
+        return os.path.getsize(path)
+
+
+LOCAL_FILES = FileGate()
 
 
 class RunColumns:
@@ -135,13 +151,16 @@ class ColumnLoader:
         self._loaded = ffi.new("slg_file_scalars *")
         self._scratch: tuple[Any, tuple[np.ndarray, ...], list[Any]] | None = None  # small files
 
-    def load(self, files: list[str], purge: bool,
-             reports: dict[str, FileReport]) -> RunColumns:
-        """Every scalar of a run's files; each file's report into reports."""
+    def load(self, files: list[str], purge: bool, reports: dict[str, FileReport],
+             gate: FileGate = LOCAL_FILES) -> RunColumns:
+        """Every scalar of a run's files, each read once ``gate`` says it is whole;
+        each file's report into reports."""
         if not files:  # a run of lineage files only
             return RunColumns()
+        if len(files) == 1:
+            gate.wait(files)
         cols = ((self._load_small_file(files[0], reports) if len(files) == 1 else None)
-                or self._load_files(files, purge, reports))
+                or self._load_files(files, purge, reports, gate))
         if purge and any(dialect_of(p) == "mindspore" for p in files):
             last_per_step(cols)
         return cols
@@ -172,8 +191,8 @@ class ColumnLoader:
             report.tail = Tail(loaded.tail_offset, TAIL_KINDS[loaded.tail_kind], loaded.tail_length)
         return report
 
-    def _load_files(self, files: list[str], purge: bool,
-                    reports: dict[str, FileReport]) -> RunColumns:
+    def _load_files(self, files: list[str], purge: bool, reports: dict[str, FileReport],
+                    gate: FileGate) -> RunColumns:
         """Every scalar of a run's files (any size, plain or zstd)."""
         tags = new_tags()
         # columns sized once from the files' bytes (a scalar event takes ~36), not by
@@ -181,7 +200,7 @@ class ColumnLoader:
         total = 0 if len(files) > 1 else SMALL_FILE
         for p in files if len(files) > 1 else ():
             with contextlib.suppress(OSError):  # reported when the file is opened
-                total += os.path.getsize(p)
+                total += gate.size(p)
         arrays, ptrs = _columns(min(max(1024, total // 36 + 1024), _FIRST_VALUES))
         n = 0  # values in the arrays
         purges: list[tuple[int, int]] = []
@@ -189,6 +208,7 @@ class ColumnLoader:
         loaded = self._loaded
         decode = lib.slg_tb_decode_scalars
         for path in files:
+            gate.wait([path])
             lib.slg_tags_set_dialect(tags, _DIALECTS[dialect_of(path)])
             # small plain files: open, scan and decode in one native call
             rc = lib.slg_tb_load_file(os.fsencode(path), self.verify, SMALL_FILE, tags,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
-from .read_columns import ColumnLoader, RunColumns
+from .read_columns import LOCAL_FILES, ColumnLoader, FileGate, RunColumns
 from .read_types import FileReport
 
 __all__ = ["RunLoad", "load_runs", "thread_count", "MAX_DEFAULT_THREADS"]
@@ -43,25 +43,24 @@ class RunLoad(NamedTuple):
 
 
 def _load_one(loader: ColumnLoader, run: str, files: list[str], purge: bool,
-              ready: Callable[[list[str]], None]) -> RunLoad:
+              gate: FileGate) -> RunLoad:
     reports: dict[str, FileReport] = {}
     try:
-        ready(files)
-        return RunLoad(run, loader.load(files, purge, reports), reports, None)
+        return RunLoad(run, loader.load(files, purge, reports, gate), reports, None)
     except OSError as exc:  # this run only: the others go on
         return RunLoad(run, None, reports, exc)
 
 
 def load_runs(jobs: dict[str, list[str]], purge: bool, verify: bool, threads: int,
-              ready: Callable[[list[str]], None] = lambda files: None) -> Iterator[RunLoad]:
+              gate: FileGate = LOCAL_FILES) -> Iterator[RunLoad]:
     """Each run's columns (``jobs``: run -> its files), on up to ``threads`` threads,
-    yielded in ``jobs`` order; ``ready(files)`` first returns when a run's files are
-    there to read (a URL's, fetched meanwhile).  An OSError ends its run only; other
-    errors propagate."""
+    yielded in ``jobs`` order; each file is read once ``gate`` says it is whole (a
+    URL's are fetched meanwhile).  An OSError ends its run only; other errors
+    propagate."""
     if threads <= 1 or len(jobs) <= 1:
         loader = ColumnLoader(verify)
         for run, files in jobs.items():
-            yield _load_one(loader, run, files, purge, ready)
+            yield _load_one(loader, run, files, purge, gate)
         return
     local = threading.local()
 
@@ -69,7 +68,7 @@ def load_runs(jobs: dict[str, list[str]], purge: bool, verify: bool, threads: in
         loader = getattr(local, "loader", None)
         if loader is None:
             loader = local.loader = ColumnLoader(verify)
-        return _load_one(loader, run, jobs[run], purge, ready)
+        return _load_one(loader, run, jobs[run], purge, gate)
 
     with ThreadPoolExecutor(min(threads, len(jobs)), thread_name_prefix="summarylog-read") as ex:
         yield from ex.map(task, jobs)

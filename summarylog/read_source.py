@@ -9,13 +9,15 @@ import os
 from typing import Any, Iterator, Mapping
 
 from .discovery import Discovery, discover
+from .read_columns import FileGate
 from .remote.urls import check_dir_or_url, is_url
 
 __all__ = ["Source"]
 
 
-class Source:
-    """The path a Reader was given, and its discovery (one poll of the URL each)."""
+class Source(FileGate):
+    """The path a Reader was given, and its discovery (one poll of the URL each);
+    as a :class:`FileGate`, it tells the Reader when a URL's file is fetched."""
 
     def __init__(self, path: Any, storage_options: Mapping[str, Any] | None,
                  remote_options: Any) -> None:
@@ -56,6 +58,9 @@ class Source:
         fetched while the Reader reads those that came first."""
         if self.mirror is not None and not self._deferred:
             self.mirror.wait(files)
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(path) if self.mirror is None else self.mirror.listed_size(path)
 
     @contextlib.contextmanager
     def no_wait(self) -> Iterator[None]:

@@ -172,10 +172,10 @@ class Reader:
         the others: it is returned with its OSError (and in :attr:`run_errors`), and
         read again when next used.  KeyError for an unknown run."""
         wanted = runs if runs is not None else self.runs()
-        with self._source.no_wait():  # each run waits for its own files, in its thread
+        with self._source.no_wait():  # each file is waited for as it is read, in its thread
             jobs = {r: self._value_files(r) for r in wanted if r not in self._columns}
         self.run_errors = {}
-        for got in load_runs(jobs, self.purge, self.verify, self.threads, self._source.wait):
+        for got in load_runs(jobs, self.purge, self.verify, self.threads, self._source):
             self._reports.update(got.reports)
             if got.error is not None:
                 self.run_errors[got.run] = got.error

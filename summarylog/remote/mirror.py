@@ -56,6 +56,7 @@ class Mirror:
         self._sizes: dict[str, int] = {}  # remote path -> bytes mirrored
         self._local: dict[str, str] = {}  # remote path -> local path
         self._urls: dict[str, str] = {}  # local path -> URL
+        self._listed: dict[str, int] = {}  # local path -> its object's size in the listing
         self._tails: dict[str, str] = {}  # unsealed segment path -> its live tail's path
         self.stats = PollStats()
         #: what the last poll could not list, mirror or read fully: OSErrors naming URLs
@@ -210,6 +211,12 @@ class Mirror:
                                              *split_name(self._rel(seg))), size)
                 self._tails[seg] = tail
 
+    def listed_size(self, local: str) -> int:
+        """The size of the object behind ``local`` in the last listing: what the file
+        holds once :meth:`wait` returns, unless its fetching failed."""
+        size = self._listed.get(local)
+        return os.path.getsize(local) if size is None else size
+
     def wait(self, locals_: list[str]) -> None:
         """Until the files ``locals_`` (mirrored paths) hold all this poll fetches."""
         with self._cond:
@@ -240,6 +247,7 @@ class Mirror:
             local = self._local.pop(path)
             del self._sizes[path]
             self._urls.pop(local, None)
+            self._listed.pop(local, None)
             with contextlib.suppress(OSError):
                 os.unlink(local)
 
@@ -256,6 +264,7 @@ class Mirror:
                 have = 0
                 self._truncate(path, local, 0)
             self._sizes[path] = have
+            self._listed[local] = size
             mine = list(self._fetch.split(path, have, size))
             if mine:
                 self._pending[local] = len(mine)

@@ -20,9 +20,10 @@ class MirrorOptions:
       with the Reader); a given directory is created 0700 and reused, so a later Reader
       fetches only what it lacks.
     timeout: seconds one listing or one batch of ranged reads may take (default 60).
-    concurrency: ranged reads in flight at once, so open connections too (default 8).
-    chunk_bytes: bytes of one ranged read (default 8 MiB): buffers are at most
-      concurrency x chunk_bytes.
+    concurrency: ranged reads in flight at once, so open connections too (default 4).
+    chunk_bytes: bytes of one ranged read (default 16 MiB): buffers are at most
+      concurrency x chunk_bytes.  Fewer, bigger reads cost fewer requests, and less
+      work on servers that read a whole object to answer a range (moto does).
     max_objects: event files one listing may bring in (default 100 000); the rest is
       reported, not read.
     retries: further tries of a failed ranged read (default 3), after the filesystem's own.
@@ -30,8 +31,8 @@ class MirrorOptions:
 
     cache_dir: str | None = None
     timeout: float = 60.0
-    concurrency: int = 8
-    chunk_bytes: int = 8 * _MiB
+    concurrency: int = 4
+    chunk_bytes: int = 16 * _MiB
     max_objects: int = 100_000
     retries: int = 3
 
