@@ -38,6 +38,9 @@ class FileGate:
     def wait(self, files: list[str]) -> None:
         """Until ``files`` hold all there is to read."""
 
+    def expect(self, files: list[str]) -> None:
+        """``files`` will be read in this order (a URL's are then fetched in it)."""
+
     def size(self, path: str) -> int:
         """The size ``path`` will have once :meth:`wait` returns (OSError: gone)."""
         return os.path.getsize(path)

@@ -12,7 +12,7 @@ from typing import Iterator, NamedTuple
 from .read_columns import LOCAL_FILES, ColumnLoader, FileGate, RunColumns
 from .read_types import FileReport
 
-__all__ = ["RunLoad", "load_runs", "thread_count", "MAX_DEFAULT_THREADS"]
+__all__ = ["RunLoad", "load_runs", "read_order", "thread_count", "MAX_DEFAULT_THREADS"]
 
 #: the default thread count's ceiling (past it, disks and memory bandwidth bind)
 MAX_DEFAULT_THREADS = 8
@@ -51,12 +51,25 @@ def _load_one(loader: ColumnLoader, run: str, files: list[str], purge: bool,
         return RunLoad(run, None, reports, exc)
 
 
+def read_order(jobs: dict[str, list[str]], threads: int) -> list[str]:
+    """The files of ``jobs`` in the order ``threads`` threads will want them: runs go
+    ``threads`` at a time, so their files alternate (one file of each, then the next)."""
+    runs = list(jobs.values())
+    order: list[str] = []
+    for w in range(0, len(runs), threads):
+        wave = runs[w:w + threads]
+        order += [f for k in range(max(map(len, wave))) for fs in wave if k < len(fs)
+                  for f in (fs[k],)]
+    return order
+
+
 def load_runs(jobs: dict[str, list[str]], purge: bool, verify: bool, threads: int,
               gate: FileGate = LOCAL_FILES) -> Iterator[RunLoad]:
     """Each run's columns (``jobs``: run -> its files), on up to ``threads`` threads,
     yielded in ``jobs`` order; each file is read once ``gate`` says it is whole (a
     URL's are fetched meanwhile).  An OSError ends its run only; other errors
     propagate."""
+    gate.expect(read_order(jobs, threads))
     if threads <= 1 or len(jobs) <= 1:
         loader = ColumnLoader(verify)
         for run, files in jobs.items():

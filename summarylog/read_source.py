@@ -59,6 +59,10 @@ class Source(FileGate):
         if self.mirror is not None and not self._deferred:
             self.mirror.wait(files)
 
+    def expect(self, files: list[str]) -> None:
+        if self.mirror is not None:
+            self.mirror.prefer(files)
+
     def size(self, path: str) -> int:
         return os.path.getsize(path) if self.mirror is None else self.mirror.listed_size(path)
 

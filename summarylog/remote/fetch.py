@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import errno
+import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
-__all__ = ["Range", "Fetcher", "deadline_error"]
+__all__ = ["Range", "RangeQueue", "Fetcher", "deadline_error"]
 
 
 class Range(NamedTuple):
@@ -25,6 +26,32 @@ class Range(NamedTuple):
     path: str
     start: int
     end: int
+
+
+class RangeQueue:
+    """The ranges of one poll not started yet, taken in order; a reader may move the
+    files it reads first to the front while they are fetched (thread-safe)."""
+
+    def __init__(self, ranges: list[Range]) -> None:
+        self._left, self._at = list(ranges), 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._left) - self._at
+
+    def take(self) -> Range | None:
+        with self._lock:
+            if self._at == len(self._left):
+                return None
+            self._at += 1
+            return self._left[self._at - 1]
+
+    def prefer(self, rank: dict[str, int]) -> None:
+        """Ranges of the paths in ``rank`` first, by rank; the others after, as they were."""
+        with self._lock:
+            last = len(rank)
+            self._left = sorted(self._left[self._at:], key=lambda r: rank.get(r.path, last))
+            self._at = 0
 
 
 def deadline_error(what: str, seconds: float) -> TimeoutError:
@@ -65,7 +92,7 @@ class Fetcher:
         for s in range(start, end, self.chunk_bytes):
             yield Range(path, s, min(end, s + self.chunk_bytes))
 
-    def stream(self, ranges: list[Range],
+    def stream(self, ranges: RangeQueue,
                done: Callable[[Range, bytes | BaseException], None]) -> None:
         """Fetch ``ranges`` with at most ``concurrency`` in flight, calling ``done(range,
         bytes or error)`` as each completes (its buffer is then dropped, so at most
@@ -75,7 +102,7 @@ class Fetcher:
         if not ranges:
             return
         if not getattr(self.fs, "async_impl", False):
-            for batch in self.batches(ranges):
+            for batch in self.batches(iter(ranges.take, None)):
                 for r, data in zip(batch, self.fetch(batch)):
                     done(r, data)
             return
@@ -83,14 +110,12 @@ class Fetcher:
 
         sync(self.fs.loop, self._window, ranges, done)
 
-    async def _window(self, ranges: list[Range],
+    async def _window(self, ranges: RangeQueue,
                       done: Callable[[Range, bytes | BaseException], None]) -> None:
         import asyncio
 
-        todo = iter(ranges)
-
         async def lane() -> None:  # one of `concurrency` lanes, each taking the next range
-            for r in todo:
+            while (r := ranges.take()) is not None:
                 done(r, await self._one(r))
 
         await asyncio.gather(*(lane() for _ in range(min(self.concurrency, len(ranges)))))

@@ -32,7 +32,7 @@ import weakref
 from typing import Any, Mapping
 
 from ..discovery import is_event_file, is_lineage_file
-from .fetch import Fetcher, Range
+from .fetch import Fetcher, Range, RangeQueue
 from .read_options import MirrorOptions, PollStats
 from .names import is_hidden, split_name, tail_segment
 from .urls import filesystem, redact
@@ -68,6 +68,7 @@ class Mirror:
         self._cond = threading.Condition()
         self._pending: dict[str, int] = {}  # local path -> its ranges not written yet
         self._worker: threading.Thread | None = None
+        self._queue: RangeQueue | None = None  # this poll's ranges not started yet
 
     # -- the cache directory ---------------------------------------------------------
     def _cache_dir(self) -> str:
@@ -185,7 +186,7 @@ class Mirror:
         if not wanted and not hidden and not self._sizes:
             raise FileNotFoundError(errno.ENOENT, "no event files under this URL", self.url)
         self._drop_gone(wanted)
-        ranges = self._plan(wanted)
+        ranges = self._queue = RangeQueue(self._plan(wanted))
         if not background or not ranges:
             self._pull(ranges)
             return
@@ -271,7 +272,15 @@ class Mirror:
             ranges.extend(mine)
         return ranges
 
-    def _pull(self, ranges: list[Range]) -> None:
+    def prefer(self, locals_: list[str]) -> None:
+        """Fetch the files ``locals_`` (mirrored paths) first, in this order: the order
+        a reader will read them in."""
+        queue = self._queue
+        if queue:
+            remote = {loc: path for path, loc in self._local.items()}
+            queue.prefer({remote[loc]: i for i, loc in enumerate(locals_) if loc in remote})
+
+    def _pull(self, ranges: RangeQueue) -> None:
         """Fetch and write ``ranges`` (at most ``concurrency`` at once), releasing each
         file to :meth:`wait` once its last range is written (or it failed)."""
         failed: set[str] = set()

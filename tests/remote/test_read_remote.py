@@ -90,6 +90,58 @@ def test_grown_object_fetches_only_new_bytes(s3, tmp_path) -> None:
     assert stats.bytes_fetched == len(data)  # each byte once
 
 
+def test_files_are_fetched_in_the_order_the_reader_reads_them(s3, tmp_path,
+                                                             monkeypatch) -> None:
+    """Loading runs on two threads, the Reader asks the mirror for their files in the
+    order the threads read them (runs two at a time, their files alternating): each
+    file is decoded as soon as it is in, and the last run is not left to decode alone
+    after the fetching.  The ranges started before the Reader asked stay in listing order."""
+    import asyncio
+
+    from s3fs import S3FileSystem
+
+    from summarylog.read_pool import read_order
+
+    local = str(tmp_path / "l")
+    for run in ("a", "b", "c"):
+        for _ in range(3):
+            write_run(local, run, steps=20)
+    upload(_fs("s3", s3), local, "bkt/order")
+    fetched: list[str] = []
+    plain = S3FileSystem._cat_file
+
+    async def slow(self, path, start=None, end=None, **kw):
+        fetched.append(path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1])
+        await asyncio.sleep(0.1)
+        return await plain(self, path, start=start, end=end, **kw)
+
+    monkeypatch.setattr(S3FileSystem, "_cat_file", slow)
+    with Reader("s3://bkt/order", storage_options=s3.storage_options(), threads=2,
+                remote_options={"concurrency": 1}) as r:
+        got = r.scalars_all()
+        jobs = {run: r.files(run) for run in r.runs()}
+        want = [os.path.basename(os.path.dirname(f)) + "/" + os.path.basename(f)
+                for f in read_order(jobs, 2)]
+    listing = sorted(want)
+    early = next(k for k in range(len(want))
+                 if fetched[:k] == listing[:k]
+                 and fetched[k:] == [f for f in want if f not in listing[:k]])
+    print(f"\n9 files, 3 runs on 2 threads: {early} fetched in listing order before the "
+          f"Reader asked, then {len(fetched) - early} in its read order")
+    assert {k: len(v["loss"].step) for k, v in got.items()} == {"a": 60, "b": 60, "c": 60}
+    assert len(fetched) == 9 and early <= 2
+
+
+def test_read_order_alternates_the_files_of_runs_read_together() -> None:
+    from summarylog.read_pool import read_order
+
+    jobs = {"a": ["a1", "a2", "a3"], "b": ["b1"], "c": ["c1", "c2"], "d": []}
+    assert read_order(jobs, 2) == ["a1", "b1", "a2", "a3", "c1", "c2"]
+    assert read_order(jobs, 1) == ["a1", "a2", "a3", "b1", "c1", "c2"]
+    assert read_order(jobs, 8) == ["a1", "b1", "c1", "a2", "c2", "a3"]
+    assert read_order({}, 2) == []
+
+
 def test_damaged_and_truncated_objects_read_up_to_the_damage(store, tmp_path) -> None:
     kind, srv = store
     local = str(tmp_path / "l")
