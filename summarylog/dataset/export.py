@@ -247,7 +247,12 @@ def export_dataset(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
         job = _Export(reader, store, state, export_id, tags)
         with ThreadPoolExecutor(max(1, min(nthreads, len(todo) or 1)),
                                 thread_name_prefix="summarylog-export") as ex:
-            outcomes = list(ex.map(job.run, todo))
+            futures = [ex.submit(job.run, p) for p in todo]
+            try:
+                outcomes = [f.result() for f in futures]
+            except BaseException:  # no more runs once one failed: the state stays as it was
+                ex.shutdown(wait=True, cancel_futures=True)
+                raise
     superseded: list[str] = []
     for plan, o in zip(todo, outcomes):
         old = state.runs.get(plan.run)
