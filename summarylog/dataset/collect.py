@@ -20,14 +20,14 @@ from ..read_columns import RunColumns
 from ..read_types import FileReport, Scalars
 from ..reader import Reader
 
-__all__ = ["Unit", "read_unit", "damage_rows", "select_tags"]
+__all__ = ["Unit", "read_unit", "damage_rows", "select_tags", "merged"]
 
 
 @dataclasses.dataclass
 class Unit:
-    """The rows of a unit (one file or a whole run), per table in tag order."""
+    """The rows of a unit (one file or a whole run): per table, (tag, table) pairs."""
 
-    tables: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    tables: dict[str, list[tuple[str, Any]]] = dataclasses.field(default_factory=dict)
     rows: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)  #: table -> tag -> n
     reports: dict[str, FileReport] = dataclasses.field(default_factory=dict)
 
@@ -36,7 +36,23 @@ def select_tags(tags: list[str], patterns: list[str] | None) -> list[str]:
     """``tags`` matching any of ``patterns`` (fnmatch; None: all)."""
     if patterns is None:
         return tags
-    return [t for t in tags if any(fnmatch.fnmatchcase(t, p) for p in patterns)]
+    return [t for t in tags if any(t == p or fnmatch.fnmatchcase(t, p) for p in patterns)]
+
+
+def merged(pieces: dict[str, list[Any]]) -> list[Any]:
+    """One table per tag, tags in name order: each tag's pieces (from several files)
+    concatenated, in step order (stable)."""
+    pa = require_pyarrow()
+    out = []
+    for tag in sorted(pieces):
+        ts = [t for t in pieces[tag] if t.num_rows]
+        if len(ts) > 1:
+            t = pa.concat_tables(ts)
+            out.append(_sorted(t, t.column("step").to_numpy()) if "step" in t.column_names
+                       else t)
+        elif ts:
+            out.append(ts[0])
+    return out
 
 
 def _sorted(table: Any, step: np.ndarray) -> Any:
@@ -62,7 +78,7 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
             out.rows.setdefault(table, {})[tag] = n
             done = skip.get(table, {}).get(tag, 0)
             if n > done:
-                out.tables.setdefault(table, []).append(build(done))
+                out.tables.setdefault(table, []).append((tag, build(done)))
 
         scalar_tags = set(r.scalar_tags("."))  # a tag whose every point a restart dropped: none
         for tag in chosen:
@@ -121,6 +137,3 @@ def damage_rows(run: str, name: str, rep: FileReport, after: int = 0,
             rows.append((run, name, None, n - (bad_before or {}).get(k, 0), k, what[k]))
     return rows, bad
 
-
-def damage_arrow(rows: list[Any]) -> Any:
-    return damage_table(rows)

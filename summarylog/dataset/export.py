@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
@@ -22,7 +23,7 @@ from ..read_lineage import read_lineage
 from ..read_pool import thread_count
 from ..reader import Reader
 from ..remote.urls import check_dir_or_url, is_url
-from .collect import Unit, damage_rows, read_unit
+from .collect import Unit, damage_rows, merged, read_unit
 from .layout import KEY_PREFIX, part_name, run_key
 from .plan import RunPlan, per_file_ok, plan_run
 from .state import DatasetState, FileState, RunState, file_identity
@@ -93,11 +94,21 @@ class _Export:
                  tags: list[str] | None) -> None:
         self.reader, self.store, self.state = reader, store, state
         self.export_id, self.tags = export_id, tags
+        self.failed = threading.Event()  # a run failed: the runs not started yet are not
 
     def run(self, plan: RunPlan) -> _Outcome:
+        if self.failed.is_set():
+            raise RuntimeError("export stopped: an earlier run failed")
+        try:
+            return self._run(plan)
+        except BaseException:
+            self.failed.set()
+            raise
+
+    def _run(self, plan: RunPlan) -> _Outcome:
         old = self.state.runs.get(plan.run)
         key = old.key if old is not None else run_key(plan.run)
-        out: dict[str, list[Any]] = {}
+        out: dict[str, dict[str, list[Any]]] = {}  # table -> tag -> pieces
         damage: list[Any] = []
         files: dict[str, FileState] = {}
         whole = False
@@ -143,20 +154,22 @@ class _Export:
             kept = old or RunState(key)
             return _Outcome(plan.run, dataclasses.replace(kept, parts=kept.parts + parts),
                             {"damage": 1}, read, parts, 1, str(exc))
+        tables = {t: merged(by_tag) for t, by_tag in out.items()}
         if damage:
-            out["damage"] = [damage_table(damage)]
-        rows = {t: sum(x.num_rows for x in ts) for t, ts in out.items()}
-        parts = self._write_all(key, out)
+            tables["damage"] = [damage_table(damage)]
+        rows = {t: n for t, ts in tables.items() if (n := sum(x.num_rows for x in ts))}
+        parts = self._write_all(key, tables)
         base = old.parts if plan.action == "append" and old is not None else []
         return _Outcome(plan.run, RunState(key, files, whole, base + parts), rows, read, parts,
                         len(damage))
 
     def _file(self, run: str, path: str, unit: Unit, before: FileState | None,
-              out: dict[str, list[Any]], damage: list[Any]) -> FileState:
+              out: dict[str, dict[str, list[Any]]], damage: list[Any]) -> FileState:
         """Add a unit's tables to ``out`` (its damage for ``path`` to ``damage``) and
         return what to remember of ``path``."""
-        for table, ts in unit.tables.items():
-            out.setdefault(table, []).extend(ts)
+        for table, pairs in unit.tables.items():
+            for tag, t in pairs:
+                out.setdefault(table, {}).setdefault(tag, []).append(t)
         unit.tables = {}  # added once, whatever the number of files of a whole read
         rep = unit.reports.get(path)
         size = rep.size if rep is not None and rep.size is not None else os.path.getsize(path)
@@ -167,13 +180,13 @@ class _Export:
         head, mark = file_identity(path, size)
         return FileState(size, min(consumed, size), head, mark, unit.rows, bad)
 
-    def _lineage(self, plan: RunPlan, files: dict[str, FileState], out: dict[str, list[Any]],
-                 damage: list[Any]) -> None:
+    def _lineage(self, plan: RunPlan, files: dict[str, FileState],
+                 out: dict[str, dict[str, list[Any]]], damage: list[Any]) -> None:
         from ..arrow_tables import lineage_table
 
         reports: dict[str, Any] = {}
         row = read_lineage(plan.run, plan.lineage, self.reader.verify, reports)
-        out.setdefault("lineage", []).append(lineage_table(plan.run, row))
+        out.setdefault("lineage", {})[""] = [lineage_table(plan.run, row)]
         for path in plan.lineage:
             rep = reports[path]
             rows, bad = damage_rows(plan.run, self.reader.name(path), rep)
@@ -224,6 +237,14 @@ def export_dataset(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
     nthreads = thread_count(threads)
     store = open_store(dest, dest_storage_options if dest_storage_options is not None
                        else storage_options if is_url(dest) else None)
+    with store.locked():
+        return _export(store, src, runs, tags, storage_options, remote_options, nthreads,
+                       purge, verify, t0)
+
+
+def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | None,
+            storage_options: Mapping[str, Any] | None, remote_options: Any, nthreads: int,
+            purge: bool, verify: bool, t0: float) -> ExportResult:
     state = DatasetState.from_bytes(store.read_state())
     removed = 0
     live = state.live_parts()
@@ -243,7 +264,9 @@ def export_dataset(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
         plans = [plan_run(r, reader.files(r), reader.lineage_files(r), state.runs.get(r))
                  for r in wanted]
         todo = [p for p in plans if p.action != "skip"]
-        skipped = sum(len(p.files) + len(p.lineage) for p in plans if p.action == "skip")
+        skipped = sum(len(p.files) + len(p.lineage) for p in plans if p.action == "skip") + sum(
+            len(p.files) + len(p.lineage) - len(p.new) - (p.grown is not None)
+            for p in plans if p.action == "append")
         job = _Export(reader, store, state, export_id, tags)
         with ThreadPoolExecutor(max(1, min(nthreads, len(todo) or 1)),
                                 thread_name_prefix="summarylog-export") as ex:

@@ -39,6 +39,11 @@ class Store:
     def write_state(self, data: bytes) -> None:
         raise NotImplementedError
 
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One export at a time (local datasets only: object stores have no lock)."""
+        yield
+
 
 def _ours(name: str) -> bool:
     """A part, or a temporary file of one a crash left behind."""
@@ -107,6 +112,23 @@ class LocalStore(Store):
     def write_state(self, data: bytes) -> None:
         with self._dir(STATE_DIR) as d:
             d.replace(STATE_FILE, data)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        import fcntl
+
+        with self._dir(STATE_DIR) as d:
+            fd = os.open(".lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_NONBLOCK", 0), 0o666, dir_fd=d.fd)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise BlockingIOError(errno.EAGAIN, "another export is writing this dataset",
+                                      os.path.join(self.dest, STATE_DIR, ".lock")) from None
+            yield
+        finally:
+            os.close(fd)
 
 
 def _exists_dir(parent: SideDir, name: str) -> None:

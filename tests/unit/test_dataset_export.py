@@ -308,7 +308,8 @@ def test_planted_symlink_in_dataset_refused(tmp_path):
         export_dataset(str(src), str(ds))
     assert os.listdir(outside) == []
     os.remove(ds / "scalars" / f"run_key={run_key('r')}")
-    os.symlink(outside / "state", ds / "_summarylog")
+    shutil.rmtree(ds / "_summarylog")
+    os.symlink(outside, ds / "_summarylog")
     with pytest.raises(OSError):
         export_dataset(str(src), str(ds))
     assert os.listdir(outside) == []
@@ -369,3 +370,40 @@ def test_layout_names():
     with pytest.raises(ValueError):
         table_glob("x", "images")
     assert run_key("a") == "a-86f7e437faa5"
+
+
+def test_run_of_several_files_one_part_sorted_by_tag_then_step(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    for k in range(3):  # three files of one run (no restart marker): read file by file
+        with Writer(src / "r", filename_suffix=f".{k}") as w:
+            for i in range(k * 10, k * 10 + 10):
+                w.add_scalar("b", float(i), i)
+                w.add_scalar("a", -float(i), i)
+    res = export_dataset(str(src), ds)
+    assert res.parts_written == 1 and res.rows == {"scalars": 60}
+    t = _table(ds, "scalars").to_pydict()
+    assert t["tag"] == ["a"] * 30 + ["b"] * 30
+    assert t["step"] == list(range(30)) * 2
+    _check_scalars(str(src), ds)
+    (f, *_) = Reader(str(src)).files("r")  # the first file rewritten in place, same name
+    size = os.path.getsize(f)
+    with Writer(tmp_path / "tmp") as w:
+        w.add_scalar("a", 5.0, 99)
+    (other,) = Reader(str(tmp_path / "tmp")).files(".")
+    shutil.copyfile(other, f)
+    rep = export_dataset(str(src), ds)
+    print(f"\nrewritten ({size} -> {os.path.getsize(f)} B): {rep.runs_reexported}")
+    assert list(rep.runs_reexported.values()) == [f"file replaced: {os.path.basename(f)}"]
+    _check_scalars(str(src), ds)
+
+
+def test_second_export_at_once_refused(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    with Writer(src / "r") as w:
+        w.add_scalar("loss", 1.0, 0)
+    with store_mod.LocalStore(ds).locked():  # another export holds the dataset
+        with pytest.raises(BlockingIOError, match="another export"):
+            export_dataset(str(src), ds)
+    assert export_dataset(str(src), ds).rows == {"scalars": 1}
+    with pytest.raises(ValueError, match="tags"):
+        export_dataset(str(src), ds, tags=["loss"])  # another selection: a new directory
