@@ -195,7 +195,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .cli_dataset import cmd_export_dataset, wants_dataset
 
-    if wants_dataset(args.output):  # a directory: the incremental Parquet dataset
+    if wants_dataset(args.output, args.format):  # a directory: the Parquet dataset
         return cmd_export_dataset(args)
     check_target(args.output)  # before the reading: a target that must not be replaced
     fmt = args.format or FORMATS.get(os.path.splitext(args.output)[1].lower())
@@ -427,7 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
              "Write every scalar as a long table: run, tag, step, wall_time, value. The format "
              "comes from OUT's suffix (.csv, .jsonl, .parquet) unless --format is given; "
              "Parquet needs pyarrow. OUT is replaced only once it is complete. An OUT that "
-             "ends with '/' or is a directory gets a Hive-partitioned Parquet dataset of every "
+             "ends with '/' (or an existing directory with --format parquet) gets a "
+             "Hive-partitioned Parquet dataset of every "
              "kind (scalars, histograms, text, hparams, lineage, damage), brought up to date "
              "incrementally: only new or grown files are read on the next export.")
     sp.add_argument("-o", "--output", required=True, metavar="OUT", type=_nonempty,

@@ -14,11 +14,14 @@ from .remote.urls import is_url
 __all__ = ["wants_dataset", "cmd_export_dataset"]
 
 
-def wants_dataset(output: str) -> bool:
-    """OUT names a dataset: it ends with '/', or is an existing directory (or a URL
-    ending with '/')."""
-    return output != "-" and (output.endswith("/") or (not is_url(output)
-                                                      and os.path.isdir(output)))
+def wants_dataset(output: str, fmt: str | None) -> bool:
+    """OUT names a dataset: it ends with '/' (a directory or URL), or it is an existing
+    directory and ``--format parquet`` was given (without it, an existing directory
+    stays the error it always was: a file was meant)."""
+    if output == "-":
+        return False
+    return output.endswith("/") or (fmt == "parquet" and not is_url(output)
+                                    and os.path.isdir(output))
 
 
 def cmd_export_dataset(args: argparse.Namespace) -> int:

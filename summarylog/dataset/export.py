@@ -132,11 +132,10 @@ class _Export:
                     unit = read_unit(os.path.dirname(plan.files[0]), plan.run,
                                      purge=self.reader.purge, verify=self.reader.verify,
                                      tags=self.tags)
-                    for path in plan.files:
+                    for path in plan.files:  # the unit's tables go in with the first
                         files[os.path.basename(path)] = self._file(plan.run, path, unit, None,
-                                                                   out if path == plan.files[0]
-                                                                   else {}, damage)
-                        files[os.path.basename(path)].rows = {}
+                                                                   out, damage)
+                        files[os.path.basename(path)].rows = {}  # no per-file counts
                 else:
                     for path in plan.files:
                         unit = read_unit(path, plan.run, purge=self.reader.purge,

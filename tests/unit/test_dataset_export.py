@@ -357,7 +357,8 @@ def test_cli_export_dataset_and_single_file(tmp_path, capsys):
     out = capsys.readouterr().out
     print(out)
     assert "scalars 1" in out and "histograms 1" in out and "files read 1" in out
-    assert main(["export", str(src), "-o", str(tmp_path / "ds")]) == 0  # an existing dir
+    # an existing directory with --format parquet (without: "is a directory", as before)
+    assert main(["export", str(src), "-o", str(tmp_path / "ds"), "--format", "parquet"]) == 0
     assert "files read 0, skipped 1" in capsys.readouterr().out
     assert main(["export", str(src), "-o", str(tmp_path / "one.parquet")]) == 0
     assert pa.parquet.read_table(str(tmp_path / "one.parquet")).num_rows == 1
