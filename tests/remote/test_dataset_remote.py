@@ -79,3 +79,24 @@ def test_bad_destination_url(bad, tmp_path) -> None:
     os.makedirs(tmp_path / "logs")
     with pytest.raises((ValueError, TypeError)):
         export_dataset(str(tmp_path / "logs"), bad)
+
+
+def test_nothing_new_fetches_no_object_with_a_kept_mirror(s3, tmp_path) -> None:
+    from read_helpers import counted, requests
+
+    from summarylog.remote.read_options import MirrorOptions
+
+    opts = s3.storage_options()
+    fs = filesystem("s3://bkt", opts)[0]
+    local = str(tmp_path / "logs")
+    write_run(local, "a", steps=100, files=2)
+    upload(fs, local, "bkt/kept")
+    keep = MirrorOptions(cache_dir=str(tmp_path / "mirror"))
+    dest = str(tmp_path / "ds")
+    export_dataset("s3://bkt/kept", dest, storage_options=opts, remote_options=keep)
+    before = len(requests(s3))
+    again = export_dataset("s3://bkt/kept", dest, storage_options=opts, remote_options=keep)
+    lists, gets, _ = counted(s3, before)
+    print(f"\nsecond export over S3 with the mirror kept: {lists} listing, {gets} object GETs; "
+          f"{again.summary()}")
+    assert (again.files_read, again.parts_written, gets) == (0, 0, 0)
