@@ -429,3 +429,31 @@ def test_column_added_by_a_later_export_read_by_union_by_name(tmp_path):
                       f"hive_types={{'run_key': VARCHAR}}) order by run").fetchall()
     assert rows == [("r", None), ("r2", 4)]
     assert _table(ds, "scalars").column("rank").to_pylist() in ([None, 4], [4, None])
+
+
+def test_unreadable_run_listed_others_exported_then_retried(tmp_path, monkeypatch):
+    import errno
+
+    from summarylog.dataset import export as export_mod
+
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    for run in ("ok", "bad"):
+        with Writer(src / run) as w:
+            w.add_scalar("loss", 1.0, 0)
+    real = export_mod.read_unit
+
+    def failing(path, run, **kw):
+        if run == "bad":  # as a file that vanished or cannot be opened
+            raise OSError(errno.EIO, "Input/output error", path)
+        return real(path, run, **kw)
+
+    monkeypatch.setattr(export_mod, "read_unit", failing)
+    res = export_dataset(str(src), ds)
+    dmg = _table(ds, "damage").to_pylist()
+    print(f"\n{res.summary()}; errors {res.errors}")
+    assert list(res.errors) == ["bad"] and [d["kind"] for d in dmg] == ["unreadable"]
+    assert set(_scalars(ds)) == {("ok", "loss")}
+    monkeypatch.setattr(export_mod, "read_unit", real)
+    again = export_dataset(str(src), ds)  # tried again: now read
+    assert again.errors == {} and again.files_read == 1
+    _check_scalars(str(src), ds)
