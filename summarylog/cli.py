@@ -193,6 +193,10 @@ def cmd_cat(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .cli_dataset import cmd_export_dataset, wants_dataset
+
+    if wants_dataset(args.output, args.format):  # a directory: the Parquet dataset
+        return cmd_export_dataset(args)
     check_target(args.output)  # before the reading: a target that must not be replaced
     fmt = args.format or FORMATS.get(os.path.splitext(args.output)[1].lower())
     if fmt is None:
@@ -422,9 +426,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("export", cmd_export, "all scalars to CSV, JSON lines or Parquet",
              "Write every scalar as a long table: run, tag, step, wall_time, value. The format "
              "comes from OUT's suffix (.csv, .jsonl, .parquet) unless --format is given; "
-             "Parquet needs pyarrow. OUT is replaced only once it is complete.")
+             "Parquet needs pyarrow. OUT is replaced only once it is complete. An OUT that "
+             "ends with '/' (or an existing directory with --format parquet) gets a "
+             "Hive-partitioned Parquet dataset of every "
+             "kind (scalars, histograms, text, hparams, lineage, damage), brought up to date "
+             "incrementally: only new or grown files are read on the next export.")
     sp.add_argument("-o", "--output", required=True, metavar="OUT", type=_nonempty,
-                    help="output file ('-': stdout)")
+                    help="output file ('-': stdout), or dataset directory or URL (ending in '/')")
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), help="output format")
     sp.add_argument("--run", **runs)
     sp.add_argument("--tag", **tags)

@@ -1,0 +1,310 @@
+"""export_dataset: runs of event files (a local root or an fsspec URL) into the Parquet
+dataset of :mod:`.layout` (a local directory or an fsspec URL), incrementally.
+
+Each run is read and written by one task; tasks run side by side on ``threads``
+threads (the native decoder and pyarrow's encoder both release the GIL, so reading
+one run overlaps writing another).  Every part is complete when it appears (written
+under a temporary name and renamed, or one PUT); the state is written last, then the
+parts it no longer lists are removed.  A crash leaves the parts of the last committed
+export readable, plus parts of the crashed one, which the next export removes before
+it redoes what the state does not record: no duplicates, no loss."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Mapping
+
+from ..arrow_tables import damage_table, require_pyarrow
+from ..read_lineage import read_lineage
+from ..read_pool import thread_count
+from ..reader import Reader
+from ..remote.urls import check_dir_or_url, is_url
+from .collect import Unit, damage_rows, merged, read_unit
+from .layout import KEY_PREFIX, part_name, run_key
+from .plan import RunPlan, per_file_ok, plan_run
+from .state import DatasetState, FileState, RunState, file_identity
+from .store import Store, open_store
+
+__all__ = ["export_dataset", "ExportResult"]
+
+_FLOAT = "BYTE_STREAM_SPLIT"
+_ENCODINGS = {  # lossless: float64 values kept, split into byte streams before zstd
+    "scalars": {"step": "DELTA_BINARY_PACKED", "wall_time": _FLOAT, "value": _FLOAT},
+    "histograms": {"step": "DELTA_BINARY_PACKED", "wall_time": _FLOAT,
+                   **{s: _FLOAT for s in ("min", "max", "num", "sum", "sum_squares")}},
+    "text": {"step": "DELTA_BINARY_PACKED", "wall_time": _FLOAT},
+}
+_DICTIONARY = {"scalars": ["run", "tag"], "histograms": ["run", "tag"], "text": ["run", "tag"]}
+
+
+@dataclasses.dataclass
+class ExportResult:
+    """What one export did."""
+
+    export_id: int
+    rows: dict[str, int]  #: rows written per table
+    files_read: int  #: event and lineage files read (in part, for a grown one: whole)
+    files_skipped: int  #: files unchanged since the last export, not read
+    parts_written: int
+    damage_rows: int  #: rows added to the damage table
+    runs_new: list[str]
+    runs_appended: list[str]
+    runs_reexported: dict[str, str]  #: run -> why it was read again in full
+    parts_removed: int  #: superseded parts, and parts of an export that did not finish
+    errors: dict[str, str]  #: runs that could not be read (tried again next time)
+    seconds: float
+
+    def summary(self) -> str:
+        rows = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n) or "no rows"
+        return (f"export {self.export_id}: {rows}; files read {self.files_read}, "
+                f"skipped {self.files_skipped}; {self.parts_written} parts; "
+                f"damage {self.damage_rows}; {len(self.runs_reexported)} runs re-exported; "
+                f"{self.seconds:.2f} s")
+
+
+@dataclasses.dataclass
+class _Outcome:
+    run: str
+    state: RunState | None  #: None: keep the old state
+    rows: dict[str, int]
+    files_read: int
+    parts: list[str]
+    damage: int
+    error: str | None = None
+
+
+def _write(store: Store, table: str, keydir: str, name: str, tables: list[Any]) -> int:
+    pa = require_pyarrow()
+    import pyarrow.parquet as pq
+
+    t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    sink = pa.BufferOutputStream()
+    pq.write_table(t, sink, compression="zstd", use_dictionary=_DICTIONARY.get(table, True),
+                   column_encoding=_ENCODINGS.get(table), row_group_size=1 << 20)
+    store.write_part(table, keydir, name, sink.getvalue())
+    return t.num_rows
+
+
+class _Export:
+    def __init__(self, reader: Reader, store: Store, state: DatasetState, export_id: int,
+                 tags: list[str] | None) -> None:
+        self.reader, self.store, self.state = reader, store, state
+        self.export_id, self.tags = export_id, tags
+        self.failed = threading.Event()  # a run failed: the runs not started yet are not
+
+    def run(self, plan: RunPlan) -> _Outcome:
+        if self.failed.is_set():
+            raise RuntimeError("export stopped: an earlier run failed")
+        try:
+            return self._run(plan)
+        except BaseException:
+            self.failed.set()
+            raise
+
+    def _run(self, plan: RunPlan) -> _Outcome:
+        old = self.state.runs.get(plan.run)
+        key = old.key if old is not None else run_key(plan.run)
+        out: dict[str, dict[str, list[Any]]] = {}  # table -> tag -> pieces
+        damage: list[Any] = []
+        files: dict[str, FileState] = {}
+        whole = False
+        read = 0
+        try:
+            if plan.action == "append":
+                assert old is not None
+                files = dict(old.files)
+                units = ([(plan.grown, old.files[os.path.basename(plan.grown)])]
+                         if plan.grown else []) + [(p, None) for p in plan.new]
+                for path, before in units:
+                    unit = read_unit(path, plan.run, purge=self.reader.purge,
+                                     verify=self.reader.verify, tags=self.tags,
+                                     skip=before.rows if before else None)
+                    read += 1
+                    files[os.path.basename(path)] = self._file(plan.run, path, unit, before,
+                                                               out, damage)
+            else:
+                whole = not per_file_ok(plan.files)
+                if whole and plan.files:
+                    unit = read_unit(os.path.dirname(plan.files[0]), plan.run,
+                                     purge=self.reader.purge, verify=self.reader.verify,
+                                     tags=self.tags)
+                    for path in plan.files:  # the unit's tables go in with the first
+                        files[os.path.basename(path)] = self._file(plan.run, path, unit, None,
+                                                                   out, damage)
+                        files[os.path.basename(path)].rows = {}  # no per-file counts
+                else:
+                    for path in plan.files:
+                        unit = read_unit(path, plan.run, purge=self.reader.purge,
+                                         verify=self.reader.verify, tags=self.tags)
+                        files[os.path.basename(path)] = self._file(plan.run, path, unit, None,
+                                                                   out, damage)
+                read += len(plan.files)
+                if plan.lineage:
+                    read += len(plan.lineage)
+                    self._lineage(plan, files, out, damage)
+        except OSError as exc:  # this run only; tried again at the next export
+            damage = [(plan.run, self.reader.name(exc.filename) if isinstance(exc.filename, str)
+                       else "", None, None, "unreadable", str(exc))]
+            parts = self._write_all(key, {"damage": [damage_table(damage)]})
+            kept = old or RunState(key)
+            return _Outcome(plan.run, dataclasses.replace(kept, parts=kept.parts + parts),
+                            {"damage": 1}, read, parts, 1, str(exc))
+        tables = {t: merged(by_tag) for t, by_tag in out.items()}
+        if damage:
+            tables["damage"] = [damage_table(damage)]
+        rows = {t: n for t, ts in tables.items() if (n := sum(x.num_rows for x in ts))}
+        parts = self._write_all(key, tables)
+        base = old.parts if plan.action == "append" and old is not None else []
+        return _Outcome(plan.run, RunState(key, files, whole, base + parts), rows, read, parts,
+                        len(damage))
+
+    def _file(self, run: str, path: str, unit: Unit, before: FileState | None,
+              out: dict[str, dict[str, list[Any]]], damage: list[Any]) -> FileState:
+        """Add a unit's tables to ``out`` (its damage for ``path`` to ``damage``) and
+        return what to remember of ``path``."""
+        for table, pairs in unit.tables.items():
+            for tag, t in pairs:
+                out.setdefault(table, {}).setdefault(tag, []).append(t)
+        unit.tables = {}  # added once, whatever the number of files of a whole read
+        rep = unit.reports.get(path)
+        size = rep.size if rep is not None and rep.size is not None else os.path.getsize(path)
+        consumed = rep.tail.offset if rep is not None and rep.tail is not None else size
+        rows, bad = damage_rows(run, self.reader.name(path), rep, before.consumed if before
+                                else 0, before.bad if before else None) if rep else ([], {})
+        damage.extend(rows)
+        head, mark = file_identity(path, size)
+        return FileState(size, min(consumed, size), head, mark, unit.rows, bad)
+
+    def _lineage(self, plan: RunPlan, files: dict[str, FileState],
+                 out: dict[str, dict[str, list[Any]]], damage: list[Any]) -> None:
+        from ..arrow_tables import lineage_table
+
+        reports: dict[str, Any] = {}
+        row = read_lineage(plan.run, plan.lineage, self.reader.verify, reports)
+        out.setdefault("lineage", {})[""] = [lineage_table(plan.run, row)]
+        for path in plan.lineage:
+            rep = reports[path]
+            rows, bad = damage_rows(plan.run, self.reader.name(path), rep)
+            damage.extend(rows)
+            head, mark = file_identity(path, rep.size or 0)
+            files[os.path.basename(path)] = FileState(rep.size or 0, rep.size or 0, head, mark,
+                                                      {}, bad)
+
+    def _write_all(self, key: str, out: dict[str, list[Any]]) -> list[str]:
+        parts = []
+        keydir = KEY_PREFIX + key
+        for table, ts in out.items():
+            if ts and sum(t.num_rows for t in ts):
+                name = part_name(self.export_id, 0)
+                _write(self.store, table, keydir, name, [t for t in ts if t.num_rows])
+                parts.append(f"{table}/{keydir}/{name}")
+        return parts
+
+
+def export_dataset(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
+                   runs: list[str] | None = None, tags: list[str] | None = None,
+                   storage_options: Mapping[str, Any] | None = None,
+                   dest_storage_options: Mapping[str, Any] | None = None,
+                   remote_options: Any = None, threads: int | None = None,
+                   purge: bool = True, verify: bool = True) -> ExportResult:
+    """Export the runs under ``src`` (a local root or an fsspec URL) into the Parquet
+    dataset ``dest`` (a local directory or an fsspec URL), or bring it up to date.
+
+    Args:
+      runs: only these runs (default: all); the others' parts stay as they are.
+      tags: only tags matching one of these fnmatch patterns (default: all); a dataset
+        keeps the selection it was first exported with (ValueError for another).
+      storage_options: the source URL's filesystem options; ``dest_storage_options``
+        the destination's (default: the same).
+      remote_options, purge, verify: as :class:`summarylog.Reader`'s.
+      threads: runs read and written side by side (default: min(CPUs, 8)).
+
+    Returns an :class:`ExportResult`.  Raises TypeError/ValueError for bad arguments,
+    FileNotFoundError for a missing ``src``, OSError when ``dest`` cannot be written
+    (a symlink planted inside it is refused, never followed)."""
+    t0 = time.perf_counter()
+    src = check_dir_or_url("src", src)
+    dest = check_dir_or_url("dest", dest)
+    if runs is not None and (isinstance(runs, str) or not all(isinstance(r, str) for r in runs)):
+        raise TypeError("runs must be a list of run names or None")
+    if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
+        raise TypeError("tags must be a list of fnmatch patterns or None")
+    nthreads = thread_count(threads)
+    store = open_store(dest, dest_storage_options if dest_storage_options is not None
+                       else storage_options if is_url(dest) else None)
+    with store.locked():
+        return _export(store, src, runs, tags, storage_options, remote_options, nthreads,
+                       purge, verify, t0)
+
+
+def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | None,
+            storage_options: Mapping[str, Any] | None, remote_options: Any, nthreads: int,
+            purge: bool, verify: bool, t0: float) -> ExportResult:
+    state = DatasetState.from_bytes(store.read_state())
+    removed = 0
+    live = state.live_parts()
+    for table, keydir, name in list(store.parts()):  # an unfinished export's leftovers
+        if f"{table}/{keydir}/{name}" not in live:
+            store.delete(table, keydir, name)
+            removed += 1
+    export_id = state.next_export
+    with Reader(src, purge=purge, verify=verify, threads=1,
+                storage_options=storage_options if is_url(src) else None,
+                remote_options=remote_options) as reader:
+        wanted = reader.runs() if runs is None else [r for r in runs]
+        unknown = [r for r in wanted if r not in reader.runs()]
+        if unknown:
+            raise KeyError(f"no run {unknown[0]!r} under {src!r}")
+        _check_tags(state, tags)
+        plans = [plan_run(r, reader.files(r), reader.lineage_files(r), state.runs.get(r))
+                 for r in wanted]
+        todo = [p for p in plans if p.action != "skip"]
+        skipped = sum(len(p.files) + len(p.lineage) for p in plans if p.action == "skip") + sum(
+            len(p.files) + len(p.lineage) - len(p.new) - (p.grown is not None)
+            for p in plans if p.action == "append")
+        job = _Export(reader, store, state, export_id, tags)
+        with ThreadPoolExecutor(max(1, min(nthreads, len(todo) or 1)),
+                                thread_name_prefix="summarylog-export") as ex:
+            futures = [ex.submit(job.run, p) for p in todo]
+            try:
+                outcomes = [f.result() for f in futures]
+            except BaseException:  # no more runs once one failed: the state stays as it was
+                ex.shutdown(wait=True, cancel_futures=True)
+                raise
+    superseded: list[str] = []
+    for plan, o in zip(todo, outcomes):
+        old = state.runs.get(plan.run)
+        if o.state is not None:
+            if old is not None and o.error is None and plan.action == "full":
+                superseded += old.parts
+            state.runs[plan.run] = o.state
+    written = sum(len(o.parts) for o in outcomes)
+    if written or todo:
+        state.next_export = export_id + 1
+        state.tags = sorted(tags) if tags is not None else None
+        store.write_state(state.to_bytes())
+    for p in superseded:  # after the state: a crash before leaves them listed, still live
+        table, keydir, name = p.split("/", 2)
+        store.delete(table, keydir, name)
+        removed += 1
+    rows: dict[str, int] = {}
+    for o in outcomes:
+        for t, n in o.rows.items():
+            rows[t] = rows.get(t, 0) + n
+    return ExportResult(
+        export_id, rows, sum(o.files_read for o in outcomes), skipped, written,
+        sum(o.damage for o in outcomes),
+        [p.run for p in todo if p.action == "full" and not p.why],
+        [p.run for p in todo if p.action == "append"],
+        {p.run: p.why for p in todo if p.action == "full" and p.why}, removed,
+        {o.run: o.error for o in outcomes if o.error}, time.perf_counter() - t0)
+
+
+def _check_tags(state: DatasetState, tags: list[str] | None) -> None:
+    if state.runs and state.tags != (sorted(tags) if tags is not None else None):
+        raise ValueError(f"the dataset was exported with tags={state.tags!r}: export "
+                         f"tags={tags!r} into a new directory")

@@ -1,0 +1,459 @@
+"""The Parquet dataset export (summarylog.dataset): every table round-trips the Reader's
+values exactly, incrementally (nothing new: nothing read; a grown file: only its new
+rows; a replaced file: its run again), damage listed, hostile run names kept exact and
+nothing written outside the dataset, a planted symlink refused, a crash between parts
+leaving neither duplicates nor loss; read back with DuckDB and pyarrow.dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+
+from summarylog import Reader, SummaryRecord, Writer
+from summarylog.dataset import TABLES, export_dataset, run_key, table_glob
+from summarylog.dataset import store as store_mod
+
+pa = require_module("pyarrow")
+pds = require_module("pyarrow.dataset")
+duckdb = require_module("duckdb")
+
+
+def _table(ds, table: str):
+    """Every part of ``table`` (union of their schemas), run_key a string."""
+    base = os.path.join(ds, table)
+    if not os.path.isdir(base):
+        return None
+    part = pds.partitioning(pa.schema([("run_key", pa.string())]), flavor="hive")
+    d = pds.dataset(base, format="parquet", partitioning=part)
+    schema = pa.unify_schemas([pds.dataset(f, format="parquet").schema for f in d.files]
+                              + [pa.schema([("run_key", pa.string())])])
+    return pds.dataset(base, format="parquet", partitioning=part, schema=schema).to_table()
+
+
+def _scalars(ds) -> dict:
+    """(run, tag) -> (step, wall_time, value) from the dataset, in stored order."""
+    t = _table(ds, "scalars")
+    out: dict = {}
+    if t is None:
+        return out
+    d = t.to_pydict()
+    for run, tag, s, w, v in zip(d["run"], d["tag"], d["step"], d["wall_time"], d["value"]):
+        out.setdefault((run, tag), ([], [], []))
+        for lst, x in zip(out[(run, tag)], (s, w, v)):
+            lst.append(x)
+    return out
+
+
+def _utf8(s: str) -> str:
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _check_scalars(src, ds) -> int:
+    """The dataset's scalars are the Reader's, exactly (each tag sorted by step)."""
+    got = _scalars(ds)
+    want = {}
+    r = Reader(src)
+    for run in r.runs():
+        for tag in r.scalar_tags(run):
+            s = r.scalars(run, tag)
+            o = np.argsort(s.step, kind="stable")
+            want[(_utf8(run), _utf8(tag))] = (s.step[o].tolist(), s.wall_time[o].tolist(),
+                                              s.value[o].tolist())
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k][0] == want[k][0], k
+        np.testing.assert_array_equal(got[k][1], want[k][1])
+        np.testing.assert_array_equal(got[k][2], want[k][2])  # NaN == NaN here
+    return sum(len(v[0]) for v in want.values())
+
+
+def _write_full(root) -> None:
+    """Runs of every kind: scalars, histograms, text, hparams; a MindSpore run with lineage."""
+    rng = np.random.default_rng(0)
+    with Writer(root / "a") as w:
+        for i in range(300):
+            w.add_scalar("loss", float(rng.normal()), i)
+            w.add_scalar("acc", float(i) / 300, i)
+        w.add_scalar("odd", float("nan"), 0)
+        for i in range(0, 300, 30):
+            w.add_histogram("weights", rng.normal(size=100), i)
+            w.add_text("note", f"step {i} ünï", i)
+        w.add_hparams({"lr": 0.1, "opt": "adam", "deep": True}, {"acc": 0.9}, step=300)
+    with Writer(root / "b") as w:
+        for i in range(50, 0, -1):  # steps written backwards: sorted in the dataset
+            w.add_scalar("loss", float(i), i)
+    with SummaryRecord(root / "ms") as rec:
+        rec.add_value("scalar", "loss", 0.5)
+        rec.add_value("train_lineage", "x", {
+            "hyper_parameters": {"optimizer": "Momentum", "learning_rate": 0.1, "epoch": 3},
+            "train_dataset": {"train_dataset_path": "/data/train", "train_dataset_size": 600},
+            "algorithm": {"network": "LeNet5", "loss": 0.25}})
+        rec.add_value("custom_lineage_data", "x", {"team": "blue", "seed": 7})
+        rec.record(1)
+
+
+def test_round_trip_every_table(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    _write_full(src)
+    res = export_dataset(str(src), ds)
+    print(f"\n{res.summary()}")
+    n = _check_scalars(str(src), ds)
+    assert res.rows["scalars"] == n
+    r = Reader(str(src))
+    h = _table(ds, "histograms").to_pydict()
+    want = r.histograms("a", "weights")
+    assert h["step"] == want.step.tolist() and set(h["run"]) == {"a"}
+    np.testing.assert_array_equal(h["sum"], want.stat("sum"))
+    np.testing.assert_array_equal(h["nan_count"], want.stat("nan_count"))
+    for got_l, got_c, lim, cnt in zip(h["limits"], h["counts"], want.limits(), want.counts()):
+        assert got_l == lim.tolist() and got_c == cnt.tolist()
+    t = _table(ds, "text").to_pydict()
+    want_text = [(e.step, e.value) for e in r.events("a", tags=["note"]) if e.kind == "text"]
+    assert list(zip(t["step"], t["text"])) == want_text
+    hp = {(row["name"], row["kind"]): (row["value_str"], row["value_num"])
+          for row in _table(ds, "hparams").to_pylist()}
+    assert hp[("lr", "hparam")] == (None, 0.1) and hp[("opt", "hparam")] == ("adam", None)
+    assert hp[("deep", "hparam")] == ("true", 1.0)
+    lin = {row["key"]: json.loads(row["value"]) for row in _table(ds, "lineage").to_pylist()}
+    (want_lin,) = r.lineage()
+    assert lin["learning_rate"] == want_lin["learning_rate"] == 0.1
+    assert lin == {k: json.loads(json.dumps(v)) for k, v in want_lin.items() if k != "run"}
+    assert _table(ds, "damage") is None  # nothing damaged: no table
+    # what each engine sees: the same rows, through the layout's globs
+    con = duckdb.connect()
+    q = (f"select run, tag, count(*) n, max(step) m from read_parquet('{table_glob(ds, 'scalars')}',"
+         f" hive_partitioning=true, union_by_name=true, hive_types={{'run_key': VARCHAR}}) "
+         f"group by all order by all")
+    rows = con.sql(q).fetchall()
+    assert ("a", "loss", 300, 299) in rows and ("b", "loss", 50, 50) in rows
+    assert sum(x[2] for x in rows) == n
+    keys = con.sql(f"select distinct run_key, typeof(run_key) from read_parquet("
+                   f"'{table_glob(ds, 'scalars')}', hive_partitioning=true, "
+                   f"hive_types={{'run_key': VARCHAR}})").fetchall()
+    assert {k for k, _ in keys} == {run_key(x) for x in ("a", "b", "ms")}
+    assert {t for _, t in keys} == {"VARCHAR"}
+    events = sum(os.path.getsize(p) for p in Reader(str(src)).files("a"))
+    parquet = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(ds) for f in fs
+                  if f.endswith(".parquet") and os.sep + "run_key=" + run_key("a") in d)
+    print(f"run a (every kind): event files {events} B, its parts {parquet} B "
+          f"({events / parquet:.1f}x)")
+
+
+def test_size_ratio_one_value_per_event(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    rng = np.random.default_rng(1)
+    with Writer(src / "r") as w:
+        x = 0.0
+        for i in range(20000):
+            for tag in ("loss", "acc", "lr", "grad"):
+                x += float(np.float32(rng.normal()))
+                w.add_scalar(tag, x, i)
+    export_dataset(str(src), ds)
+    ev = sum(os.path.getsize(p) for p in Reader(str(src)).files("r"))
+    pq_bytes = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(ds)
+                   for f in fs if f.endswith(".parquet"))
+    print(f"\n80 000 scalars, one value per event: event file {ev} B, parquet {pq_bytes} B, "
+          f"{ev / pq_bytes:.1f}x smaller")
+    assert ev / pq_bytes > 4  # the goal (8x) is measured at size by the bench
+    _check_scalars(str(src), ds)
+
+
+def test_incremental_nothing_new_grown_new_run_replaced(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    w = Writer(src / "live")
+    for i in range(100):
+        w.add_scalar("loss", float(i), i)
+    w.add_text("t", "first", 0)
+    w.flush()
+    first = export_dataset(str(src), ds)
+    assert first.rows["scalars"] == 100 and first.files_read == 1
+    again = export_dataset(str(src), ds)
+    print(f"\nnothing new: {again.summary()}")
+    assert (again.files_read, again.parts_written, again.files_skipped) == (0, 0, 1)
+
+    for i in range(100, 130):  # the same file grows
+        w.add_scalar("loss", float(i), i)
+    w.add_text("t", "second", 1)
+    w.flush()
+    grown = export_dataset(str(src), ds)
+    print(f"grown: {grown.summary()}")
+    assert grown.runs_appended == ["live"] and grown.rows == {"scalars": 30, "text": 1}
+    _check_scalars(str(src), ds)
+    assert _table(ds, "text").to_pydict()["text"] == ["first", "second"]
+
+    with Writer(src / "other") as w2:  # a new run: its parts only
+        w2.add_scalar("loss", 1.0, 0)
+    new = export_dataset(str(src), ds)
+    assert new.runs_new == ["other"] and new.files_skipped == 1 and new.files_read == 1
+    w.close()
+    closed = export_dataset(str(src), ds)  # close() may add bytes: only those read
+    assert closed.runs_reexported == {}
+    _check_scalars(str(src), ds)
+
+    (f,) = Reader(str(src)).files("other")  # replaced by a shorter file of other values
+    os.remove(f)
+    with Writer(src / "other", filename_suffix=".v2") as w3:
+        w3.add_scalar("loss", 7.0, 3)
+    rep = export_dataset(str(src), ds)
+    print(f"replaced: {rep.summary()} {rep.runs_reexported}")
+    assert list(rep.runs_reexported) == ["other"] and rep.parts_removed >= 1
+    _check_scalars(str(src), ds)
+    assert _scalars(ds)[("other", "loss")][2] == [7.0]
+
+
+def test_resume_marker_in_new_file_reexports_the_run(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    with Writer(src / "r") as w:
+        for i in range(10):
+            w.add_scalar("loss", float(i), i)
+    export_dataset(str(src), ds)
+    with Writer(src / "r", purge_step=5, filename_suffix=".resumed") as w:  # a restart at 5
+        for i in range(5, 8):
+            w.add_scalar("loss", 100.0 + i, i)
+    res = export_dataset(str(src), ds)
+    print(f"\nrestart with purge_step=5: {res.summary()} {res.runs_reexported}")
+    assert "r" in res.runs_reexported
+    _check_scalars(str(src), ds)  # the purged points are gone from the dataset too
+    assert _scalars(ds)[("r", "loss")][0] == [0, 1, 2, 3, 4, 5, 6, 7]
+
+
+def test_damaged_file_listed_and_prefix_exported(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    with Writer(src / "r") as w:
+        for i in range(400):
+            w.add_scalar("loss", float(i), i)
+    (f,) = Reader(str(src)).files("r")
+    with open(f, "r+b") as fh:
+        fh.seek(os.path.getsize(f) // 2)
+        fh.write(b"\xa5" * 40)
+    res = export_dataset(str(src), ds)
+    dmg = _table(ds, "damage").to_pylist()
+    print(f"\n{res.summary()}; damage rows {dmg}")
+    assert res.damage_rows == len(dmg) >= 1
+    assert all(d["run"] == "r" and d["file"] == f for d in dmg)
+    rep = Reader(str(src)).damage("r")[f]
+    assert [(d["offset"], d["length"], d["kind"]) for d in dmg if d["offset"] is not None] == \
+        [(d.offset, d.length, d.kind) for d in rep.damage]
+    n = _check_scalars(str(src), ds)
+    assert 0 < n < 400  # the values around the damage are lost, the rest exported
+    assert export_dataset(str(src), ds).damage_rows == 0  # listed once, not at every export
+
+
+def test_tag_that_changes_kind_between_runs(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    with Writer(src / "s") as w:
+        w.add_scalar("x", 1.0, 0)
+    with Writer(src / "h") as w:
+        w.add_histogram("x", np.arange(10.0), 0)
+    with Writer(src / "t") as w:
+        w.add_text("x", "words", 0)
+    res = export_dataset(str(src), ds)
+    assert res.rows == {"scalars": 1, "histograms": 1, "text": 1}
+    assert _table(ds, "scalars").to_pydict()["run"] == ["s"]
+    assert _table(ds, "histograms").to_pydict()["run"] == ["h"]
+    assert _table(ds, "text").to_pydict()["run"] == ["t"]
+
+
+HOSTILE = ["a/b", "x=1", "ünï/日本", "...", "run_key=evil", "sp ace%2F", "L" * 200 + "/" + "L" * 100]
+
+
+def test_hostile_run_names_exact_and_nothing_outside(tmp_path):
+    src, ds = tmp_path / "logs", tmp_path / "ds"
+    names = list(HOSTILE)
+    for name in names:
+        with Writer(src / name) as w:
+            w.add_scalar("loss", float(len(name)), 1)
+    raw = os.fsencode(str(src)) + b"/bad\xff\xfename"
+    with Writer(os.fsdecode(raw)) as w:
+        w.add_scalar("loss", 2.0, 1)
+    names.append(os.fsdecode(b"bad\xff\xfename"))
+    before = {os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs}
+    export_dataset(str(src), str(ds))
+    after = {os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs}
+    assert all(p.startswith(str(ds) + os.sep) for p in after - before)
+    got = _scalars(str(ds))
+    assert set(got) == {(_utf8(n), "loss") for n in names}
+    for n in names:
+        assert len(run_key(n).encode()) <= 73
+        assert os.path.isdir(ds / "scalars" / f"run_key={run_key(n)}")
+    assert got[("a/b", "loss")][2] == [3.0]
+    # the key alone: never a path, never "." or "..", distinct for distinct names
+    weird = ["../../x", "", ".", "..", "a/b", "A", "a", "x" * 300, "\udcff", "/"]
+    keys = [run_key(n) for n in weird]
+    assert len(set(keys)) == len(weird)
+    assert all("/" not in k and k not in (".", "..") and len(k.encode()) <= 73 for k in keys)
+    print(f"\nkeys: {keys[:4]} ... {keys[-1]}")
+
+
+def test_planted_symlink_in_dataset_refused(tmp_path):
+    src, ds, outside = tmp_path / "logs", tmp_path / "ds", tmp_path / "outside"
+    with Writer(src / "r") as w:
+        w.add_scalar("loss", 1.0, 0)
+    outside.mkdir()
+    ds.mkdir()
+    os.symlink(outside, ds / "scalars")
+    with pytest.raises(OSError):
+        export_dataset(str(src), str(ds))
+    assert os.listdir(outside) == []
+    os.remove(ds / "scalars")
+    (ds / "scalars").mkdir()
+    os.symlink(outside, ds / "scalars" / f"run_key={run_key('r')}")
+    with pytest.raises(OSError):
+        export_dataset(str(src), str(ds))
+    assert os.listdir(outside) == []
+    os.remove(ds / "scalars" / f"run_key={run_key('r')}")
+    shutil.rmtree(ds / "_summarylog")
+    os.symlink(outside, ds / "_summarylog")
+    with pytest.raises(OSError):
+        export_dataset(str(src), str(ds))
+    assert os.listdir(outside) == []
+
+
+def test_crash_between_parts_then_export_again(tmp_path, monkeypatch):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    for k in range(6):
+        with Writer(src / f"r{k}") as w:
+            for i in range(50):
+                w.add_scalar("loss", float(i * k), i)
+            w.add_text("t", "x", 0)
+    export_dataset(str(src), ds, runs=["r0"])
+    real = store_mod.LocalStore.write_part
+    calls = []
+
+    def crashing(self, *a):
+        calls.append(a)
+        if len(calls) == 5:
+            raise RuntimeError("injected crash")
+        return real(self, *a)
+
+    monkeypatch.setattr(store_mod.LocalStore, "write_part", crashing)
+    with pytest.raises(RuntimeError, match="injected"):
+        export_dataset(str(src), ds, threads=1)
+    left = [f for _, _, fs in os.walk(ds) for f in fs if f.endswith(".parquet")]
+    print(f"\nafter the crash: {len(left)} parts on disk (2 committed)")
+    monkeypatch.setattr(store_mod.LocalStore, "write_part", real)
+    res = export_dataset(str(src), ds)
+    print(f"again: {res.summary()}, {res.parts_removed} leftover parts removed")
+    assert res.parts_removed >= 2
+    _check_scalars(str(src), ds)
+    assert len(_table(ds, "text")) == 6
+    assert not [f for _, _, fs in os.walk(ds) for f in fs if f.endswith(".tmp")]
+
+
+def test_cli_export_dataset_and_single_file(tmp_path, capsys):
+    from summarylog.cli import main
+
+    src = tmp_path / "logs"
+    with Writer(src / "r") as w:
+        w.add_scalar("loss", 1.0, 0)
+        w.add_histogram("h", np.arange(5.0), 0)
+    assert main(["export", str(src), "-o", str(tmp_path / "ds") + "/", "--format", "parquet"]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    assert "scalars 1" in out and "histograms 1" in out and "files read 1" in out
+    # an existing directory with --format parquet (without: "is a directory", as before)
+    assert main(["export", str(src), "-o", str(tmp_path / "ds"), "--format", "parquet"]) == 0
+    assert "files read 0, skipped 1" in capsys.readouterr().out
+    assert main(["export", str(src), "-o", str(tmp_path / "one.parquet")]) == 0
+    assert pa.parquet.read_table(str(tmp_path / "one.parquet")).num_rows == 1
+    assert main(["export", str(src), "-o", str(tmp_path / "ds2") + "/", "--format", "csv"]) == 2
+
+
+def test_layout_names():
+    assert TABLES == ("scalars", "histograms", "text", "hparams", "lineage", "damage")
+    assert table_glob("s3://b/ds/", "text") == "s3://b/ds/text/run_key=*/*.parquet"
+    with pytest.raises(ValueError):
+        table_glob("x", "images")
+    assert run_key("a") == "a-86f7e437faa5"
+
+
+def test_run_of_several_files_one_part_sorted_by_tag_then_step(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    for k in range(3):  # three files of one run (no restart marker): read file by file
+        with Writer(src / "r", filename_suffix=f".{k}") as w:
+            for i in range(k * 10, k * 10 + 10):
+                w.add_scalar("b", float(i), i)
+                w.add_scalar("a", -float(i), i)
+    res = export_dataset(str(src), ds)
+    assert res.parts_written == 1 and res.rows == {"scalars": 60}
+    t = _table(ds, "scalars").to_pydict()
+    assert t["tag"] == ["a"] * 30 + ["b"] * 30
+    assert t["step"] == list(range(30)) * 2
+    _check_scalars(str(src), ds)
+    (f, *_) = Reader(str(src)).files("r")  # the first file rewritten in place, same name
+    size = os.path.getsize(f)
+    with Writer(tmp_path / "tmp") as w:
+        w.add_scalar("a", 5.0, 99)
+    (other,) = Reader(str(tmp_path / "tmp")).files(".")
+    shutil.copyfile(other, f)
+    rep = export_dataset(str(src), ds)
+    print(f"\nrewritten ({size} -> {os.path.getsize(f)} B): {rep.runs_reexported}")
+    assert list(rep.runs_reexported.values()) == [f"file replaced: {os.path.basename(f)}"]
+    _check_scalars(str(src), ds)
+
+
+def test_second_export_at_once_refused(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    with Writer(src / "r") as w:
+        w.add_scalar("loss", 1.0, 0)
+    with store_mod.LocalStore(ds).locked():  # another export holds the dataset
+        with pytest.raises(BlockingIOError, match="another export"):
+            export_dataset(str(src), ds)
+    assert export_dataset(str(src), ds).rows == {"scalars": 1}
+    with pytest.raises(ValueError, match="tags"):
+        export_dataset(str(src), ds, tags=["loss"])  # another selection: a new directory
+
+
+def test_column_added_by_a_later_export_read_by_union_by_name(tmp_path):
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    with Writer(src / "r") as w:
+        w.add_scalar("loss", 1.0, 0)
+    export_dataset(str(src), ds)
+    # a part as a later version might write it: one more column
+    later = pa.table({"run": ["r2"], "tag": ["loss"], "step": [1], "wall_time": [2.0],
+                      "value": [3.0], "rank": [4]})
+    from summarylog.arrow_tables import scalar_schema
+
+    later = later.cast(scalar_schema().append(pa.field("rank", pa.int64())))
+    os.makedirs(os.path.join(ds, "scalars", f"run_key={run_key('r2')}"))
+    pa.parquet.write_table(later, os.path.join(ds, "scalars", f"run_key={run_key('r2')}",
+                                               "part-000009-0.parquet"))
+    rows = duckdb.sql(f"select run, rank from read_parquet('{table_glob(ds, 'scalars')}', "
+                      f"hive_partitioning=true, union_by_name=true, "
+                      f"hive_types={{'run_key': VARCHAR}}) order by run").fetchall()
+    assert rows == [("r", None), ("r2", 4)]
+    assert _table(ds, "scalars").column("rank").to_pylist() in ([None, 4], [4, None])
+
+
+def test_unreadable_run_listed_others_exported_then_retried(tmp_path, monkeypatch):
+    import errno
+
+    from summarylog.dataset import export as export_mod
+
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    for run in ("ok", "bad"):
+        with Writer(src / run) as w:
+            w.add_scalar("loss", 1.0, 0)
+    real = export_mod.read_unit
+
+    def failing(path, run, **kw):
+        if run == "bad":  # as a file that vanished or cannot be opened
+            raise OSError(errno.EIO, "Input/output error", path)
+        return real(path, run, **kw)
+
+    monkeypatch.setattr(export_mod, "read_unit", failing)
+    res = export_dataset(str(src), ds)
+    dmg = _table(ds, "damage").to_pylist()
+    print(f"\n{res.summary()}; errors {res.errors}")
+    assert list(res.errors) == ["bad"] and [d["kind"] for d in dmg] == ["unreadable"]
+    assert set(_scalars(ds)) == {("ok", "loss")}
+    monkeypatch.setattr(export_mod, "read_unit", real)
+    again = export_dataset(str(src), ds)  # tried again: now read
+    assert again.errors == {} and again.files_read == 1
+    _check_scalars(str(src), ds)
