@@ -35,7 +35,7 @@ from ..discovery import is_event_file, is_lineage_file
 from .fetch import Fetcher, Range, RangeQueue
 from .read_options import MirrorOptions, PollStats
 from .names import is_hidden, split_name, tail_segment
-from .urls import filesystem, redact
+from .urls import filesystem, for_reading, redact
 
 __all__ = ["MirrorOptions", "Mirror", "PollStats"]
 
@@ -47,7 +47,7 @@ class Mirror:
         self.url = url.rstrip("/")
         self.options = MirrorOptions.of(options)
         self._lock_fd: int | None = None  # a shared cache's: one poll at a time
-        self.fs, self.root = filesystem(url, storage_options)
+        self.fs, self.root = filesystem(url, for_reading(url, storage_options))
         self.local_root = self._cache_dir()
         self._fetch = Fetcher(self.fs, timeout=self.options.timeout,
                               concurrency=self.options.concurrency,

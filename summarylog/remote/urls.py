@@ -11,7 +11,8 @@ import os
 import re
 from typing import Any, Mapping
 
-__all__ = ["is_url", "check_dir_or_url", "filesystem", "redact", "RemoteUnavailable"]
+__all__ = ["is_url", "check_dir_or_url", "filesystem", "for_reading", "redact",
+           "RemoteUnavailable"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -46,6 +47,19 @@ def check_dir_or_url(name: str, path: Any) -> str:
         if not rest:
             raise ValueError(f"{name} {redact(path)!r} names no bucket or directory")
     return path
+
+
+def for_reading(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``storage_options`` for reading event files at ``url``: on S3, botocore's own
+    checksum of each response is left off unless asked for, since every record carries
+    a CRC32C the Reader checks: botocore would checksum every fetched byte a second time."""
+    if url.split("://", 1)[0].lower() not in ("s3", "s3a"):
+        return None if storage_options is None else dict(storage_options)
+    opts = dict(storage_options or {})
+    config = dict(opts.get("config_kwargs") or {})
+    config.setdefault("response_checksum_validation", "when_required")
+    opts["config_kwargs"] = config
+    return opts
 
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:

@@ -370,3 +370,20 @@ def _put_run(fs, path, part) -> None:
         (name,) = os.listdir(d)
         with open(os.path.join(d, name), "rb") as f:
             fs.pipe_file(path, f.read())
+
+
+def test_s3_reads_leave_checksums_to_the_records_crc32c() -> None:
+    """botocore's response checksum is off for reads unless the user asks for it: every
+    record's CRC32C is checked by the Reader already."""
+    from summarylog.remote.urls import for_reading
+
+    assert for_reading("s3://b/p", None) == {
+        "config_kwargs": {"response_checksum_validation": "when_required"}}
+    given = {"key": "k", "config_kwargs": {"response_checksum_validation": "when_supported",
+                                           "retries": {"max_attempts": 2}}}
+    assert for_reading("S3://b", given) == given and given["key"] == "k"
+    plain = {"endpoint_url": "http://x"}
+    out = for_reading("s3a://b", plain)
+    assert out["config_kwargs"] == {"response_checksum_validation": "when_required"}
+    assert plain == {"endpoint_url": "http://x"}  # the caller's mapping is not changed
+    assert for_reading("gs://b", None) is None and for_reading("gs://b", plain) == plain
