@@ -32,12 +32,14 @@ def _layout() -> Any:
 
 
 def is_dataset(path: str) -> bool:
-    """Whether ``path`` is an exported dataset: its state file, or a table directory."""
+    """Whether ``path`` is an exported dataset: its state file, or Parquet parts in the
+    layout (a root of runs with a run named ``scalars`` is not one)."""
     if not os.path.isdir(path):
         return False
     if os.path.isfile(os.path.join(path, "_summarylog", "state.json")):
         return True
-    return any(os.path.isdir(os.path.join(path, t)) for t in _layout().TABLES)
+    layout = _layout()
+    return any(glob.glob(layout.table_glob(path, t)) for t in layout.TABLES)
 
 
 def _check(sql: Any, source: Any, output: Any, threads: Any, memory_limit: Any) -> str:

@@ -17,12 +17,14 @@ Needs ``pip install 'summarylog[ray]'``; ``import summarylog`` never imports Ray
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any, Mapping, Sequence
 
 __all__ = ["read_events", "DamageLog"]
 
 KINDS = ("scalars",)  #: what read_events reads so far
+_TASK_BYTES = 128 << 20  # event-file bytes a read task takes on before another is added
 
 
 def _ray() -> Any:
@@ -78,6 +80,15 @@ class DamageLog:
         return len(self.rows())
 
 
+def _task_count(ray: Any, total_bytes: int, runs: int) -> int:
+    """Read tasks when the caller does not say: two per CPU, more when each would read
+    over _TASK_BYTES; never more than runs.  (Ray's own default, 200 blocks at least,
+    spends more on starting small tasks than on reading them.)"""
+    cpus = (ray.cluster_resources().get("CPU", 1) if ray.is_initialized()
+            else os.cpu_count() or 1)
+    return max(1, min(runs, max(2 * int(cpus), -(-total_bytes // _TASK_BYTES))))
+
+
 def read_events(paths: Any, *, runs: Sequence[str] | None = None,
                 tags: Sequence[str] | None = None, kinds: Sequence[str] = ("scalars",),
                 override_num_blocks: int | None = None, verify: bool = True,
@@ -93,8 +104,9 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
         them; with several, runs are named ``<path>/<run>``.
       runs / tags: only these run names / tag names (None: all).
       kinds: ``("scalars",)``, the one kind read so far.
-      override_num_blocks: read tasks (Ray's argument; default: Ray's choice, at most
-        one per run).  Runs are split across tasks by bytes; a run is never split.
+      override_num_blocks: read tasks (Ray's argument; default: two per CPU of the
+        cluster, or one per 128 MiB of event files if more, at most one per run).
+        Runs are split across tasks by bytes; a run is never split.
       storage_options: fsspec options for URLs (sent to the workers that fetch).
       damage: a :class:`DamageLog` to collect what reading found wrong; None: each
         worker logs a warning with counts (forwarded to the driver by Ray).
@@ -134,9 +146,8 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
 
     source = EventsDatasource(jobs, verify=verify, purge=purge, tags=tags,
                               report=damage.add if damage is not None else None)
-    args: dict[str, Any] = {}
-    if override_num_blocks is not None:
-        args["override_num_blocks"] = override_num_blocks
+    args: dict[str, Any] = {"override_num_blocks": override_num_blocks or
+                            _task_count(ray, sum(j.size for j in jobs), len(jobs))}
     if ray_remote_args:
         args["ray_remote_args"] = dict(ray_remote_args)
     return ray.data.read_datasource(source, **args)

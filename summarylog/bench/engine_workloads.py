@@ -91,8 +91,9 @@ def _ray_reduce(ray: Any, root: str) -> tuple[int, float, float]:
     ds = read_events(root).map_batches(_block_sum, batch_format="pyarrow", batch_size=None)
     parts = ray.get(ds.to_arrow_refs())
     dt = time.perf_counter() - t0
-    return (sum(p.column("n")[0].as_py() for p in parts),
-            sum(p.column("s")[0].as_py() for p in parts), dt)
+    # Ray coalesces the one-row results into blocks: every row of every part counts
+    return (sum(sum(p.column("n").to_pylist()) for p in parts),
+            sum(sum(p.column("s").to_pylist()) for p in parts), dt)
 
 
 def _ray_rows(root: str) -> tuple[int, float, float]:

@@ -272,3 +272,20 @@ def test_memory_follows_the_block_size_not_the_runs(ray_cluster, tmp_path, figur
     assert max(hwm_4n.values()) <= worst_n + margin
     assert max(hwm_big.values()) <= worst_n + margin
     assert drv_big <= drv_n + margin
+
+
+def test_damage_without_a_log_is_a_warning_with_counts(ray_cluster, root, caplog):
+    """Without a DamageLog the read task itself (here run in the driver, as a worker
+    runs it) logs the damage with counts; Ray forwards worker logs to the driver."""
+    import logging
+
+    from summarylog.engine_runs import find_runs
+    from summarylog.ray_source import EventsDatasource
+
+    jobs, _ = find_runs(root, ["broken"])
+    (task,) = EventsDatasource(jobs).get_read_tasks(4)
+    with caplog.at_level(logging.WARNING, logger="summarylog.ray"):
+        rows = sum(t.num_rows for t in task())
+    assert rows > 0
+    (msg,) = [r.getMessage() for r in caplog.records if r.name == "summarylog.ray"]
+    assert "'broken'" in msg and "1 damage rows (bad_data_crc)" in msg

@@ -291,3 +291,20 @@ def test_cli_sql(events, dataset, capsys):
     assert main(["sql", f"COPY (SELECT 1) TO '{os.path.join(dataset, 'x')}'", dataset]) == 2
     assert "only read" in capsys.readouterr().err
     assert main(["sql", "SELECT 1", os.path.join(dataset, "missing")]) == 1
+
+
+def test_event_file_sources_a_url_and_a_run_named_like_a_table(events, tmp_path):
+    """A file:// URL is read through fsspec (as s3:// would be); a root of runs whose
+    run is named "scalars" is event files, not a dataset."""
+    require_module("duckdb")
+    require_module("fsspec")
+    import shutil
+
+    from summarylog.query import query
+
+    sql = "SELECT run, count(*) AS n FROM scalars GROUP BY run ORDER BY run"
+    local = query(sql, events, output="arrow")
+    assert query(sql, "file://" + events, output="arrow").equals(local)
+    shutil.copytree(os.path.join(events, "ddp", "rank0"), tmp_path / "scalars")
+    got = query(sql, str(tmp_path), output="arrow")
+    assert got.to_pylist() == [{"run": "scalars", "n": STEPS}]
