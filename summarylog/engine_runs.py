@@ -219,8 +219,9 @@ def read_run(job: RunJob, *, verify: bool = True, purge: bool = True,
                 yield from scalar_tables(job.run, cols)
     except OSError as exc:
         if damage is not None:
-            damage.append(damage_row(job.run, names.get(exc.filename or "", exc.filename or job.run),
-                               0, 0, "unreadable", str(exc)))
+            where = os.fsdecode(exc.filename) if exc.filename is not None else job.run
+            damage.append(damage_row(job.run, names.get(where, where), 0, 0, "unreadable",
+                                     str(exc)))
         else:
             raise
     if damage is not None:

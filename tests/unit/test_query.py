@@ -234,6 +234,7 @@ try:
 except ImportError:  # before the export lands: the contract's names, never used on event files
     mod = types.ModuleType("summarylog.dataset.layout")
     mod.TABLES = ("scalars", "histograms", "text", "hparams", "lineage", "damage")
+    mod.table_glob = lambda d, t: f"{d.rstrip('/')}/{t}/run_key=*/*.parquet"
     pkg = types.ModuleType("summarylog.dataset")
     pkg.layout = mod
     sys.modules.update({"summarylog.dataset": pkg, "summarylog.dataset.layout": mod})
