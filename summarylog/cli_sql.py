@@ -1,5 +1,5 @@
 """``summarylog sql "SELECT ..." PATH``: one read-only DuckDB query over an exported
-dataset or straight over event files (:func:`summarylog.query.query`), printed as a
+dataset or straight over event files (:func:`summarylog.sql.query`), printed as a
 table, CSV or JSON lines."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _print(table: Any, fmt: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """0: printed; 1: the source could not be read; 2: bad SQL or arguments."""
     from .cli_upload import parse_storage_options
-    from .query import query
+    from .sql import query
 
     try:
         options = parse_storage_options(args.storage_option) if args.storage_option else None

@@ -120,7 +120,7 @@ MEAN_OVER_RANKS = """SELECT tag, step, avg(value) AS mean, count(*) AS ranks FRO
 def test_readme_examples(kind, events, dataset, figure):
     require_module("duckdb")
     require_module("pandas")
-    from summarylog.query import query
+    from summarylog.sql import query
 
     src = dataset if kind == "dataset" else events
     data = _reader(events)
@@ -146,7 +146,7 @@ def test_readme_examples(kind, events, dataset, figure):
 
 def test_dataset_views(dataset):
     require_module("duckdb")
-    from summarylog.query import query
+    from summarylog.sql import query
 
     t = query("SELECT DISTINCT typeof(run_key) AS t, count(*) OVER () AS n FROM scalars",
               dataset, output="arrow")
@@ -159,7 +159,7 @@ def test_dataset_views(dataset):
 
 def test_errors_are_named(events, dataset, tmp_path):
     require_module("duckdb")
-    from summarylog.query import query
+    from summarylog.sql import query
 
     with pytest.raises(TypeError, match="sql"):
         query(b"SELECT 1", dataset)  # type: ignore[arg-type]
@@ -182,7 +182,7 @@ def test_sql_can_only_read_its_source(kind, events, dataset, tmp_path, figure):
     """COPY TO, ATTACH, SET, INSTALL, a second statement and reads of other files are
     refused, inside the dataset as well as outside it; nothing is written."""
     require_module("duckdb")
-    from summarylog.query import query
+    from summarylog.sql import query
 
     src = dataset if kind == "dataset" else events
     target = tmp_path / "x.csv"
@@ -208,7 +208,7 @@ def test_event_files_stream_and_damage_is_warned(events, tmp_path):
     require_module("duckdb")
     import shutil
 
-    from summarylog.query import query
+    from summarylog.sql import query
 
     root = tmp_path / "root"
     shutil.copytree(os.path.join(events, "sweep"), root)
@@ -238,7 +238,7 @@ except ImportError:  # before the export lands: the contract's names, never used
     pkg = types.ModuleType("summarylog.dataset")
     pkg.layout = mod
     sys.modules.update({"summarylog.dataset": pkg, "summarylog.dataset.layout": mod})
-from summarylog.query import query
+from summarylog.sql import query
 def hwm():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) << 10
@@ -301,7 +301,7 @@ def test_event_file_sources_a_url_and_a_run_named_like_a_table(events, tmp_path)
     require_module("fsspec")
     import shutil
 
-    from summarylog.query import query
+    from summarylog.sql import query
 
     sql = "SELECT run, count(*) AS n FROM scalars GROUP BY run ORDER BY run"
     local = query(sql, events, output="arrow")

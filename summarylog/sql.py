@@ -1,4 +1,6 @@
-"""SQL over runs with DuckDB: ``summarylog.query(sql, source)``.
+"""SQL over runs with DuckDB: ``summarylog.query(sql, source)`` (this module is ``sql``,
+not ``query``: importing a submodule named like the package's function would replace
+the function on the package with the module).
 
 ``source`` is either an exported dataset (``summarylog export ... --format parquet``:
 the views ``scalars``, ``histograms``, ``text``, ``hparams``, ``lineage``, ``damage``
