@@ -57,15 +57,17 @@ def ray_cluster():
                  object_store_memory=256 << 20, _temp_dir=tmp)
     finally:
         os.chdir(here)
-    # the workers cannot import this test module: its functions travel by value
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False
-    saved = ctx.target_max_block_size
     try:
-        yield ray
+        # the workers cannot import this test module: its functions travel by value
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        saved = ctx.target_max_block_size
+        try:
+            yield ray
+        finally:
+            ctx.target_max_block_size = saved
     finally:
-        ctx.target_max_block_size = saved
         ray.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
 
