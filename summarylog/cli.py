@@ -485,6 +485,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "segment once", description=cli_upload.__doc__)
     cli_upload.add_arguments(sp)  # SPOOL, -o/--storage-option KEY=VALUE, --timeout, --upload-timeout
     sp.set_defaults(func=cli_upload.run, reads=False)  # 0: spool empty, 1: some left/conflict, 2: bad input
+
+    from . import cli_sql  # argparse only: DuckDB loads when the query runs
+
+    sp = sub.add_parser("sql", help="one read-only DuckDB query over a dataset or event files",
+                        description=cli_sql.__doc__)
+    cli_sql.add_arguments(sp)  # SQL PATH, --format table|csv|json, --storage-option, --threads
+    sp.set_defaults(func=cli_sql.run, reads=False)  # 0: printed, 1: unreadable source, 2: bad SQL
     return p
 
 

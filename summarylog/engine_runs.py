@@ -1,0 +1,292 @@
+"""Runs for the engines (Ray Data, DuckDB): found once where the caller is, then read
+anywhere, one run at a time, as Arrow tables of bounded size, with what reading found
+wrong as rows of a ``damage`` table.  No engine is imported here.
+
+A run whose decoded columns could outgrow ``block_bytes`` is streamed
+(:func:`summarylog.read_stream.iter_scalars`) in tables of at most ``block_bytes``;
+smaller runs are decoded whole by the C column loader and yield one table per tag.
+A URL's files are fetched by whoever reads the run (a Ray worker), into a private
+temporary directory that is removed once the run is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .arrow_tables import require_pyarrow, scalar_schema, scalar_tables
+from .discovery import is_event_file, natural_key
+from .read_types import FileReport
+
+__all__ = ["RunJob", "find_runs", "balance", "read_run", "damage_schema", "damage_rows",
+           "damage_row", "check_names",
+           "ARROW_ROW_BYTES"]
+
+ARROW_ROW_BYTES = 32  #: a scalar row in Arrow: step, wall_time, value (8 B) + run, tag codes (4 B)
+# the fewest file bytes a decoded scalar can come from, for the in-memory estimate of a
+# run (a multi-value event spends about 24 B per value; a torch-style event about 47)
+_MIN_EVENT_BYTES_PER_VALUE = 12
+_LOADER_BYTES_PER_VALUE = 28  # the column loader's id, step, wall, value columns
+
+
+def _utf8(name: str) -> str:
+    # the Reader keeps non-UTF-8 bytes as surrogate escapes; Arrow strings must be UTF-8
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One run to read: its exact name and its event files (local paths, or paths
+    inside ``url``'s filesystem) with their sizes, in reading order."""
+
+    run: str
+    files: tuple[tuple[str, int], ...]
+    url: str | None = None  #: the root URL the files are under (None: local files)
+    storage_options: Mapping[str, Any] | None = None
+
+    @property
+    def size(self) -> int:
+        return sum(s for _, s in self.files)
+
+
+def check_names(name: str, values: Any) -> list[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str) or not isinstance(values, (list, tuple, set, frozenset)):
+        raise TypeError(f"{name} must be a list of str or None, got {type(values).__name__}")
+    if not all(isinstance(v, str) for v in values):
+        raise TypeError(f"{name} must hold only str")
+    return list(values)
+
+
+def find_runs(paths: Any, runs: Any = None,
+              storage_options: Mapping[str, Any] | None = None
+              ) -> tuple[list[RunJob], list[OSError]]:
+    """The runs under ``paths`` (a path or URL, or a list of them: roots, run directories
+    or event files) and what could not be listed.  With one path, runs are named as
+    :meth:`summarylog.Reader.runs` names them; with several, ``<path>/<run>`` (the path
+    itself for its run ``"."``), so runs of different roots never merge.  ``runs``: only
+    these names (ValueError for a name not found)."""
+    from .remote.urls import is_url
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not isinstance(paths, (list, tuple)) or not paths:
+        raise TypeError("paths must be a path or URL, or a non-empty list of them")
+    wanted = check_names("runs", runs)
+    jobs: list[RunJob] = []
+    errors: list[OSError] = []
+    for p in paths:
+        p = os.fspath(p) if isinstance(p, os.PathLike) else p
+        if not isinstance(p, str) or not p:
+            raise TypeError(f"paths must hold non-empty str or PathLike, got {p!r}")
+        found = (_url_runs(p, storage_options, errors) if is_url(p)
+                 else _local_runs(p, errors))
+        if len(paths) > 1:
+            found = [RunJob(p.rstrip("/") if j.run == "." else f"{p.rstrip('/')}/{j.run}",
+                            j.files, j.url, j.storage_options) for j in found]
+        jobs += found
+    names = [j.run for j in jobs]
+    if len(set(names)) < len(names):
+        raise ValueError("paths hold the same run twice (a path given twice, or one inside "
+                         "another)")
+    if wanted is not None:
+        missing = sorted(set(wanted) - set(names))
+        if missing:
+            raise ValueError(f"runs: {missing} not found (runs: {sorted(names)[:20]})")
+        jobs = [j for j in jobs if j.run in set(wanted)]
+    return sorted(jobs, key=lambda j: j.run), errors
+
+
+def _local_runs(path: str, errors: list[OSError]) -> list[RunJob]:
+    from .reader import Reader
+
+    reader = Reader(path)  # FileNotFoundError for a missing path
+    jobs = []
+    for run in reader.runs():
+        files = []
+        for f in reader.files(run):
+            try:
+                files.append((f, os.path.getsize(f)))
+            except OSError as exc:  # gone since the listing: its run reports it when read
+                errors.append(exc)
+                files.append((f, 0))
+        jobs.append(RunJob(run, tuple(files)))
+    errors += reader.discovery_errors
+    return jobs
+
+
+def _url_runs(url: str, storage_options: Mapping[str, Any] | None,
+              errors: list[OSError]) -> list[RunJob]:
+    """One listing of ``url``: event files grouped by directory (hidden parts, such as a
+    writer's live tails, left out, as the Reader's mirror leaves them)."""
+    from .remote.names import is_hidden
+    from .remote.urls import check_dir_or_url, filesystem
+
+    url = check_dir_or_url("paths", url)
+    fs, root = filesystem(url, storage_options)
+    found = fs.find(root, detail=True)
+    if not found and not fs.exists(root):
+        raise FileNotFoundError(2, "No such bucket, object or directory", url)
+    by_run: dict[str, list[tuple[str, int]]] = {}
+    for path, info in found.items():
+        rel = path[len(root):].lstrip("/") if path.startswith(root) else path
+        if info.get("type", "file") != "file" or is_hidden(rel):
+            continue
+        if not is_event_file(os.path.basename(path)):
+            continue
+        run = os.path.dirname(rel) or "."
+        by_run.setdefault(run, []).append((path, int(info.get("size") or 0)))
+    return [RunJob(run, tuple(sorted(files, key=lambda f: natural_key(f[0]))), url,
+                   dict(storage_options or {}))
+            for run, files in sorted(by_run.items())]
+
+
+def balance(jobs: Sequence[RunJob], tasks: int) -> list[list[RunJob]]:
+    """``jobs`` split into at most ``tasks`` groups of about equal bytes (largest run
+    first onto the lightest group); a run is never split (its files are read in order:
+    the resume rule spans them)."""
+    k = max(1, min(tasks, len(jobs)))
+    groups: list[list[RunJob]] = [[] for _ in range(k)]
+    load = [0] * k
+    for job in sorted(jobs, key=lambda j: (-j.size, j.run)):
+        i = load.index(min(load))
+        groups[i].append(job)
+        load[i] += job.size
+    return [g for g in groups if g]
+
+
+@contextlib.contextmanager
+def _local_files(job: RunJob) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The run's files as local paths, and local path -> the name to report."""
+    if job.url is None:
+        paths = [f for f, _ in job.files]
+        yield paths, {p: p for p in paths}
+        return
+    from .remote.urls import filesystem
+
+    fs, _ = filesystem(job.url, job.storage_options)
+    tmp = tempfile.mkdtemp(prefix="summarylog-run-")
+    try:
+        local, names = [], {}
+        for i, (remote, _) in enumerate(job.files):
+            # the index keeps names apart and the reading order; the base name keeps the dialect
+            dst = os.path.join(tmp, f"{i:06d}-{os.path.basename(remote)}")
+            fs.get_file(remote, dst)
+            local.append(dst)
+            names[dst] = f"{fs.unstrip_protocol(remote)}" if hasattr(fs, "unstrip_protocol") \
+                else remote
+        yield local, names
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _streamed(job: RunJob, block_bytes: int) -> bool:
+    values = job.size // _MIN_EVENT_BYTES_PER_VALUE + 1
+    return values * _LOADER_BYTES_PER_VALUE > block_bytes
+
+
+def read_run(job: RunJob, *, verify: bool = True, purge: bool = True,
+             tags: Sequence[str] | None = None, block_bytes: int = 128 << 20,
+             damage: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    """The run's scalars as Arrow tables (:func:`summarylog.arrow_tables.scalar_schema`),
+    none larger than about ``block_bytes``; what reading found wrong is appended to
+    ``damage`` as rows (:func:`damage_rows`).  A run that cannot be read at all (a file
+    gone) becomes one ``unreadable`` row, not an exception."""
+    from .discovery import dialect_of
+
+    reports: dict[str, FileReport] = {}
+    names: dict[str, str] = {}
+    try:
+        with _local_files(job) as (files, names):
+            mindspore = any(dialect_of(f) == "mindspore" for f in files)
+            if _streamed(job, block_bytes) and not (purge and mindspore):
+                yield from _stream_tables(job.run, files, verify, purge, tags, block_bytes,
+                                          reports)
+            else:  # small, or MindSpore's one-value-per-step rule (it sorts the whole run)
+                from .read_columns import ColumnLoader
+
+                cols = ColumnLoader(verify).load(files, purge, reports)
+                if tags is not None:
+                    keep = set(tags)
+                    cols.series = {t: s for t, s in cols.series.items() if t in keep}
+                yield from scalar_tables(job.run, cols)
+    except OSError as exc:
+        if damage is not None:
+            where = os.fsdecode(exc.filename) if exc.filename is not None else job.run
+            damage.append(damage_row(job.run, names.get(where, where), 0, 0, "unreadable",
+                                     str(exc)))
+        else:
+            raise
+    if damage is not None:
+        damage += damage_rows(job.run, reports, names)
+
+
+def _stream_tables(run: str, files: list[str], verify: bool, purge: bool,
+                   tags: Sequence[str] | None, block_bytes: int,
+                   reports: dict[str, FileReport]) -> Iterator[Any]:
+    """A big run in file order, in tables of at most ``block_bytes`` (tags mixed)."""
+    from .read_stream import iter_scalars
+
+    pa = require_pyarrow()
+    schema = scalar_schema()
+    chunk = max(1024, block_bytes // ARROW_ROW_BYTES)
+    runs = pa.array([_utf8(run)], pa.string())
+    keep = None if tags is None else set(tags)
+    for c in iter_scalars(files, None, chunk, purge=purge, verify=verify, reports=reports):
+        codes = c.tag.astype(np.int32)
+        names = pa.array([_utf8(t) for t in c.tags], pa.string())
+        cols = [c.step, c.wall_time, c.value]
+        if keep is not None:
+            mask = np.isin(codes, [i for i, t in enumerate(c.tags) if t in keep])
+            codes, cols = codes[mask], [a[mask] for a in cols]
+            if not len(codes):
+                continue
+        zeros = pa.array(np.zeros(len(codes), np.int32))
+        yield pa.Table.from_arrays(
+            [pa.DictionaryArray.from_arrays(zeros, runs),
+             pa.DictionaryArray.from_arrays(pa.array(codes), names),
+             *(pa.array(a) for a in cols)], schema=schema)
+
+
+def damage_schema() -> Any:
+    """run, file, offset, length, kind, detail: one row per damaged region, unfinished
+    tail, count of malformed events or values, or unreadable file."""
+    pa = require_pyarrow()
+    return pa.schema([("run", pa.string()), ("file", pa.string()), ("offset", pa.int64()),
+                      ("length", pa.int64()), ("kind", pa.string()), ("detail", pa.string())])
+
+
+def damage_row(run: str, file: str, offset: int, length: int, kind: str,
+         detail: str = "") -> dict[str, Any]:
+    return {"run": _utf8(run), "file": _utf8(file), "offset": int(offset),
+            "length": int(length), "kind": kind, "detail": detail}
+
+
+def damage_rows(run: str, reports: Mapping[str, FileReport],
+                names: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The damage table's rows for a run's file reports (``names``: local path -> the
+    name to show, e.g. its URL)."""
+    rows = []
+    for path, rep in reports.items():
+        name = (names or {}).get(path, path)
+        rows += [damage_row(run, name, d.offset, d.length, d.kind) for d in rep.damage]
+        if rep.damage_past_cap:
+            rows.append(damage_row(run, name, 0, 0, "damage_past_cap",
+                             f"{rep.damage_past_cap} more damaged regions, not listed"))
+        if rep.tail is not None:
+            rows.append(damage_row(run, name, rep.tail.offset, rep.tail.length,
+                             f"tail_{rep.tail.kind}", "unfinished record at the end"))
+        if rep.bad_events:
+            rows.append(damage_row(run, name, 0, 0, "bad_events",
+                             f"{rep.bad_events} records that are not Events"))
+        if rep.bad_values:
+            rows.append(damage_row(run, name, 0, 0, "bad_values",
+                             f"{rep.bad_values} values not decoded or kept despite a defect"))
+    return rows

@@ -1,0 +1,193 @@
+"""SQL over runs with DuckDB: ``summarylog.query(sql, source)`` (this module is ``sql``,
+not ``query``: importing a submodule named like the package's function would replace
+the function on the package with the module).
+
+``source`` is either an exported dataset (``summarylog export ... --format parquet``:
+the views ``scalars``, ``histograms``, ``text``, ``hparams``, ``lineage``, ``damage``
+over its Parquet parts, those that exist) or event files (a root of runs, a run
+directory, an event file or a URL): then ``scalars`` is read straight from the files,
+run by run, as a stream of Arrow batches (never all in memory, nothing exported).
+
+The SQL may only read: one SELECT (or EXPLAIN) statement; DuckDB's access to files
+is switched off (a dataset's own directory excepted, for its views) and the
+configuration locked before the query runs, so ``COPY ... TO``, ``ATTACH``,
+``read_csv('/etc/...')`` or ``SET`` are refused.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import warnings
+from typing import Any, Iterator, Mapping
+
+__all__ = ["query", "is_dataset"]
+
+_OUTPUTS = ("pandas", "arrow")
+_STREAM_BLOCK = 16 << 20  # bytes of Arrow per batch handed to DuckDB from event files
+
+
+def _layout() -> Any:
+    from .dataset import layout  # the dataset's one layout module (the export's)
+
+    return layout
+
+
+def is_dataset(path: str) -> bool:
+    """Whether ``path`` is an exported dataset: its state file, or Parquet parts in the
+    layout (a root of runs with a run named ``scalars`` is not one)."""
+    if not os.path.isdir(path):
+        return False
+    if os.path.isfile(os.path.join(path, "_summarylog", "state.json")):
+        return True
+    layout = _layout()
+    return any(glob.glob(layout.table_glob(path, t)) for t in layout.TABLES)
+
+
+def _check(sql: Any, source: Any, output: Any, threads: Any, memory_limit: Any) -> str:
+    if not isinstance(sql, str):
+        raise TypeError(f"sql must be a str, got {type(sql).__name__}")
+    if not sql.strip():
+        raise ValueError("sql is empty")
+    if not isinstance(source, (str, os.PathLike)) or not os.fspath(source):
+        raise TypeError(f"source must be a non-empty path or URL, got {source!r}")
+    if output not in _OUTPUTS:
+        raise ValueError(f"output must be one of {_OUTPUTS}, got {output!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise ValueError(f"threads must be a positive int or None, got {threads!r}")
+    if memory_limit is not None and (isinstance(memory_limit, bool) or
+                                     not isinstance(memory_limit, (int, str))):
+        raise TypeError(f"memory_limit must be bytes (int) or a DuckDB size such as '2GB', "
+                        f"got {type(memory_limit).__name__}")
+    return os.fspath(source)
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError:
+        raise ImportError("summarylog.query needs DuckDB: pip install 'summarylog[sql]'") from None
+    return duckdb
+
+
+def _only_reads(duckdb: Any, sql: str) -> None:
+    """ValueError unless ``sql`` is one SELECT or EXPLAIN statement."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise ValueError(f"SQL error: {exc}") from None
+    if len(statements) != 1:
+        raise ValueError(f"sql must be one statement, got {len(statements)}")
+    kind = statements[0].type
+    if kind not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
+        raise ValueError(f"sql may only read (SELECT or EXPLAIN), got a {kind.name} statement")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _dataset_views(con: Any, path: str) -> list[str]:
+    """A view per table of the dataset that holds parts; the directories DuckDB may read."""
+    layout = _layout()
+    made = []
+    for table in layout.TABLES:
+        pattern = layout.table_glob(path, table)
+        if not glob.glob(pattern):
+            continue  # read_parquet refuses a glob that matches nothing
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_literal(pattern)}, "
+                    "hive_partitioning=true, hive_types={'run_key': VARCHAR}, "
+                    "union_by_name=true)")
+        made.append(table)
+    if not made:
+        raise FileNotFoundError(2, "an exported dataset without any Parquet part", path)
+    return made
+
+
+def _event_batches(path: str, storage_options: Mapping[str, Any] | None,
+                   damage: list[dict[str, Any]]) -> Any:
+    """The scalars under ``path`` as a RecordBatchReader, read run by run as DuckDB pulls."""
+    import pyarrow as pa
+
+    from .arrow_tables import scalar_schema
+    from .engine_runs import find_runs, read_run
+
+    jobs, errors = find_runs(path, None, storage_options)  # FileNotFoundError: missing
+    damage += [{"run": "", "file": e.filename or "", "kind": "unlisted", "detail": str(e)}
+               for e in errors]
+
+    def batches() -> Iterator[Any]:
+        for job in jobs:
+            for table in read_run(job, block_bytes=_STREAM_BLOCK, damage=damage):
+                yield from table.to_batches()
+
+    return pa.RecordBatchReader.from_batches(scalar_schema(), batches())
+
+
+def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
+          threads: int | None = None, memory_limit: int | str | None = None,
+          storage_options: Mapping[str, Any] | None = None) -> Any:
+    """Run one read-only DuckDB SQL statement over ``source`` and return its result as a
+    pandas DataFrame (``output="pandas"``) or a pyarrow Table (``"arrow"``).
+
+    Tables: over a dataset, ``scalars`` (run, tag, step, wall_time, value, run_key) and
+    the other exported tables that hold parts; over event files, ``scalars`` (run, tag,
+    step, wall_time, value), which one query may scan once (a self-join needs a dataset).
+    ``threads`` / ``memory_limit`` (bytes or e.g. ``"2GB"``): DuckDB's own limits.
+    ``storage_options``: fsspec options for a URL of event files.
+
+    Raises TypeError for a non-str ``sql``; ValueError for SQL that does not parse or
+    bind, or that would do more than read (with DuckDB's message); PermissionError for
+    SQL that reaches for other files; FileNotFoundError for a missing source.  Damage
+    found reading event files is warned about (RuntimeWarning, with counts).
+    """
+    path = _check(sql, source, output, threads, memory_limit)
+    duckdb = _duckdb()
+    _only_reads(duckdb, sql)
+    config: dict[str, Any] = {}
+    if threads is not None:
+        config["threads"] = threads
+    if memory_limit is not None:
+        config["memory_limit"] = (f"{memory_limit}B" if isinstance(memory_limit, int)
+                                  else memory_limit)
+    from .remote.urls import is_url
+
+    damage: list[dict[str, Any]] = []
+    try:
+        con = duckdb.connect(config=config)
+    except duckdb.Error as exc:
+        raise ValueError(f"DuckDB refused the settings: {exc}") from None
+    try:
+        allowed: list[str] = []
+        if not is_url(path) and is_dataset(path):
+            if storage_options is not None:
+                raise ValueError("storage_options are for URLs only")
+            path = os.path.abspath(path)
+            _dataset_views(con, path)
+            # the views' own directory only (as the glob names it, and with links resolved)
+            allowed = sorted({os.path.join(p, "") for p in (path, os.path.realpath(path))})
+        else:
+            con.register("scalars", _event_batches(path, storage_options, damage))
+        if allowed:
+            con.execute(f"SET allowed_directories=[{', '.join(map(_literal, allowed))}]")
+        con.execute("SET enable_external_access=false")
+        con.execute("SET lock_configuration=true")
+        try:
+            result = con.sql(sql)
+            out = (None if result is None else
+                   result.df() if output == "pandas" else result.to_arrow_table())
+        except duckdb.PermissionException as exc:
+            raise PermissionError(f"the query may read only its source: {exc}") from None
+        except duckdb.Error as exc:
+            hint = (" (over event files, scalars can be scanned once per query: export "
+                    "a dataset for self-joins)" if "already been consumed" in str(exc) else "")
+            raise ValueError(f"SQL error: {exc}{hint}") from None
+    finally:
+        con.close()
+    if damage:
+        kinds = sorted({d["kind"] for d in damage})
+        warnings.warn(f"summarylog.query: {len(damage)} damage rows in "
+                      f"{len({d['file'] for d in damage})} files ({', '.join(kinds)}); "
+                      f"Reader(...).damage() lists them", RuntimeWarning, stacklevel=2)
+    return out
