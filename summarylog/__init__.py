@@ -11,14 +11,17 @@ from .errors import CorruptRecordError, SummarylogError
 
 if TYPE_CHECKING:  # what the lazy __getattr__ below returns, for type checkers
     from . import records
+    from .dataset import export_dataset
     from .reader import Reader
+    from .sql import query
     from .summary_reader import SummaryReader
     from .summary_record import SummaryRecord
     from .summary_writer import SummaryWriter
     from .writer import Writer
 
 __all__ = ["__version__", "native_info", "Writer", "SummaryWriter", "Reader", "SummaryReader",
-           "SummaryRecord", "SummarylogError", "CorruptRecordError", "records"]
+           "SummaryRecord", "SummarylogError", "CorruptRecordError", "records", "query",
+           "export_dataset"]
 
 
 def native_info() -> dict[str, str]:
@@ -32,7 +35,8 @@ def native_info() -> dict[str, str]:
 
 _LAZY = {"Writer": ".writer", "SummaryWriter": ".summary_writer",
          "SummaryRecord": ".summary_record", "Reader": ".reader",
-         "SummaryReader": ".summary_reader", "records": ".records"}
+         "SummaryReader": ".summary_reader", "records": ".records", "query": ".sql",
+         "export_dataset": ".dataset"}
 
 
 def __getattr__(name: str) -> object:

@@ -47,12 +47,10 @@ class Result:
 
 def load_workloads() -> None:
     """Register every bench (importing a workload module registers its benches)."""
-    from . import (collector_workloads, frames_workloads, landscape_workloads,  # noqa: F401
-                   reader_workloads, remote_read_workloads, remote_write_workloads,
-                   scale_workloads,
-                   stream_workloads,
-                   summary_writer_workloads, workloads,
-                   writer_workloads)  # (importing registers the benches)
+    from . import (collector_workloads, dataset_workloads, engine_workloads,  # noqa: F401
+                   frames_workloads, landscape_workloads, reader_workloads,
+                   remote_read_workloads, remote_write_workloads, scale_workloads,
+                   stream_workloads, summary_writer_workloads, workloads, writer_workloads)  # (importing registers the benches)
 
 
 def run(only: list[str] | None = None, *, quick: bool = False, repeat: int = 3,

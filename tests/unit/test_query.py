@@ -1,17 +1,14 @@
-"""summarylog.query / ``summarylog sql``: DuckDB over an exported dataset (the contract
-layout, built here with pyarrow directly) and straight over event files; the README's
+"""summarylog.query / ``summarylog sql``: DuckDB over an exported dataset and straight
+over event files; the README's
 three examples give the same answers from both and match numpy over the Reader; the
 SQL can only read its source."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -40,65 +37,15 @@ def events(tmp_path_factory) -> str:
     return str(root)
 
 
-# -- a stand-in for summarylog.dataset.layout (the export's module), per the contract -----
-_TABLES = ("scalars", "histograms", "text", "hparams", "lineage", "damage")
-
-
-def _run_key(run: str) -> str:
-    raw = run.encode("utf-8", "surrogateescape")
-    slug = re.sub(r"[^A-Za-z0-9._-]", "_", run)[:60].strip(".") or "_"
-    return f"{slug}-{hashlib.sha1(raw).hexdigest()[:12]}"
-
-
-def _table_glob(dataset: str, table: str) -> str:
-    return f"{dataset.rstrip('/')}/{table}/run_key=*/*.parquet"
-
-
-@pytest.fixture(autouse=True)
-def layout(monkeypatch):
-    """The real layout module when the export is there, else the contract's stand-in."""
-    try:
-        from summarylog.dataset import layout as real  # noqa: F401
-    except ImportError:
-        pkg = types.ModuleType("summarylog.dataset")
-        mod = types.ModuleType("summarylog.dataset.layout")
-        mod.TABLES, mod.table_glob, mod.run_key = _TABLES, _table_glob, _run_key
-        pkg.layout = mod
-        monkeypatch.setitem(sys.modules, "summarylog.dataset", pkg)
-        monkeypatch.setitem(sys.modules, "summarylog.dataset.layout", mod)
-
-
 @pytest.fixture(scope="module")
 def dataset(events, tmp_path_factory) -> str:
-    """``events`` in the contract layout: scalars/run_key=<KEY>/part-<ID>-<N>.parquet
-    (run as a string column, rows by tag then step, zstd), a damage table, state.json."""
-    pa = require_module("pyarrow")
-    pq = require_module("pyarrow.parquet")
-    from summarylog import Reader
-    from summarylog.arrow_tables import scalar_tables
-    from summarylog.read_columns import RunColumns
+    """``events`` exported by summarylog.export_dataset: the dataset layout."""
+    require_module("pyarrow")
+    from summarylog.dataset import export_dataset
 
-    out = tmp_path_factory.mktemp("qdataset")
-    for run, series in Reader(events).scalars_all().items():
-        cols = RunColumns()
-        cols.series = dict(series)
-        t = pa.concat_tables(list(scalar_tables(run, cols)))
-        t = t.cast(pa.schema([("run", pa.string()), ("tag", pa.string()),
-                              ("step", pa.int64()), ("wall_time", pa.float64()),
-                              ("value", pa.float64())]))
-        d = out / "scalars" / f"run_key={_run_key(run)}"
-        d.mkdir(parents=True)
-        half = t.num_rows // 2  # two parts: a later export's append
-        pq.write_table(t.slice(0, half), d / "part-000001-0.parquet", compression="zstd")
-        pq.write_table(t.slice(half), d / "part-000002-0.parquet", compression="zstd")
-    d = out / "damage" / f"run_key={_run_key('ddp/rank3')}"
-    d.mkdir(parents=True)
-    pq.write_table(pa.table({"run": ["ddp/rank3"], "file": ["f"], "offset": [10],
-                             "length": [5], "kind": ["bad_data_crc"], "detail": [""]}),
-                   d / "part-000001-0.parquet", compression="zstd")
-    (out / "_summarylog").mkdir()
-    (out / "_summarylog" / "state.json").write_text("{}")
-    return str(out)
+    out = str(tmp_path_factory.mktemp("qdataset") / "ds")
+    export_dataset(events, out)
+    return out
 
 
 def _reader(events):
@@ -144,17 +91,29 @@ def test_readme_examples(kind, events, dataset, figure):
            f"{len(mean)} rank means")
 
 
-def test_dataset_views(dataset):
+def test_dataset_views(events, dataset, tmp_path):
     require_module("duckdb")
+    import shutil
+
+    from summarylog.dataset import export_dataset
     from summarylog.sql import query
 
     t = query("SELECT DISTINCT typeof(run_key) AS t, count(*) OVER () AS n FROM scalars",
               dataset, output="arrow")
     assert t.column("t").to_pylist() == ["VARCHAR"]
-    dmg = query("SELECT run, kind FROM damage", dataset, output="arrow")
-    assert dmg.to_pylist() == [{"run": "ddp/rank3", "kind": "bad_data_crc"}]
     with pytest.raises(ValueError, match="histograms"):  # no parts: no view
         query("SELECT * FROM histograms", dataset)
+    root = tmp_path / "root"  # a damaged run: its damage is a table of the export
+    shutil.copytree(os.path.join(events, "ddp"), root)
+    (name,) = os.listdir(root / "rank3")
+    f = root / "rank3" / name
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    f.write_bytes(bytes(data))
+    export_dataset(str(root), str(tmp_path / "ds"))
+    dmg = query('SELECT run, kind FROM damage WHERE "offset" IS NOT NULL',
+                str(tmp_path / "ds"), output="arrow")
+    assert dmg.to_pylist() == [{"run": "rank3", "kind": "bad_data_crc"}]
 
 
 def test_errors_are_named(events, dataset, tmp_path):
@@ -228,16 +187,7 @@ def test_event_files_stream_and_damage_is_warned(events, tmp_path):
 
 
 _MEMORY_CHILD = r"""
-import os, sys, json, types
-try:
-    import summarylog.dataset.layout
-except ImportError:  # before the export lands: the contract's names, never used on event files
-    mod = types.ModuleType("summarylog.dataset.layout")
-    mod.TABLES = ("scalars", "histograms", "text", "hparams", "lineage", "damage")
-    mod.table_glob = lambda d, t: f"{d.rstrip('/')}/{t}/run_key=*/*.parquet"
-    pkg = types.ModuleType("summarylog.dataset")
-    pkg.layout = mod
-    sys.modules.update({"summarylog.dataset": pkg, "summarylog.dataset.layout": mod})
+import os, sys, json
 from summarylog.sql import query
 def hwm():
     with open("/proc/self/status") as f:
