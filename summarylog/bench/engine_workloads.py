@@ -12,6 +12,7 @@ pyarrow and summarylog in the workers) is reported as its own figure, not in the
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -69,6 +70,7 @@ def _cluster(ray: Any) -> Iterator[float]:
         os.chdir(here)
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # a line per dataset otherwise
         ray.data.range(2, override_num_blocks=2).materialize()
         yield time.perf_counter() - t0
     finally:
