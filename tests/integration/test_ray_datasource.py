@@ -15,9 +15,12 @@ import pytest
 
 from conftest import require_module
 
-# Ray's own modules warn about their deprecated settings when they touch them
+# Ray's own modules warn about their deprecated settings when they touch them; ray.init
+# starts its servers by fork+exec, which JAX (imported by another test in this process)
+# warns about from its at-fork hook: nothing of JAX runs in those children
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*"),
-              pytest.mark.filterwarnings("ignore::FutureWarning:ray.*")]
+              pytest.mark.filterwarnings("ignore::FutureWarning:ray.*"),
+              pytest.mark.filterwarnings(r"ignore:os\.fork\(\) was called:RuntimeWarning")]
 STEPS = 3000  # per tag of a small run
 
 
@@ -119,8 +122,11 @@ def _reader_series(path: str, **kw) -> dict[tuple[str, str], np.ndarray]:
 
 
 def _pids(batch):
+    import time
+
     import pyarrow as pa
 
+    time.sleep(0.3)  # a task long enough that both workers get some: tiny ones may all go to one
     pid = os.getpid()
     return batch.append_column("pid", pa.array([pid] * batch.num_rows, pa.int64()))
 

@@ -213,8 +213,9 @@ def test_event_files_are_never_all_in_memory(tmp_path, figure):
         d = tmp_path / "root" / f"run{r:02d}"
         d.mkdir(parents=True)
         os.link(seed / name, d / name)
+    # run from tmp_path: from the checkout, the source tree (no compiled core) is found first
     out = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(tmp_path / "root")],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     data = res["rows"] * 32
