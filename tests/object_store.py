@@ -213,6 +213,11 @@ class FaultProxy:
     def drop_response_next(self, n: int = 1) -> None:
         self._push(n, ("drop_resp",))
 
+    def cut_response_next(self, n: int = 1, after_bytes: int = 0) -> None:
+        """The upstream's answer reaches the client cut after ``after_bytes`` (status
+        line and headers included), then the connection drops."""
+        self._push(n, ("cut_resp", after_bytes))
+
     def stall_next(self, n: int = 1) -> None:
         self._push(n, ("stall",))
 
@@ -321,6 +326,11 @@ class FaultProxy:
                 pass
             uw.close()
             if act[0] == "drop_resp":  # the upstream committed; the client never hears it
+                w.transport.abort()
+                return
+            if act[0] == "cut_resp":
+                w.write(b"".join(chunks)[: act[1]])
+                await w.drain()
                 w.transport.abort()
                 return
             w.write(b"".join(chunks))

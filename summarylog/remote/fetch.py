@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 __all__ = ["Range", "RangeQueue", "Fetcher", "deadline_error"]
 
+_PIECE = 1 << 20  # bytes asked of a streamed object at a time (fewer may come)
+
 
 class Range(NamedTuple):
     """Bytes ``[start, end)`` of ``path`` (a path inside the filesystem)."""
@@ -26,6 +28,7 @@ class Range(NamedTuple):
     path: str
     start: int
     end: int
+    whole: bool = False  #: the whole object as listed (start 0): it may come as one stream
 
 
 class RangeQueue:
@@ -69,6 +72,7 @@ class Fetcher:
         self.retries = retries
         self.name = name  # path -> what messages call it (its URL)
         self.requests = 0  #: ranged reads sent (retries included)
+        self._streams = True  # until the filesystem says it has no open_async
         self.bytes = 0  #: bytes received
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -88,45 +92,66 @@ class Fetcher:
             raise deadline_error(what, self.timeout) from None
 
     def split(self, path: str, start: int, end: int) -> Iterator[Range]:
-        """``[start, end)`` of ``path`` as ranges of at most ``chunk_bytes``."""
+        """``[start, end)`` of ``path`` as ranges of at most ``chunk_bytes``; a whole
+        object that fits one range is marked ``whole`` (``end``: its listed size)."""
+        if start == 0 and 0 < end <= self.chunk_bytes:
+            yield Range(path, 0, end, True)
+            return
         for s in range(start, end, self.chunk_bytes):
             yield Range(path, s, min(end, s + self.chunk_bytes))
 
-    def stream(self, ranges: RangeQueue,
-               done: Callable[[Range, bytes | BaseException], None]) -> None:
-        """Fetch ``ranges`` with at most ``concurrency`` in flight, calling ``done(range,
-        bytes or error)`` as each completes (its buffer is then dropped, so at most
-        concurrency x chunk_bytes are held).  An async filesystem keeps the window full
-        (a new read starts as soon as one ends, each under the deadline); a synchronous
-        one goes a batch at a time."""
+    def stream(self, ranges: RangeQueue, piece: Callable[[Range, bytes], None],
+               done: Callable[[Range, int | BaseException], None]) -> None:
+        """Fetch ``ranges`` with at most ``concurrency`` in flight: ``piece(part, bytes)``
+        as the bytes of a part of a range arrive (in order within the range), then
+        ``done(range, bytes received or error)``.  At most concurrency x chunk_bytes are
+        held.  An async filesystem keeps the window full (a new read starts as soon as
+        one ends, each under the deadline) and streams a whole object where it can
+        (``open_async``: no buffer the size of the range); a synchronous one goes a batch
+        at a time."""
         if not ranges:
             return
         if not getattr(self.fs, "async_impl", False):
             for batch in self.batches(iter(ranges.take, None)):
                 for r, data in zip(batch, self.fetch(batch)):
-                    done(r, data)
+                    if not isinstance(data, BaseException) and data:
+                        piece(r, data)
+                    done(r, data if isinstance(data, BaseException) else len(data))
             return
         from fsspec.asyn import sync
 
-        sync(self.fs.loop, self._window, ranges, done)
+        sync(self.fs.loop, self._window, ranges, piece, done)
 
-    async def _window(self, ranges: RangeQueue,
-                      done: Callable[[Range, bytes | BaseException], None]) -> None:
+    async def _window(self, ranges: RangeQueue, piece: Callable[[Range, bytes], None],
+                      done: Callable[[Range, int | BaseException], None]) -> None:
         import asyncio
 
         async def lane() -> None:  # one of `concurrency` lanes, each taking the next range
             while (r := ranges.take()) is not None:
-                done(r, await self._one(r))
+                done(r, await self._one(r, piece))
 
         await asyncio.gather(*(lane() for _ in range(min(self.concurrency, len(ranges)))))
 
-    async def _one(self, r: Range) -> bytes | BaseException:
+    async def _one(self, r: Range, piece: Callable[[Range, bytes], None]) -> int | BaseException:
         import asyncio
 
         for attempt in range(self.retries + 1):
             if attempt:
                 await asyncio.sleep(min(2.0, 0.1 * 2 ** attempt))
             self.requests += 1
+            if r.whole and self._streams:
+                try:
+                    got, exc = await self._stream(r, piece)
+                except NotImplementedError:  # no streamed reads here: ranged reads from now on
+                    self._streams = False
+                else:
+                    if exc is None:
+                        return got
+                    # bytes already written stay (the mirror keeps the prefix); a deadline
+                    # is not retried, it would multiply the deadline
+                    if got or not _retryable(exc) or attempt == self.retries:
+                        return exc
+                    continue
             try:
                 data = await asyncio.wait_for(
                     self.fs._cat_file(r.path, start=r.start, end=r.end), self.timeout)
@@ -137,8 +162,36 @@ class Fetcher:
                     continue
                 return exc
             self.bytes += len(data)
-            return data
+            if data:
+                piece(r, data)
+            return len(data)
         raise AssertionError("unreachable")
+
+    async def _stream(self, r: Range, piece: Callable[[Range, bytes], None]
+                      ) -> tuple[int, BaseException | None]:
+        """Object ``r.path`` from byte 0 as one streamed GET, handed on in pieces of at
+        most _PIECE bytes (no buffer the size of the object): the bytes received and
+        the error that ended it early.  Bytes past ``r.end`` (the object grew since it
+        was listed) are read and dropped, so the connection is left clean; the next
+        poll fetches them.  NotImplementedError: the filesystem cannot stream."""
+        import asyncio
+
+        pos = 0
+        try:
+            f = await asyncio.wait_for(self.fs.open_async(r.path, "rb"), self.timeout)
+            while chunk := await asyncio.wait_for(f.read(_PIECE), self.timeout):
+                self.bytes += len(chunk)
+                if pos < r.end:
+                    keep = chunk[: r.end - pos]
+                    piece(Range(r.path, pos, pos + len(keep)), keep)
+                    pos += len(keep)
+            return pos, None
+        except NotImplementedError:
+            raise
+        except (TimeoutError, asyncio.TimeoutError):
+            return pos, deadline_error(self.name(r.path), self.timeout)
+        except Exception as exc:
+            return pos, exc
 
     def batches(self, ranges: Iterable[Range]) -> Iterator[list[Range]]:
         batch: list[Range] = []

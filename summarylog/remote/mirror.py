@@ -288,19 +288,22 @@ class Mirror:
         # what arrived past a gap is cut off if the gap's range fails (read up to the damage)
         arrived: dict[str, dict[int, int]] = {}
 
-        def done(r: Range, data: bytes | BaseException) -> None:
+        def piece(r: Range, data: bytes) -> None:  # bytes [r.start, r.start + len(data))
+            if r.path in failed:
+                return
+            self._write(r, data)
+            ends = arrived.setdefault(r.path, {})
+            ends[r.start] = r.start + len(data)
+            have = self._sizes[r.path]
+            while have in ends:
+                have = ends.pop(have)
+            self._sizes[r.path] = have
+
+        def done(r: Range, got: int | BaseException) -> None:
             if r.path not in failed:
-                if isinstance(data, BaseException):
-                    self.errors.append(_named(data, self._url(r.path)))
-                else:
-                    self._write(r, data)
-                    ends = arrived.setdefault(r.path, {})
-                    ends[r.start] = r.start + len(data)
-                    have = self._sizes[r.path]
-                    while have in ends:
-                        have = ends.pop(have)
-                    self._sizes[r.path] = have
-                if isinstance(data, BaseException) or len(data) < r.end - r.start:
+                if isinstance(got, BaseException):
+                    self.errors.append(_named(got, self._url(r.path)))
+                if isinstance(got, BaseException) or got < r.end - r.start:
                     failed.add(r.path)  # failed, or shorter than listed: done for this poll
                     if arrived.pop(r.path, None):
                         self._truncate(r.path, self._local[r.path], self._sizes[r.path])
@@ -309,7 +312,7 @@ class Mirror:
             self._release(self._local[r.path], r.path in failed)
 
         try:
-            self._fetch.stream(ranges, done)
+            self._fetch.stream(ranges, piece, done)
         except Exception as exc:  # never leave a waiting reader stuck
             self.errors.append(_named(exc, self.url))
         finally:

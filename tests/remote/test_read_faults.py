@@ -122,3 +122,38 @@ def test_stalled_ranged_read_is_reported_not_hung(run, tmp_path) -> None:
     assert len(errs) == 1 and new in errs[0] and "no answer within" in errs[0]
     assert isinstance(r.discovery_errors[0], TimeoutError)
     assert took < 60  # hang guard
+
+
+@pytest.mark.parametrize("run", ["s3"], indirect=True)  # gcsfs retries a cut answer itself
+def test_object_cut_mid_answer_keeps_its_prefix_then_completes(run, tmp_path) -> None:
+    """A whole object streamed from S3 whose answer is cut mid-body: the bytes that
+    came stay mirrored, the cut is reported with the URL, and the next poll fetches
+    only the rest."""
+    kind, srv, proxy, url, _ = run
+    r = Reader(url, storage_options=_options(kind, srv, proxy),
+               remote_options={"timeout": 30, "retries": 0})
+    assert r.runs() == ["r"]
+    full = len(r.scalars("r", "loss").step)
+    write_run(str(tmp_path), "r", steps=2000)
+    src = str(tmp_path / "r")
+    (new,) = os.listdir(src)
+    with open(os.path.join(src, new), "rb") as f:
+        data = f.read()
+    filesystem(url, srv.storage_options())[0].pipe_file(f"bkt/f-{kind}/r/{new}", data)
+    proxy.fail_next(0)
+    proxy.actions.append(("pass",))  # the listing
+    proxy.cut_response_next(1, after_bytes=len(data) // 2)
+    r.refresh()
+    cut_runs = r.runs()
+    errs = [str(e) for e in r.discovery_errors]
+    before = r._source.mirror.stats.bytes_fetched
+    proxy.clear()
+    r.refresh()
+    assert r.runs() == ["r"] and not r.discovery_errors
+    again = r._source.mirror.stats.bytes_fetched - before
+    got = len(r.scalars("r", "loss").step)
+    print(f"\n{kind}: a {len(data)}-byte object cut mid-answer: {len(errs)} error(s); the "
+          f"next poll fetched {again} bytes and read all {got} points")
+    assert cut_runs == ["r"] and len(errs) == 1 and new in errs[0]
+    assert 0 < again < len(data)  # only what the cut answer lacked
+    assert got == full + 2000

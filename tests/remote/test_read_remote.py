@@ -115,7 +115,15 @@ def test_files_are_fetched_in_the_order_the_reader_reads_them(s3, tmp_path,
         await asyncio.sleep(0.1)
         return await plain(self, path, start=start, end=end, **kw)
 
+    plain_open = S3FileSystem.open_async
+
+    async def slow_open(self, path, mode="rb", **kw):  # a whole small object is streamed
+        fetched.append(path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1])
+        await asyncio.sleep(0.1)
+        return await plain_open(self, path, mode, **kw)
+
     monkeypatch.setattr(S3FileSystem, "_cat_file", slow)
+    monkeypatch.setattr(S3FileSystem, "open_async", slow_open)
     with Reader("s3://bkt/order", storage_options=s3.storage_options(), threads=2,
                 remote_options={"concurrency": 1}) as r:
         got = r.scalars_all()
