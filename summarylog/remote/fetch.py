@@ -176,7 +176,7 @@ class Fetcher:
         poll fetches them.  NotImplementedError: the filesystem cannot stream."""
         import asyncio
 
-        pos = 0
+        pos, f = 0, None
         try:
             f = await asyncio.wait_for(self.fs.open_async(r.path, "rb"), self.timeout)
             while chunk := await asyncio.wait_for(f.read(_PIECE), self.timeout):
@@ -192,6 +192,12 @@ class Fetcher:
             return pos, deadline_error(self.name(r.path), self.timeout)
         except Exception as exc:
             return pos, exc
+        finally:
+            # an answer cut or stalled midway still holds its connection: s3fs keeps the
+            # body as `r`, and its file's close() does not release it
+            body = getattr(f, "r", None)
+            if body is not None and callable(getattr(body, "close", None)):
+                body.close()
 
     def batches(self, ranges: Iterable[Range]) -> Iterator[list[Range]]:
         batch: list[Range] = []
