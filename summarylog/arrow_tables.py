@@ -11,7 +11,7 @@ import numpy as np
 
 from .read_columns import RunColumns
 
-__all__ = ["scalar_schema", "scalar_tables", "require_pyarrow", "histogram_schema",
+__all__ = ["arrow_text", "scalar_schema", "scalar_tables", "require_pyarrow", "histogram_schema",
            "histogram_table", "text_schema", "text_table", "text_value", "hparams_schema",
            "hparams_rows", "hparams_table", "lineage_schema", "lineage_table",
            "damage_schema", "damage_table"]
@@ -26,7 +26,8 @@ def require_pyarrow() -> Any:
     return pyarrow
 
 
-def _utf8(name: str) -> str:
+def arrow_text(name: str) -> str:
+    """``name`` as an Arrow string."""
     # the Reader keeps non-UTF-8 bytes as surrogate escapes; Arrow strings must be UTF-8
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
@@ -45,13 +46,13 @@ def scalar_tables(run: str, cols: RunColumns) -> Iterator[Any]:
     are shared, not copied."""
     pa = require_pyarrow()
     schema = scalar_schema()
-    runs = pa.array([_utf8(run)], pa.string())
+    runs = pa.array([arrow_text(run)], pa.string())
     for tag in sorted(cols.series):
         s = cols.series[tag]
         zeros = pa.array(np.zeros(len(s.step), np.int32))
         yield pa.Table.from_arrays(
             [pa.DictionaryArray.from_arrays(zeros, runs),
-             pa.DictionaryArray.from_arrays(zeros, pa.array([_utf8(tag)], pa.string())),
+             pa.DictionaryArray.from_arrays(zeros, pa.array([arrow_text(tag)], pa.string())),
              pa.array(s.step), pa.array(s.wall_time), pa.array(s.value)], schema=schema)
 
 
@@ -63,7 +64,7 @@ _HIST_STATS = ("min", "max", "num", "sum", "sum_squares", "nan_count", "pos_inf_
 def _dict_text(pa: Any, name: str, n: int) -> Any:
     """``name`` n times, dictionary-encoded (one entry)."""
     return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
-                                          pa.array([_utf8(name)], pa.string()))
+                                          pa.array([arrow_text(name)], pa.string()))
 
 
 def histogram_schema() -> Any:
@@ -121,9 +122,9 @@ def text_schema() -> Any:
 def text_value(value: Any) -> str:
     """A text value as one string: a str as is, a tensor of strings as a JSON list."""
     if isinstance(value, bytes):
-        return _utf8(value.decode("utf-8", "surrogateescape"))
+        return arrow_text(value.decode("utf-8", "surrogateescape"))
     if isinstance(value, str):
-        return _utf8(value)
+        return arrow_text(value)
     arr = np.asarray(value)
     if arr.shape == ():
         return text_value(arr.item())
@@ -132,20 +133,20 @@ def text_value(value: Any) -> str:
 
 def _plain(v: Any) -> Any:
     if isinstance(v, bytes):
-        return _utf8(v.decode("utf-8", "surrogateescape"))
+        return arrow_text(v.decode("utf-8", "surrogateescape"))
     if isinstance(v, str):
-        return _utf8(v)
+        return arrow_text(v)
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     if isinstance(v, dict):
-        return {_utf8(str(k)): _plain(x) for k, x in v.items()}
+        return {arrow_text(str(k)): _plain(x) for k, x in v.items()}
     if isinstance(v, (bool, int, float)) or v is None:
         return v
     if isinstance(v, np.generic):
         return _plain(v.item())
     if isinstance(v, np.ndarray):
         return _plain(v.tolist())
-    return _utf8(str(v))
+    return arrow_text(str(v))
 
 
 def text_table(run: str, tag: str, rows: list[tuple[int, float, str]]) -> Any:
@@ -176,28 +177,28 @@ def hparams_rows(value: Any) -> list[tuple[str, str, str | None, float | None]]:
     start = value.get("session_start_info") or {}
     for name, v in (start.get("hparams") or {}).items() if isinstance(start, dict) else ():
         if isinstance(v, bool):
-            out.append((_utf8(str(name)), "hparam", "true" if v else "false", float(v)))
+            out.append((arrow_text(str(name)), "hparam", "true" if v else "false", float(v)))
         elif isinstance(v, (int, float)):
-            out.append((_utf8(str(name)), "hparam", None, float(v)))
+            out.append((arrow_text(str(name)), "hparam", None, float(v)))
         else:
-            out.append((_utf8(str(name)), "hparam", None if v is None else
+            out.append((arrow_text(str(name)), "hparam", None if v is None else
                         (v if isinstance(v, str) else json.dumps(_plain(v))), None))
     exp = value.get("experiment") or {}
     for m in (exp.get("metric_infos") or []) if isinstance(exp, dict) else ():
         name = m.get("name", {}) if isinstance(m, dict) else {}
         tag = name.get("tag") if isinstance(name, dict) else None
         if tag is not None:
-            out.append((_utf8(str(tag)), "metric", None, None))
+            out.append((arrow_text(str(tag)), "metric", None, None))
     end = value.get("session_end_info") or {}
     if isinstance(end, dict) and "status" in end:
-        out.append(("status", "status", _utf8(str(end["status"])), None))
-    return [(n, k, _utf8(s) if isinstance(s, str) else s, x) for n, k, s, x in out]
+        out.append(("status", "status", arrow_text(str(end["status"])), None))
+    return [(n, k, arrow_text(s) if isinstance(s, str) else s, x) for n, k, s, x in out]
 
 
 def hparams_table(run: str, rows: list[tuple[str, str, str | None, float | None]]) -> Any:
     pa = require_pyarrow()
     return pa.Table.from_arrays(
-        [pa.array([_utf8(run)] * len(rows), pa.string())]
+        [pa.array([arrow_text(run)] * len(rows), pa.string())]
         + [pa.array([r[i] for r in rows], t) for i, t in
            enumerate((pa.string(), pa.string(), pa.string(), pa.float64()))],
         schema=hparams_schema())
@@ -213,8 +214,8 @@ def lineage_table(run: str, row: dict[str, Any]) -> Any:
     pa = require_pyarrow()
     items = [(k, v) for k, v in row.items() if k != "run"]
     return pa.Table.from_arrays(
-        [pa.array([_utf8(run)] * len(items), pa.string()),
-         pa.array([_utf8(str(k)) for k, _ in items], pa.string()),
+        [pa.array([arrow_text(run)] * len(items), pa.string()),
+         pa.array([arrow_text(str(k)) for k, _ in items], pa.string()),
          pa.array([json.dumps(_plain(v)) for _, v in items], pa.string())],
         schema=lineage_schema())
 
@@ -230,8 +231,8 @@ def damage_schema() -> Any:
 def damage_table(rows: list[tuple[str, str, int | None, int | None, str, str]]) -> Any:
     pa = require_pyarrow()
     return pa.Table.from_arrays(
-        [pa.array([_utf8(r[0]) for r in rows], pa.string()),
-         pa.array([_utf8(r[1]) for r in rows], pa.string()),
+        [pa.array([arrow_text(r[0]) for r in rows], pa.string()),
+         pa.array([arrow_text(r[1]) for r in rows], pa.string()),
          pa.array([r[2] for r in rows], pa.int64()), pa.array([r[3] for r in rows], pa.int64()),
          pa.array([r[4] for r in rows], pa.string()), pa.array([r[5] for r in rows], pa.string())],
         schema=damage_schema())

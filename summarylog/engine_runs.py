@@ -20,11 +20,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .arrow_tables import require_pyarrow, scalar_schema, scalar_tables
+from .arrow_tables import arrow_text, require_pyarrow, scalar_schema, scalar_tables
 from .discovery import is_event_file, natural_key
 from .read_types import FileReport
 
-__all__ = ["RunJob", "find_runs", "balance", "read_run", "damage_schema", "damage_rows",
+__all__ = ["RunJob", "find_runs", "balance", "read_run", "damage_rows",
            "damage_row", "check_names",
            "ARROW_ROW_BYTES"]
 
@@ -33,11 +33,6 @@ ARROW_ROW_BYTES = 32  #: a scalar row in Arrow: step, wall_time, value (8 B) + r
 # run (a multi-value event spends about 24 B per value; a torch-style event about 47)
 _MIN_EVENT_BYTES_PER_VALUE = 12
 _LOADER_BYTES_PER_VALUE = 28  # the column loader's id, step, wall, value columns
-
-
-def _utf8(name: str) -> str:
-    # the Reader keeps non-UTF-8 bytes as surrogate escapes; Arrow strings must be UTF-8
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)
@@ -237,11 +232,11 @@ def _stream_tables(run: str, files: list[str], verify: bool, purge: bool,
     pa = require_pyarrow()
     schema = scalar_schema()
     chunk = max(1024, block_bytes // ARROW_ROW_BYTES)
-    runs = pa.array([_utf8(run)], pa.string())
+    runs = pa.array([arrow_text(run)], pa.string())
     keep = None if tags is None else set(tags)
     for c in iter_scalars(files, None, chunk, purge=purge, verify=verify, reports=reports):
         codes = c.tag.astype(np.int32)
-        names = pa.array([_utf8(t) for t in c.tags], pa.string())
+        names = pa.array([arrow_text(t) for t in c.tags], pa.string())
         cols = [c.step, c.wall_time, c.value]
         if keep is not None:
             mask = np.isin(codes, [i for i, t in enumerate(c.tags) if t in keep])
@@ -255,17 +250,9 @@ def _stream_tables(run: str, files: list[str], verify: bool, purge: bool,
              *(pa.array(a) for a in cols)], schema=schema)
 
 
-def damage_schema() -> Any:
-    """run, file, offset, length, kind, detail: one row per damaged region, unfinished
-    tail, count of malformed events or values, or unreadable file."""
-    pa = require_pyarrow()
-    return pa.schema([("run", pa.string()), ("file", pa.string()), ("offset", pa.int64()),
-                      ("length", pa.int64()), ("kind", pa.string()), ("detail", pa.string())])
-
-
 def damage_row(run: str, file: str, offset: int, length: int, kind: str,
          detail: str = "") -> dict[str, Any]:
-    return {"run": _utf8(run), "file": _utf8(file), "offset": int(offset),
+    return {"run": arrow_text(run), "file": arrow_text(file), "offset": int(offset),
             "length": int(length), "kind": kind, "detail": detail}
 
 

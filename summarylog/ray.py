@@ -70,9 +70,9 @@ class DamageLog:
         return _ray().get(self._actor.get.remote())
 
     def table(self) -> Any:
-        """:meth:`rows` as a pyarrow Table (:func:`summarylog.engine_runs.damage_schema`)."""
+        """:meth:`rows` as a pyarrow Table (:func:`summarylog.arrow_tables.damage_schema`)."""
         from .arrow_tables import require_pyarrow
-        from .engine_runs import damage_schema
+        from .arrow_tables import damage_schema
 
         return require_pyarrow().Table.from_pylist(self.rows(), schema=damage_schema())
 

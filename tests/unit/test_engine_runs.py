@@ -70,7 +70,8 @@ def test_streamed_run_equals_the_reader_in_bounded_tables(tmp_path, figure):
 
 def test_damage_and_a_vanished_file_become_rows(tmp_path):
     require_module("pyarrow")
-    from summarylog.engine_runs import damage_schema, find_runs, read_run
+    from summarylog.arrow_tables import damage_schema
+    from summarylog.engine_runs import find_runs, read_run
 
     _write(tmp_path / "ok", 2000)
     _write(tmp_path / "bad", 2000)
