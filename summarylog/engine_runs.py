@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -44,6 +42,7 @@ class RunJob:
     files: tuple[tuple[str, int], ...]
     url: str | None = None  #: the root URL the files are under (None: local files)
     storage_options: Mapping[str, Any] | None = None
+    remote_options: Any = None  #: the mirror's deadline, retries and bounds (MirrorOptions)
 
     @property
     def size(self) -> int:
@@ -61,7 +60,7 @@ def check_names(name: str, values: Any) -> list[str] | None:
 
 
 def find_runs(paths: Any, runs: Any = None,
-              storage_options: Mapping[str, Any] | None = None
+              storage_options: Mapping[str, Any] | None = None, remote_options: Any = None
               ) -> tuple[list[RunJob], list[OSError]]:
     """The runs under ``paths`` (a path or URL, or a list of them: roots, run directories
     or event files) and what could not be listed.  With one path, runs are named as
@@ -81,11 +80,12 @@ def find_runs(paths: Any, runs: Any = None,
         p = os.fspath(p) if isinstance(p, os.PathLike) else p
         if not isinstance(p, str) or not p:
             raise TypeError(f"paths must hold non-empty str or PathLike, got {p!r}")
-        found = (_url_runs(p, storage_options, errors) if is_url(p)
+        found = (_url_runs(p, storage_options, remote_options, errors) if is_url(p)
                  else _local_runs(p, errors))
         if len(paths) > 1:
             found = [RunJob(p.rstrip("/") if j.run == "." else f"{p.rstrip('/')}/{j.run}",
-                            j.files, j.url, j.storage_options) for j in found]
+                            j.files, j.url, j.storage_options, j.remote_options)
+                     for j in found]
         jobs += found
     names = [j.run for j in jobs]
     if len(set(names)) < len(names):
@@ -117,29 +117,29 @@ def _local_runs(path: str, errors: list[OSError]) -> list[RunJob]:
     return jobs
 
 
-def _url_runs(url: str, storage_options: Mapping[str, Any] | None,
+def _url_runs(url: str, storage_options: Mapping[str, Any] | None, remote_options: Any,
               errors: list[OSError]) -> list[RunJob]:
-    """One listing of ``url``: event files grouped by directory (hidden parts, such as a
-    writer's live tails, left out, as the Reader's mirror leaves them)."""
-    from .remote.names import is_hidden
-    from .remote.urls import check_dir_or_url, filesystem
+    """One listing of ``url`` through the mirror's (its deadline and retries, its
+    refusal of hostile names, its ``max_objects``): event files grouped by directory,
+    hidden parts (a writer's live tails) left out.  Nothing is fetched here."""
+    from .remote.mirror import Mirror
+    from .remote.urls import check_dir_or_url
 
     url = check_dir_or_url("paths", url)
-    fs, root = filesystem(url, storage_options)
-    found = fs.find(root, detail=True)
-    if not found and not fs.exists(root):
-        raise FileNotFoundError(2, "No such bucket, object or directory", url)
+    mirror = Mirror(url, storage_options, remote_options)
+    try:
+        listing = mirror.list_objects()
+    finally:
+        mirror.close()
+    errors += listing.errors
+    if not listing.files and not listing.hidden:
+        raise FileNotFoundError(2, "no event files under this URL", url)
     by_run: dict[str, list[tuple[str, int]]] = {}
-    for path, info in found.items():
-        rel = path[len(root):].lstrip("/") if path.startswith(root) else path
-        if info.get("type", "file") != "file" or is_hidden(rel):
-            continue
-        if not is_event_file(os.path.basename(path)):
-            continue
-        run = os.path.dirname(rel) or "."
-        by_run.setdefault(run, []).append((path, int(info.get("size") or 0)))
+    for path, (parts, size) in listing.files.items():
+        if is_event_file(parts[-1]):
+            by_run.setdefault("/".join(parts[:-1]) or ".", []).append((path, size))
     return [RunJob(run, tuple(sorted(files, key=lambda f: natural_key(f[0]))), url,
-                   dict(storage_options or {}))
+                   dict(storage_options or {}), mirror.options)
             for run, files in sorted(by_run.items())]
 
 
@@ -158,28 +158,22 @@ def balance(jobs: Sequence[RunJob], tasks: int) -> list[list[RunJob]]:
 
 
 @contextlib.contextmanager
-def _local_files(job: RunJob) -> Iterator[tuple[list[str], dict[str, str]]]:
-    """The run's files as local paths, and local path -> the name to report."""
+def _local_files(job: RunJob) -> Iterator[tuple[list[str], dict[str, str], list[OSError]]]:
+    """The run's files as local paths, local path -> the name to report, and what could
+    not be fetched fully (a URL's files are mirrored, within the mirror's deadline and
+    retries, into a private directory removed afterwards)."""
     if job.url is None:
         paths = [f for f, _ in job.files]
-        yield paths, {p: p for p in paths}
+        yield paths, {p: p for p in paths}, []
         return
-    from .remote.urls import filesystem
+    from .remote.mirror import Mirror
 
-    fs, _ = filesystem(job.url, job.storage_options)
-    tmp = tempfile.mkdtemp(prefix="summarylog-run-")
+    mirror = Mirror(job.url, job.storage_options, job.remote_options)
     try:
-        local, names = [], {}
-        for i, (remote, _) in enumerate(job.files):
-            # the index keeps names apart and the reading order; the base name keeps the dialect
-            dst = os.path.join(tmp, f"{i:06d}-{os.path.basename(remote)}")
-            fs.get_file(remote, dst)
-            local.append(dst)
-            names[dst] = f"{fs.unstrip_protocol(remote)}" if hasattr(fs, "unstrip_protocol") \
-                else remote
-        yield local, names
+        local = mirror.fetch(job.files)
+        yield local, {p: mirror.url_of(p) for p in local}, list(mirror.errors)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        mirror.close()
 
 
 def _streamed(job: RunJob, block_bytes: int) -> bool:
@@ -193,13 +187,19 @@ def read_run(job: RunJob, *, verify: bool = True, purge: bool = True,
     """The run's scalars as Arrow tables (:func:`summarylog.arrow_tables.scalar_schema`),
     none larger than about ``block_bytes``; what reading found wrong is appended to
     ``damage`` as rows (:func:`damage_rows`).  A run that cannot be read at all (a file
-    gone) becomes one ``unreadable`` row, not an exception."""
+    gone) becomes one ``unreadable`` row, not an exception; a URL's file not fetched
+    fully is read up to where its fetching stopped, and is an ``unreadable`` row too."""
     from .discovery import dialect_of
 
     reports: dict[str, FileReport] = {}
     names: dict[str, str] = {}
     try:
-        with _local_files(job) as (files, names):
+        with _local_files(job) as (files, names, fetch_errors):
+            if fetch_errors:
+                if damage is None:
+                    raise fetch_errors[0]
+                damage += [damage_row(job.run, os.fsdecode(e.filename or job.run), 0, 0,
+                                      "unreadable", str(e)) for e in fetch_errors]
             mindspore = any(dialect_of(f) == "mindspore" for f in files)
             if _streamed(job, block_bytes) and not (purge and mindspore):
                 yield from _stream_tables(job.run, files, verify, purge, tags, block_bytes,

@@ -93,7 +93,7 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
                 tags: Sequence[str] | None = None, kinds: Sequence[str] = ("scalars",),
                 override_num_blocks: int | None = None, verify: bool = True,
                 purge: bool = True, storage_options: Mapping[str, Any] | None = None,
-                damage: DamageLog | None = None,
+                remote_options: Any = None, damage: DamageLog | None = None,
                 ray_remote_args: Mapping[str, Any] | None = None) -> Any:
     """A ``ray.data.Dataset`` of the scalars under ``paths``: rows ``run, tag, step,
     wall_time, value`` (run and tag dictionary-encoded), as :class:`summarylog.Reader`
@@ -108,6 +108,8 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
         cluster, or one per 128 MiB of event files if more, at most one per run).
         Runs are split across tasks by bytes; a run is never split.
       storage_options: fsspec options for URLs (sent to the workers that fetch).
+      remote_options: for URLs, the deadline, retries and bounds of the listing and of
+        the workers' fetching, as :class:`summarylog.Reader` takes them.
       damage: a :class:`DamageLog` to collect what reading found wrong; None: each
         worker logs a warning with counts (forwarded to the driver by Ray).
 
@@ -133,7 +135,7 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
         raise TypeError(f"damage must be a summarylog.ray.DamageLog or None, "
                         f"got {type(damage).__name__}")
     ray = _ray()
-    jobs, errors = find_runs(paths, runs, storage_options)
+    jobs, errors = find_runs(paths, runs, storage_options, remote_options)
     if errors:  # the driver found them: it says so itself
         rows = [damage_row("", e.filename or "", 0, 0, "unlisted", str(e)) for e in errors]
         if damage is not None:

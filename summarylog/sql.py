@@ -105,7 +105,7 @@ def _dataset_views(con: Any, path: str) -> list[str]:
     return made
 
 
-def _event_batches(path: str, storage_options: Mapping[str, Any] | None,
+def _event_batches(path: str, storage_options: Mapping[str, Any] | None, remote_options: Any,
                    damage: list[dict[str, Any]]) -> Any:
     """The scalars under ``path`` as a RecordBatchReader, read run by run as DuckDB pulls."""
     import pyarrow as pa
@@ -113,7 +113,8 @@ def _event_batches(path: str, storage_options: Mapping[str, Any] | None,
     from .arrow_tables import scalar_schema
     from .engine_runs import find_runs, read_run
 
-    jobs, errors = find_runs(path, None, storage_options)  # FileNotFoundError: missing
+    # FileNotFoundError for a missing path
+    jobs, errors = find_runs(path, None, storage_options, remote_options)
     damage += [{"run": "", "file": e.filename or "", "kind": "unlisted", "detail": str(e)}
                for e in errors]
 
@@ -127,7 +128,7 @@ def _event_batches(path: str, storage_options: Mapping[str, Any] | None,
 
 def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
           threads: int | None = None, memory_limit: int | str | None = None,
-          storage_options: Mapping[str, Any] | None = None) -> Any:
+          storage_options: Mapping[str, Any] | None = None, remote_options: Any = None) -> Any:
     """Run one read-only DuckDB SQL statement over ``source`` and return its result as a
     pandas DataFrame (``output="pandas"``) or a pyarrow Table (``"arrow"``).
 
@@ -135,7 +136,8 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
     the other exported tables that hold parts; over event files, ``scalars`` (run, tag,
     step, wall_time, value), which one query may scan once (a self-join needs a dataset).
     ``threads`` / ``memory_limit`` (bytes or e.g. ``"2GB"``): DuckDB's own limits.
-    ``storage_options``: fsspec options for a URL of event files.
+    ``storage_options``, ``remote_options``: for a URL of event files, as
+    :class:`summarylog.Reader` takes them (fsspec options; deadline, retries, bounds).
 
     Raises TypeError for a non-str ``sql``; ValueError for SQL that does not parse or
     bind, or that would do more than read (with DuckDB's message); PermissionError for
@@ -161,14 +163,15 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
     try:
         allowed: list[str] = []
         if not is_url(path) and is_dataset(path):
-            if storage_options is not None:
-                raise ValueError("storage_options are for URLs only")
+            if storage_options is not None or remote_options is not None:
+                raise ValueError("storage_options and remote_options are for URLs only")
             path = os.path.abspath(path)
             _dataset_views(con, path)
             # the views' own directory only (as the glob names it, and with links resolved)
             allowed = sorted({os.path.join(p, "") for p in (path, os.path.realpath(path))})
         else:
-            con.register("scalars", _event_batches(path, storage_options, damage))
+            con.register("scalars", _event_batches(path, storage_options, remote_options,
+                                                    damage))
         if allowed:
             con.execute(f"SET allowed_directories=[{', '.join(map(_literal, allowed))}]")
         con.execute("SET enable_external_access=false")

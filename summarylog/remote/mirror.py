@@ -29,12 +29,12 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from ..discovery import is_event_file, is_lineage_file
 from .fetch import Fetcher, Range, RangeQueue
+from .listing import Listing, sort_listing
+from .names import split_name
 from .read_options import MirrorOptions, PollStats
-from .names import is_hidden, split_name, tail_segment
 from .urls import filesystem, for_reading, redact
 
 __all__ = ["MirrorOptions", "Mirror", "PollStats"]
@@ -151,39 +151,13 @@ class Mirror:
     def _sync(self, background: bool) -> None:
         self.errors = []
         self.stats.polls += 1
-        listing = self._list()
-        wanted: dict[str, tuple[str, int]] = {}  # remote path -> (local path, size)
-        hidden: dict[str, int] = {}
-        tails: dict[str, tuple[str, int]] = {}  # segment path -> (its live tail's path, size)
-        over = 0
-        for path, info in listing.items():
-            if info.get("type", "file") != "file":
-                continue
-            rel = self._rel(path) or path.rsplit("/", 1)[-1]
-            size = int(info.get("size") or 0)
-            try:
-                parts = split_name(rel)
-            except ValueError as exc:
-                self.errors.append(OSError(errno.EINVAL, f"object name refused: {exc}",
-                                           self._url(path)))
-                continue
-            if is_hidden(rel):
-                hidden[rel] = size
-                seg = tail_segment(parts)
-                if seg is not None and is_event_file(seg[-1]):
-                    tails[path.rsplit("/", 2)[0] + "/" + seg[-1]] = (path, size)
-            elif is_event_file(parts[-1]) or is_lineage_file(parts[-1]):
-                if len(wanted) == self.options.max_objects:
-                    over += 1
-                    continue
-                wanted[path] = (os.path.join(self.local_root, *parts), size)
-        self.hidden = hidden
-        self._use_tails(tails, wanted)
-        if over:
-            self.errors.append(OSError(errno.EFBIG, f"{over} event files past the first "
-                                       f"{self.options.max_objects} (remote_options "
-                                       f"max_objects) are not read", self.url))
-        if not wanted and not hidden and not self._sizes:
+        listing = self.list_objects()
+        self.errors += listing.errors
+        self.hidden = listing.hidden
+        wanted = {path: (os.path.join(self.local_root, *parts), size)
+                  for path, (parts, size) in listing.files.items()}
+        self._use_tails(listing.tails, wanted)
+        if not wanted and not listing.hidden and not self._sizes:
             raise FileNotFoundError(errno.ENOENT, "no event files under this URL", self.url)
         self._drop_gone(wanted)
         ranges = self._queue = RangeQueue(self._plan(wanted))
@@ -193,6 +167,36 @@ class Mirror:
         self._worker = threading.Thread(target=self._pull, args=(ranges,), daemon=True,
                                         name="summarylog-mirror")
         self._worker.start()
+
+    def list_objects(self) -> Listing:
+        """One listing of the root within the deadline, sorted (hostile names and the
+        files past ``max_objects`` in its errors); nothing is fetched.  Raises
+        FileNotFoundError for a missing bucket, TimeoutError past the deadline."""
+        return sort_listing(self._list(), self._rel, self._url, self.url,
+                            self.options.max_objects)
+
+    def fetch(self, files: Sequence[tuple[str, int]]) -> list[str]:
+        """Mirror just ``files`` (remote paths of a listing, with their listed sizes),
+        as a poll without a listing: their local paths, in the given order.  What
+        could not be fetched fully is in :attr:`errors` (its prefix kept)."""
+        self.settle()
+        self._lock()
+        try:
+            self.errors = []
+            wanted: dict[str, tuple[str, int]] = {}
+            for path, size in files:
+                try:
+                    wanted[path] = (os.path.join(self.local_root, *split_name(self._rel(path))),
+                                    size)
+                except ValueError as exc:
+                    self.errors.append(OSError(errno.EINVAL, f"object name refused: {exc}",
+                                               self._url(path)))
+            ranges = self._queue = RangeQueue(self._plan(wanted))
+        except BaseException:
+            self._unlock()
+            raise
+        self._pull(ranges)
+        return [self._local[p] for p in wanted if p in self._local]
 
     def _use_tails(self, tails: dict[str, tuple[str, int]],
                    wanted: dict[str, tuple[str, int]]) -> None:
