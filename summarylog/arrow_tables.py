@@ -14,7 +14,7 @@ from .read_columns import RunColumns
 __all__ = ["arrow_text", "scalar_schema", "scalar_tables", "require_pyarrow", "histogram_schema",
            "histogram_table", "text_schema", "text_table", "text_value", "hparams_schema",
            "hparams_rows", "hparams_table", "lineage_schema", "lineage_table",
-           "damage_schema", "damage_table"]
+           "damage_schema", "damage_table", "table_schema"]
 
 
 def require_pyarrow() -> Any:
@@ -236,3 +236,12 @@ def damage_table(rows: list[tuple[str, str, int | None, int | None, str, str]]) 
          pa.array([r[2] for r in rows], pa.int64()), pa.array([r[3] for r in rows], pa.int64()),
          pa.array([r[4] for r in rows], pa.string()), pa.array([r[5] for r in rows], pa.string())],
         schema=damage_schema())
+
+
+def table_schema(table: str) -> Any:
+    """The schema of the export's table named ``table`` (the dataset layout's TABLES)."""
+    schemas = {"scalars": scalar_schema, "histograms": histogram_schema, "text": text_schema,
+               "hparams": hparams_schema, "lineage": lineage_schema, "damage": damage_schema}
+    if table not in schemas:
+        raise ValueError(f"table must be one of {sorted(schemas)}, got {table!r}")
+    return schemas[table]()

@@ -4,8 +4,8 @@ the function on the package with the module).
 
 ``source`` is either an exported dataset (``summarylog export ... --format parquet``:
 the views ``scalars``, ``histograms``, ``text``, ``hparams``, ``lineage``, ``damage``
-over its Parquet parts, those that exist) or event files (a root of runs, a run
-directory, an event file or a URL): then ``scalars`` is read straight from the files,
+over its Parquet parts, those that exist; a dataset at a URL is scanned through Arrow
+over fsspec) or event files (a root of runs, a run directory, an event file or a URL): then ``scalars`` is read straight from the files,
 run by run, as a stream of Arrow batches (never all in memory, nothing exported).
 
 The SQL may only read: one SELECT (or EXPLAIN) statement; DuckDB's access to files
@@ -105,6 +105,36 @@ def _dataset_views(con: Any, path: str) -> list[str]:
     return made
 
 
+def _url_dataset(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The tables of a dataset exported to ``url`` as Arrow datasets over fsspec (DuckDB
+    scans them with its file access off), or None when ``url`` holds no dataset."""
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    from .arrow_tables import table_schema
+    from .remote.urls import filesystem
+
+    layout = _layout()
+    fs, root = filesystem(url, storage_options)
+    root = root.rstrip("/")
+    if not fs.exists(f"{root}/{layout.STATE_DIR}/{layout.STATE_FILE}"):
+        return None
+    arrow_fs = PyFileSystem(FSSpecHandler(fs))
+    key = pa.schema([("run_key", pa.string())])
+    out = {}
+    for table in layout.TABLES:
+        parts = sorted(fs.glob(layout.table_glob(root, table)))
+        if parts:  # the table's schema: a part written before a column was added reads null
+            out[table] = pads.dataset(
+                parts, schema=pa.unify_schemas([table_schema(table), key]), format="parquet",
+                filesystem=arrow_fs, partitioning=pads.partitioning(key, flavor="hive"),
+                partition_base_dir=f"{root}/{table}")
+    if not out:
+        raise FileNotFoundError(2, "an exported dataset without any Parquet part", url)
+    return out
+
+
 def _event_batches(path: str, storage_options: Mapping[str, Any] | None, remote_options: Any,
                    damage: list[dict[str, Any]]) -> Any:
     """The scalars under ``path`` as a RecordBatchReader, read run by run as DuckDB pulls."""
@@ -136,8 +166,9 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
     the other exported tables that hold parts; over event files, ``scalars`` (run, tag,
     step, wall_time, value), which one query may scan once (a self-join needs a dataset).
     ``threads`` / ``memory_limit`` (bytes or e.g. ``"2GB"``): DuckDB's own limits.
-    ``storage_options``, ``remote_options``: for a URL of event files, as
-    :class:`summarylog.Reader` takes them (fsspec options; deadline, retries, bounds).
+    ``storage_options``: a URL's fsspec options (a dataset's or event files');
+    ``remote_options``: for a URL of event files, as :class:`summarylog.Reader` takes
+    them (deadline, retries, bounds).
 
     Raises TypeError for a non-str ``sql``; ValueError for SQL that does not parse or
     bind, or that would do more than read (with DuckDB's message); PermissionError for
@@ -162,7 +193,11 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
         raise ValueError(f"DuckDB refused the settings: {exc}") from None
     try:
         allowed: list[str] = []
-        if not is_url(path) and is_dataset(path):
+        remote = _url_dataset(path, storage_options) if is_url(path) else None
+        if remote is not None:
+            for table, data in remote.items():
+                con.register(table, data)
+        elif not is_url(path) and is_dataset(path):
             if storage_options is not None or remote_options is not None:
                 raise ValueError("storage_options and remote_options are for URLs only")
             path = os.path.abspath(path)

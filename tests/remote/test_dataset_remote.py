@@ -100,3 +100,37 @@ def test_nothing_new_fetches_no_object_with_a_kept_mirror(s3, tmp_path) -> None:
     print(f"\nsecond export over S3 with the mirror kept: {lists} listing, {gets} object GETs; "
           f"{again.summary()}")
     assert (again.files_read, again.parts_written, gets) == (0, 0, 0)
+
+
+def test_query_a_dataset_exported_to_s3(s3, tmp_path) -> None:
+    """summarylog.query over a dataset at a URL: its tables scanned through Arrow over
+    fsspec (DuckDB's own file access stays off), the same answers as the local dataset."""
+    require_module("duckdb")
+    from summarylog.sql import query
+
+    opts = s3.storage_options()
+    fs = filesystem("s3://bkt", opts)[0]
+    local = str(tmp_path / "logs")
+    write_run(local, "a", steps=300)
+    write_run(local, "b/c", steps=120, files=2)
+    prefix = f"bkt/qds-{os.getpid()}"
+    export_dataset(local, f"s3://{prefix}", dest_storage_options=opts)
+    export_dataset(local, str(tmp_path / "ds"))
+    sql = ("SELECT run, tag, count(*) AS n, max(step) AS last, sum(value) AS s, "
+           "count(DISTINCT run_key) AS keys FROM scalars GROUP BY run, tag ORDER BY run, tag")
+    remote = query(sql, f"s3://{prefix}", storage_options=opts, output="arrow")
+    here = query(sql, str(tmp_path / "ds"), output="arrow")
+    print(f"\nquery over s3://{prefix}: {remote.to_pylist()}")
+    assert remote.to_pylist() == here.to_pylist()
+    assert [r["n"] for r in remote.to_pylist()] == [300, 240]
+    with pytest.raises(ValueError, match="histograms"):  # no parts: no table
+        query("SELECT * FROM histograms", f"s3://{prefix}", storage_options=opts)
+    with pytest.raises(PermissionError):  # DuckDB's own file access is still off
+        query(f"SELECT * FROM read_parquet('{tmp_path}/ds/scalars/*/*.parquet')",
+              f"s3://{prefix}", storage_options=opts)
+    # a URL without a dataset is read as event files
+    assert fs.exists(f"{prefix}/_summarylog/state.json")
+    upload(fs, local, f"bkt/qev-{os.getpid()}")
+    ev = query("SELECT run, count(*) AS n FROM scalars GROUP BY run ORDER BY run",
+               f"s3://bkt/qev-{os.getpid()}", storage_options=opts, output="arrow")
+    assert ev.to_pylist() == [{"run": "a", "n": 300}, {"run": "b/c", "n": 240}]
