@@ -14,7 +14,7 @@ from .read_columns import RunColumns
 __all__ = ["arrow_text", "scalar_schema", "scalar_tables", "require_pyarrow", "histogram_schema",
            "histogram_table", "text_schema", "text_table", "text_value", "hparams_schema",
            "hparams_rows", "hparams_table", "lineage_schema", "lineage_table",
-           "damage_schema", "damage_table", "table_schema"]
+           "damage_schema", "damage_table", "report_damage", "table_schema"]
 
 
 def require_pyarrow() -> Any:
@@ -226,6 +226,29 @@ def damage_schema() -> Any:
     pa = require_pyarrow()
     return pa.schema([("run", pa.string()), ("file", pa.string()), ("offset", pa.int64()),
                       ("length", pa.int64()), ("kind", pa.string()), ("detail", pa.string())])
+
+
+_COUNTS = {"bad_events": "records with valid CRCs that are not Events",
+           "bad_values": "values not decoded, or kept despite a defect",
+           "damage_past_cap": "damaged regions past the listed ones, counted"}
+
+
+def report_damage(run: str, name: str, rep: Any, after: int = 0,
+                  counted: dict[str, int] | None = None
+                  ) -> tuple[list[tuple[str, str, int | None, int | None, str, str]],
+                             dict[str, int]]:
+    """The damage table's rows of one file's :class:`~summarylog.read_types.FileReport`
+    ``rep`` (the file shown as ``name``): a row per damaged region at or past ``after``
+    (offset, length in bytes), and a row per count above ``counted`` (offset null,
+    length the count); and the counts, for the next call's ``counted``."""
+    rows: list[tuple[str, str, int | None, int | None, str, str]] = [
+        (run, name, d.offset, d.length, d.kind, "") for d in rep.damage if d.offset >= after]
+    counts = {"bad_events": rep.bad_events, "bad_values": rep.bad_values,
+              "damage_past_cap": rep.damage_past_cap}
+    for kind, n in counts.items():
+        if n > (counted or {}).get(kind, 0):
+            rows.append((run, name, None, n - (counted or {}).get(kind, 0), kind, _COUNTS[kind]))
+    return rows, counts
 
 
 def damage_table(rows: list[tuple[str, str, int | None, int | None, str, str]]) -> Any:

@@ -18,7 +18,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .arrow_tables import arrow_text, require_pyarrow, scalar_schema, scalar_tables
+from .arrow_tables import (arrow_text, report_damage, require_pyarrow, scalar_schema,
+                           scalar_tables)
 from .discovery import is_event_file, natural_key
 from .read_types import FileReport
 
@@ -198,7 +199,7 @@ def read_run(job: RunJob, *, verify: bool = True, purge: bool = True,
             if fetch_errors:
                 if damage is None:
                     raise fetch_errors[0]
-                damage += [damage_row(job.run, os.fsdecode(e.filename or job.run), 0, 0,
+                damage += [damage_row(job.run, os.fsdecode(e.filename or job.run), None, None,
                                       "unreadable", str(e)) for e in fetch_errors]
             mindspore = any(dialect_of(f) == "mindspore" for f in files)
             if _streamed(job, block_bytes) and not (purge and mindspore):
@@ -215,8 +216,8 @@ def read_run(job: RunJob, *, verify: bool = True, purge: bool = True,
     except OSError as exc:
         if damage is not None:
             where = os.fsdecode(exc.filename) if exc.filename is not None else job.run
-            damage.append(damage_row(job.run, names.get(where, where), 0, 0, "unreadable",
-                                     str(exc)))
+            damage.append(damage_row(job.run, names.get(where, where), None, None,
+                                     "unreadable", str(exc)))
         else:
             raise
     if damage is not None:
@@ -250,30 +251,24 @@ def _stream_tables(run: str, files: list[str], verify: bool, purge: bool,
              *(pa.array(a) for a in cols)], schema=schema)
 
 
-def damage_row(run: str, file: str, offset: int, length: int, kind: str,
-         detail: str = "") -> dict[str, Any]:
-    return {"run": arrow_text(run), "file": arrow_text(file), "offset": int(offset),
-            "length": int(length), "kind": kind, "detail": detail}
+def damage_row(run: str, file: str, offset: int | None, length: int | None, kind: str,
+               detail: str = "") -> dict[str, Any]:
+    return {"run": arrow_text(run), "file": arrow_text(file), "offset": offset,
+            "length": length, "kind": kind, "detail": detail}
 
 
 def damage_rows(run: str, reports: Mapping[str, FileReport],
                 names: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The damage table's rows for a run's file reports (``names``: local path -> the
-    name to show, e.g. its URL)."""
+    name to show, e.g. its URL), as the export writes them
+    (:func:`summarylog.arrow_tables.report_damage`), and a row per unfinished record at
+    a file's end (``tail_<kind>``: a live file's, or a crash's)."""
     rows = []
     for path, rep in reports.items():
         name = (names or {}).get(path, path)
-        rows += [damage_row(run, name, d.offset, d.length, d.kind) for d in rep.damage]
-        if rep.damage_past_cap:
-            rows.append(damage_row(run, name, 0, 0, "damage_past_cap",
-                             f"{rep.damage_past_cap} more damaged regions, not listed"))
+        found, _ = report_damage(run, name, rep)
+        rows += [damage_row(*r) for r in found]
         if rep.tail is not None:
             rows.append(damage_row(run, name, rep.tail.offset, rep.tail.length,
-                             f"tail_{rep.tail.kind}", "unfinished record at the end"))
-        if rep.bad_events:
-            rows.append(damage_row(run, name, 0, 0, "bad_events",
-                             f"{rep.bad_events} records that are not Events"))
-        if rep.bad_values:
-            rows.append(damage_row(run, name, 0, 0, "bad_values",
-                             f"{rep.bad_values} values not decoded or kept despite a defect"))
+                                   f"tail_{rep.tail.kind}", "unfinished record at the end"))
     return rows

@@ -137,7 +137,8 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
     ray = _ray()
     jobs, errors = find_runs(paths, runs, storage_options, remote_options)
     if errors:  # the driver found them: it says so itself
-        rows = [damage_row("", e.filename or "", 0, 0, "unlisted", str(e)) for e in errors]
+        rows = [damage_row("", e.filename or "", None, None, "unlisted", str(e))
+                for e in errors]
         if damage is not None:
             damage.add(rows)
         warnings.warn(f"summarylog.ray: {len(errors)} paths could not be listed, e.g. "

@@ -94,7 +94,7 @@ def bench_export_parquet(ctx: Context) -> list[Row]:
     note = (f"{runs} runs x {n // runs:,} scalars (one per event), "
             f"threads={thread_count(None)}; CPU s: export {c1 - c0:.2f}, Reader "
             f"{c2 - c1:.2f}; {os.cpu_count()} CPUs (shared: noisy)")
-    return [Row("export_parquet", "export_dataset()", f"Reader.scalars_all(), same threads",
+    return [Row("export_parquet", "export_dataset()", "Reader.scalars_all(), same threads",
                 "scalars/s", per_second(n, secs["export"]), per_second(n, secs["load"]),
                 paired=True, note=note),
             Row("export_parquet", "export_dataset()", "Reader.scalars_all(), threads=1",

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..arrow_tables import (damage_table, histogram_table, hparams_rows, hparams_table,
+from ..arrow_tables import (histogram_table, hparams_rows, hparams_table,
                             require_pyarrow, scalar_tables, text_table, text_value)
 from ..read_columns import RunColumns
 from ..read_types import FileReport, Scalars
 from ..reader import Reader
 
-__all__ = ["Unit", "read_unit", "damage_rows", "select_tags", "merged"]
+__all__ = ["Unit", "read_unit", "select_tags", "merged"]
 
 
 @dataclasses.dataclass
@@ -119,21 +119,3 @@ def _scalars(run: str, tag: str, s: Scalars, k: int) -> Any:
     cols.series[tag] = Scalars(s.step[k:], s.wall_time[k:], s.value[k:]) if k else s
     (table,) = scalar_tables(run, cols)
     return _sorted(table, cols.series[tag].step)
-
-
-def damage_rows(run: str, name: str, rep: FileReport, after: int = 0,
-                bad_before: dict[str, int] | None = None) -> tuple[list[Any], dict[str, int]]:
-    """The damage table's rows of one file's report (regions at or past ``after``;
-    counts above ``bad_before``), and the counts to remember."""
-    rows: list[Any] = [(run, name, d.offset, d.length, d.kind, "")
-                       for d in rep.damage if d.offset >= after]
-    bad = {"bad_events": rep.bad_events, "bad_values": rep.bad_values,
-           "damage_past_cap": rep.damage_past_cap}
-    what = {"bad_events": "records with valid CRCs that are not Events",
-            "bad_values": "values not decoded, or kept despite a defect",
-            "damage_past_cap": "damaged regions past the listed ones, counted"}
-    for k, n in bad.items():
-        if n > (bad_before or {}).get(k, 0):
-            rows.append((run, name, None, n - (bad_before or {}).get(k, 0), k, what[k]))
-    return rows, bad
-

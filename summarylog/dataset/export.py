@@ -18,12 +18,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
 
-from ..arrow_tables import damage_table, require_pyarrow
+from ..arrow_tables import damage_table, report_damage, require_pyarrow
 from ..read_lineage import read_lineage
 from ..read_pool import thread_count
 from ..reader import Reader
 from ..remote.urls import check_dir_or_url, is_url
-from .collect import Unit, damage_rows, merged, read_unit
+from .collect import Unit, merged, read_unit
 from .layout import KEY_PREFIX, part_name, run_key
 from .plan import RunPlan, per_file_ok, plan_run
 from .state import DatasetState, FileState, RunState, file_identity
@@ -173,7 +173,7 @@ class _Export:
         rep = unit.reports.get(path)
         size = rep.size if rep is not None and rep.size is not None else os.path.getsize(path)
         consumed = rep.tail.offset if rep is not None and rep.tail is not None else size
-        rows, bad = damage_rows(run, self.reader.name(path), rep, before.consumed if before
+        rows, bad = report_damage(run, self.reader.name(path), rep, before.consumed if before
                                 else 0, before.bad if before else None) if rep else ([], {})
         damage.extend(rows)
         head, mark = file_identity(path, size)
@@ -188,7 +188,7 @@ class _Export:
         out.setdefault("lineage", {})[""] = [lineage_table(plan.run, row)]
         for path in plan.lineage:
             rep = reports[path]
-            rows, bad = damage_rows(plan.run, self.reader.name(path), rep)
+            rows, bad = report_damage(plan.run, self.reader.name(path), rep)
             damage.extend(rows)
             head, mark = file_identity(path, rep.size or 0)
             files[os.path.basename(path)] = FileState(rep.size or 0, rep.size or 0, head, mark,

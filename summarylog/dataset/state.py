@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any
 
 __all__ = ["FileState", "RunState", "DatasetState", "file_identity", "STATE_VERSION"]
 

@@ -28,7 +28,7 @@ def split_name(rel: str) -> list[str]:
         raise ValueError(f"nested {len(parts)} deep (at most {MAX_DEPTH})")
     for p in parts:
         if p in ("", ".", ".."):
-            raise ValueError(f"has an empty, '.' or '..' part")
+            raise ValueError("has an empty, '.' or '..' part")
         if _BAD.search(p):
             raise ValueError("has NUL or control characters")
         if len(p.encode("utf-8", "surrogateescape")) > NAME_MAX:

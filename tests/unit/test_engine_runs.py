@@ -94,6 +94,35 @@ def test_damage_and_a_vanished_file_become_rows(tmp_path):
     assert pa.Table.from_pylist(rows, schema=damage_schema()).num_rows == 2
     with pytest.raises(OSError):  # without a damage list the error is the caller's
         list(read_run(next(j for j in jobs if j.run == "gone")))
+    # the export's damage table says the same, in the same convention (an unreadable
+    # file: offset and length null; a region: its offset and length)
+    from summarylog.dataset import export_dataset, table_glob
+
+    export_dataset(str(tmp_path), str(tmp_path / "ds"), runs=["bad", "ok"])
+    import glob
+
+    import pyarrow.parquet as pq
+
+    exported = [r for p in sorted(glob.glob(table_glob(str(tmp_path / "ds"), "damage")))
+                for r in pq.read_table(p).to_pylist()]
+    assert [{k: r[k] for k in ("run", "offset", "length", "kind")} for r in exported] == \
+        [{k: r[k] for k in ("run", "offset", "length", "kind")} for r in rows if r["run"] == "bad"]
+    (unreadable,) = [r for r in rows if r["kind"] == "unreadable"]
+    assert (unreadable["offset"], unreadable["length"]) == (None, None)
+
+
+def test_counts_are_rows_as_the_export_writes_them():
+    """A count of bad records is one row: offset null, length the count (both engines
+    and the export, through arrow_tables.report_damage); a tail is listed by the engines."""
+    from summarylog.engine_runs import damage_rows
+    from summarylog.read_types import FileReport
+    from summarylog.records.reader import Tail
+
+    rep = FileReport("f", 10, bad_events=3, size=100, bad_values=0)
+    rep.tail = Tail(90, "torn", 10)
+    rows = damage_rows("r", {"f": rep}, {"f": "s3://b/f"})
+    assert [(r["file"], r["offset"], r["length"], r["kind"]) for r in rows] == [
+        ("s3://b/f", None, 3, "bad_events"), ("s3://b/f", 90, 10, "tail_torn")]
 
 
 def test_bad_arguments(tmp_path):
