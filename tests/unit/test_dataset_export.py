@@ -212,15 +212,25 @@ def test_resume_marker_in_new_file_reexports_the_run(tmp_path):
     with Writer(src / "r") as w:
         for i in range(10):
             w.add_scalar("loss", float(i), i)
+            w.add_text("note", f"first {i}", i)
     export_dataset(str(src), ds)
     with Writer(src / "r", purge_step=5, filename_suffix=".resumed") as w:  # a restart at 5
         for i in range(5, 8):
             w.add_scalar("loss", 100.0 + i, i)
+            w.add_text("note", f"second {i}", i)
     res = export_dataset(str(src), ds)
     print(f"\nrestart with purge_step=5: {res.summary()} {res.runs_reexported}")
     assert "r" in res.runs_reexported
     _check_scalars(str(src), ds)  # the purged points are gone from the dataset too
     assert _scalars(ds)[("r", "loss")][0] == [0, 1, 2, 3, 4, 5, 6, 7]
+    # text follows the same rule, as TensorBoard shows it: the first run's 5..9 are gone
+    text = sorted((r["step"], r["text"]) for r in _table(ds, "text").to_pylist())
+    assert text == [(i, f"first {i}") for i in range(5)] + [(i, f"second {i}")
+                                                             for i in range(5, 8)]
+    # and without the rule (purge=False) every value is kept
+    shutil.rmtree(ds)
+    export_dataset(str(src), ds, purge=False)
+    assert len(_table(ds, "text").to_pylist()) == 13
 
 
 def test_damaged_file_listed_and_prefix_exported(tmp_path):
