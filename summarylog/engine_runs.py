@@ -123,11 +123,16 @@ def _url_runs(url: str, storage_options: Mapping[str, Any] | None, remote_option
     """One listing of ``url`` through the mirror's (its deadline and retries, its
     refusal of hostile names, its ``max_objects``): event files grouped by directory,
     hidden parts (a writer's live tails) left out.  Nothing is fetched here."""
-    from .remote.mirror import Mirror
+    import dataclasses
+
+    from .remote.mirror import Mirror, MirrorOptions
     from .remote.urls import check_dir_or_url
 
     url = check_dir_or_url("paths", url)
-    mirror = Mirror(url, storage_options, remote_options)
+    # each reader of a run fetches into a private directory of its own: a shared
+    # cache_dir would make the workers of one machine wait on each other's lock
+    options = dataclasses.replace(MirrorOptions.of(remote_options), cache_dir=None)
+    mirror = Mirror(url, storage_options, options)
     try:
         listing = mirror.list_objects()
     finally:

@@ -109,7 +109,8 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
         Runs are split across tasks by bytes; a run is never split.
       storage_options: fsspec options for URLs (sent to the workers that fetch).
       remote_options: for URLs, the deadline, retries and bounds of the listing and of
-        the workers' fetching, as :class:`summarylog.Reader` takes them.
+        the workers' fetching, as :class:`summarylog.Reader` takes them (not
+        ``cache_dir``: each run is fetched into a private directory, removed once read).
       damage: a :class:`DamageLog` to collect what reading found wrong; None: each
         worker logs a warning with counts (forwarded to the driver by Ray).
 

@@ -105,29 +105,42 @@ def _dataset_views(con: Any, path: str) -> list[str]:
     return made
 
 
-def _url_dataset(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _url_dataset(url: str, storage_options: Mapping[str, Any] | None,
+                 remote_options: Any) -> dict[str, Any] | None:
     """The tables of a dataset exported to ``url`` as Arrow datasets over fsspec (DuckDB
-    scans them with its file access off), or None when ``url`` holds no dataset."""
+    scans them with its file access off), or None when ``url`` holds no dataset.  The
+    look for its state file and parts is under the ``remote_options`` deadline (a stalled
+    endpoint: TimeoutError naming the URL); the scan is under the filesystem's own
+    timeouts."""
     import pyarrow as pa
     import pyarrow.dataset as pads
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     from .arrow_tables import table_schema
-    from .remote.urls import filesystem
+    from .remote.fetch import Fetcher
+    from .remote.read_options import MirrorOptions
+    from .remote.urls import filesystem, for_reading
 
     layout = _layout()
-    fs, root = filesystem(url, storage_options)
+    opts = MirrorOptions.of(remote_options)
+    fs, root = filesystem(url, for_reading(url, storage_options))
     root = root.rstrip("/")
-    if not fs.exists(f"{root}/{layout.STATE_DIR}/{layout.STATE_FILE}"):
-        return None
+    probe = Fetcher(fs, timeout=opts.timeout, concurrency=1, chunk_bytes=opts.chunk_bytes,
+                    retries=opts.retries, name=lambda _: url)
+    try:
+        if not probe.call(url, fs.exists, f"{root}/{layout.STATE_DIR}/{layout.STATE_FILE}"):
+            return None
+        parts = {t: sorted(probe.call(url, fs.glob, layout.table_glob(root, t)))
+                 for t in layout.TABLES}
+    finally:
+        probe.close()
     arrow_fs = PyFileSystem(FSSpecHandler(fs))
     key = pa.schema([("run_key", pa.string())])
     out = {}
-    for table in layout.TABLES:
-        parts = sorted(fs.glob(layout.table_glob(root, table)))
-        if parts:  # the table's schema: a part written before a column was added reads null
+    for table, files in parts.items():
+        if files:  # the table's schema: a part written before a column was added reads null
             out[table] = pads.dataset(
-                parts, schema=pa.unify_schemas([table_schema(table), key]), format="parquet",
+                files, schema=pa.unify_schemas([table_schema(table), key]), format="parquet",
                 filesystem=arrow_fs, partitioning=pads.partitioning(key, flavor="hive"),
                 partition_base_dir=f"{root}/{table}")
     if not out:
@@ -167,8 +180,9 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
     step, wall_time, value), which one query may scan once (a self-join needs a dataset).
     ``threads`` / ``memory_limit`` (bytes or e.g. ``"2GB"``): DuckDB's own limits.
     ``storage_options``: a URL's fsspec options (a dataset's or event files');
-    ``remote_options``: for a URL of event files, as :class:`summarylog.Reader` takes
-    them (deadline, retries, bounds).
+    ``remote_options``: for a URL, as :class:`summarylog.Reader` takes them (deadline,
+    retries, bounds; not ``cache_dir``: runs are fetched one at a time into a private
+    directory).
 
     Raises TypeError for a non-str ``sql``; ValueError for SQL that does not parse or
     bind, or that would do more than read (with DuckDB's message); PermissionError for
@@ -193,7 +207,8 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
         raise ValueError(f"DuckDB refused the settings: {exc}") from None
     try:
         allowed: list[str] = []
-        remote = _url_dataset(path, storage_options) if is_url(path) else None
+        remote = (_url_dataset(path, storage_options, remote_options) if is_url(path)
+                  else None)
         if remote is not None:
             for table, data in remote.items():
                 con.register(table, data)

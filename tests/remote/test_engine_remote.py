@@ -49,9 +49,13 @@ def _values(tables) -> dict[tuple[str, str], np.ndarray]:
     return {k: np.array(v) for k, v in out.items()}
 
 
-def test_runs_of_a_url_read_as_the_local_runs(run) -> None:
+def test_runs_of_a_url_read_as_the_local_runs(run, tmp_path) -> None:
     url, so, proxy, local = run
-    jobs, errors = find_runs(url, storage_options=so)
+    # a cache_dir is not shared by the readers of runs (their locks would serialise them)
+    jobs, errors = find_runs(url, storage_options=so,
+                             remote_options={"cache_dir": str(tmp_path / "cache")})
+    assert all(j.remote_options.cache_dir is None for j in jobs)
+    assert not os.path.exists(tmp_path / "cache")
     assert not errors and [j.run for j in jobs] == ["a", "b"]
     assert [len(j.files) for j in jobs] == [2, 1]
     damage: list = []
