@@ -5,8 +5,9 @@ the function on the package with the module).
 ``source`` is either an exported dataset (``summarylog export ... --format parquet``:
 the views ``scalars``, ``histograms``, ``text``, ``hparams``, ``lineage``, ``damage``
 over its Parquet parts, those that exist; a dataset at a URL is scanned through Arrow
-over fsspec) or event files (a root of runs, a run directory, an event file or a URL): then ``scalars`` is read straight from the files,
-run by run, as a stream of Arrow batches (never all in memory, nothing exported).
+over fsspec) or event files (a root of runs, a run directory, an event file or a URL):
+then ``scalars`` is read straight from the files, run by run, as a stream of Arrow
+batches (never all in memory, nothing exported).
 
 The SQL may only read: one SELECT (or EXPLAIN) statement; DuckDB's access to files
 is switched off (a dataset's own directory excepted, for its views) and the
