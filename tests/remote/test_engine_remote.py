@@ -49,6 +49,16 @@ def _values(tables) -> dict[tuple[str, str], np.ndarray]:
     return {k: np.array(v) for k, v in out.items()}
 
 
+def _equal_to_local(jobs, local: str) -> None:
+    """Every run of ``jobs`` read without damage, value for value the local Reader's."""
+    damage: list = []
+    got = _values(t for j in jobs for t in read_run(j, damage=damage))
+    assert not damage
+    r = Reader(local)
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(got[(name, "loss")], r.scalars(name, "loss").value)
+
+
 def test_runs_of_a_url_read_as_the_local_runs(run, tmp_path) -> None:
     url, so, proxy, local = run
     # a cache_dir is not shared by the readers of runs (their locks would serialise them)
@@ -58,12 +68,7 @@ def test_runs_of_a_url_read_as_the_local_runs(run, tmp_path) -> None:
     assert not os.path.exists(tmp_path / "cache")
     assert not errors and [j.run for j in jobs] == ["a", "b"]
     assert [len(j.files) for j in jobs] == [2, 1]
-    damage: list = []
-    got = _values(t for j in jobs for t in read_run(j, damage=damage))
-    assert not damage
-    r = Reader(local)
-    for name in ("a", "b"):
-        np.testing.assert_array_equal(got[(name, "loss")], r.scalars(name, "loss").value)
+    _equal_to_local(jobs, local)
 
 
 def test_gcs_runs_read_as_the_local_runs_and_datasets_query(gcs, tmp_path) -> None:
@@ -80,12 +85,7 @@ def test_gcs_runs_read_as_the_local_runs_and_datasets_query(gcs, tmp_path) -> No
     upload(filesystem("gs://bkt", so)[0], local, prefix)
     jobs, errors = find_runs(f"gs://{prefix}", storage_options=so)
     assert not errors and [(j.run, len(j.files)) for j in jobs] == [("a", 2), ("b", 1)]
-    damage: list = []
-    got = _values(t for j in jobs for t in read_run(j, damage=damage))
-    assert not damage
-    r = Reader(local)
-    for name in ("a", "b"):
-        np.testing.assert_array_equal(got[(name, "loss")], r.scalars(name, "loss").value)
+    _equal_to_local(jobs, local)
     export_dataset(f"gs://{prefix}", f"gs://{prefix}-ds", storage_options=so)
     sql = "SELECT run, count(*) AS n, sum(value) AS s FROM scalars GROUP BY run ORDER BY run"
     assert summarylog.query(sql, f"gs://{prefix}-ds", storage_options=so).to_dict("records") \
