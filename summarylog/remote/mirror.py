@@ -185,9 +185,9 @@ class Mirror:
             self.errors = []
             wanted: dict[str, tuple[str, int]] = {}
             for path, size in files:
+                rel = self._rel(path) or path.rsplit("/", 1)[-1]  # the root is the object
                 try:
-                    wanted[path] = (os.path.join(self.local_root, *split_name(self._rel(path))),
-                                    size)
+                    wanted[path] = (os.path.join(self.local_root, *split_name(rel)), size)
                 except ValueError as exc:
                     self.errors.append(OSError(errno.EINVAL, f"object name refused: {exc}",
                                                self._url(path)))

@@ -71,6 +71,17 @@ def test_runs_of_a_url_read_as_the_local_runs(run, tmp_path) -> None:
     _equal_to_local(jobs, local)
 
 
+def test_a_url_of_one_event_file_is_its_run(run) -> None:
+    url, so, _, local = run
+    (name,) = os.listdir(os.path.join(local, "b"))
+    (job,), errors = find_runs(f"{url}/b/{name}", storage_options=so)
+    assert not errors and job.run == "."
+    damage: list = []
+    got = _values(read_run(job, damage=damage))
+    assert not damage
+    np.testing.assert_array_equal(got[(".", "loss")], Reader(local).scalars("b", "loss").value)
+
+
 def test_gcs_runs_read_as_the_local_runs_and_datasets_query(gcs, tmp_path) -> None:
     """The same route on the GCS emulator (gcsfs: ranged reads, no streamed objects),
     and a dataset exported there queried back."""
