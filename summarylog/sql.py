@@ -208,14 +208,15 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
         raise ValueError(f"DuckDB refused the settings: {exc}") from None
     try:
         allowed: list[str] = []
+        if not is_url(path) and (storage_options is not None or remote_options is not None):
+            raise ValueError(f"storage_options and remote_options are for URLs only, not "
+                             f"the local path {path!r}")
         remote = (_url_dataset(path, storage_options, remote_options) if is_url(path)
                   else None)
         if remote is not None:
             for table, data in remote.items():
                 con.register(table, data)
         elif not is_url(path) and is_dataset(path):
-            if storage_options is not None or remote_options is not None:
-                raise ValueError("storage_options and remote_options are for URLs only")
             path = os.path.abspath(path)
             _dataset_views(con, path)
             # the views' own directory only (as the glob names it, and with links resolved)

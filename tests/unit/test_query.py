@@ -134,6 +134,11 @@ def test_errors_are_named(events, dataset, tmp_path):
         query("SELECT 1", dataset, threads=0)
     with pytest.raises(ValueError, match="scanned once"):
         query("SELECT count(*) FROM scalars a JOIN scalars b USING (run, tag, step)", events)
+    for source in (dataset, events):  # options for a URL given with a local path
+        with pytest.raises(ValueError, match="for URLs only"):
+            query("SELECT 1", source, storage_options={"anon": True})
+        with pytest.raises(ValueError, match="for URLs only"):
+            query("SELECT 1", source, remote_options={"timeout": 5})
 
 
 @pytest.mark.parametrize("kind", ["dataset", "events"])
