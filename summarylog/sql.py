@@ -89,15 +89,42 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _dataset_views(con: Any, path: str) -> list[str]:
-    """A view per table of the dataset that holds parts; the directories DuckDB may read."""
+def _live_parts(state: bytes | None) -> dict[str, list[str]] | None:
+    """table -> its parts (``<table>/<keydir>/<name>``) that the dataset's state lists,
+    or None without a state.  Only these are read: parts of an export that is running,
+    or that crashed, are not yet (or never) part of the dataset."""
+    if not state:
+        return None
+    from .dataset.state import DatasetState
+
     layout = _layout()
+    out: dict[str, list[str]] = {t: [] for t in layout.TABLES}
+    for part in sorted(DatasetState.from_bytes(state).live_parts()):
+        bits = part.split("/")
+        if (len(bits) != 3 or bits[0] not in out or not bits[1].startswith(layout.KEY_PREFIX)
+                or layout.parse_part(bits[2]) is None):
+            raise ValueError(f"the dataset's state lists a part outside its layout: {part!r}")
+        out[bits[0]].append(part)
+    return out
+
+
+def _dataset_views(con: Any, path: str) -> list[str]:
+    """A view per table of the dataset that holds parts: the parts its state lists (all
+    those on disk for a dataset without a state)."""
+    from .dataset.store import open_store
+
+    layout = _layout()
+    live = _live_parts(open_store(path, None).read_state())
     made = []
     for table in layout.TABLES:
-        pattern = layout.table_glob(path, table)
-        if not glob.glob(pattern):
-            continue  # read_parquet refuses a glob that matches nothing
-        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_literal(pattern)}, "
+        if live is None:
+            files = sorted(glob.glob(layout.table_glob(path, table)))
+        else:
+            files = [os.path.join(path, *p.split("/")) for p in live[table]]
+        if not files:
+            continue  # read_parquet refuses an empty list
+        listed = "[" + ", ".join(map(_literal, files)) + "]"
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({listed}, "
                     "hive_partitioning=true, hive_types={'run_key': VARCHAR}, "
                     "union_by_name=true)")
         made.append(table)
@@ -118,6 +145,7 @@ def _url_dataset(url: str, storage_options: Mapping[str, Any] | None,
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     from .arrow_tables import table_schema
+    from .dataset.store import STATE_LIMIT
     from .remote.fetch import Fetcher
     from .remote.read_options import MirrorOptions
     from .remote.urls import filesystem, for_reading
@@ -128,13 +156,16 @@ def _url_dataset(url: str, storage_options: Mapping[str, Any] | None,
     root = root.rstrip("/")
     probe = Fetcher(fs, timeout=opts.timeout, concurrency=1, chunk_bytes=opts.chunk_bytes,
                     retries=opts.retries, name=lambda _: url)
+    state = f"{root}/{layout.STATE_DIR}/{layout.STATE_FILE}"
     try:
-        if not probe.call(url, fs.exists, f"{root}/{layout.STATE_DIR}/{layout.STATE_FILE}"):
+        if not probe.call(url, fs.exists, state):
             return None
-        parts = {t: sorted(probe.call(url, fs.glob, layout.table_glob(root, t)))
-                 for t in layout.TABLES}
+        if int(probe.call(url, fs.info, state).get("size") or 0) > STATE_LIMIT:
+            raise ValueError(f"{url}: the dataset's state is over {STATE_LIMIT} bytes")
+        live = _live_parts(probe.call(url, fs.cat_file, state))
     finally:
         probe.close()
+    parts = {t: [f"{root}/{p}" for p in (live or {}).get(t, [])] for t in layout.TABLES}
     arrow_fs = PyFileSystem(FSSpecHandler(fs))
     key = pa.schema([("run_key", pa.string())])
     out = {}

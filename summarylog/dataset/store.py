@@ -15,9 +15,9 @@ from ..remote.urls import filesystem, is_url
 from ..side_files import SideDir
 from .layout import KEY_PREFIX, STATE_DIR, STATE_FILE, TABLES, parse_part
 
-__all__ = ["Store", "open_store"]
+__all__ = ["Store", "open_store", "STATE_LIMIT"]
 
-_STATE_LIMIT = 1 << 30  # the largest state file read back (bytes)
+STATE_LIMIT = 1 << 30  #: the largest state file read back (bytes)
 
 
 class Store:
@@ -102,7 +102,7 @@ class LocalStore(Store):
     def read_state(self) -> bytes | None:
         try:
             with self._dir(STATE_DIR, make=False) as d:
-                data = d.read(STATE_FILE, _STATE_LIMIT)
+                data = d.read(STATE_FILE, STATE_LIMIT)
         except FileNotFoundError:
             return None
         if data is None:

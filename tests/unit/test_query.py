@@ -265,3 +265,45 @@ def test_event_file_sources_a_url_and_a_run_named_like_a_table(events, tmp_path)
     shutil.copytree(os.path.join(events, "ddp", "rank0"), tmp_path / "scalars")
     got = query(sql, str(tmp_path), output="arrow")
     assert got.to_pylist() == [{"run": "scalars", "n": STEPS}]
+
+
+def test_a_query_reads_only_the_parts_the_state_lists(tmp_path, monkeypatch):
+    """Parts of an export that crashed, or that is still writing, are not read: the query
+    answers as of the last finished export (its state), not from every part on disk."""
+    require_module("duckdb")
+    from summarylog.dataset import export_dataset
+    from summarylog.dataset import store as store_mod
+    from summarylog.sql import query
+
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    for k in range(3):
+        _write(str(src / f"r{k}"), {"loss": float(k)}, steps=100)
+    export_dataset(str(src), ds)
+    count = "SELECT count(*) AS n FROM scalars"
+    assert query(count, ds)["n"][0] == 300
+    real = store_mod.LocalStore.write_part
+    calls: list = []
+
+    def crashing(self, *a):
+        calls.append(a)
+        if len(calls) == 2:
+            raise RuntimeError("injected crash")
+        return real(self, *a)
+
+    # r0 and r1 get a point more each: the export writes r0's new part, then dies on r1's
+    from summarylog import Writer
+
+    for k in (0, 1):
+        with Writer(src / f"r{k}", durability="none") as w:
+            w.add_scalar("loss", 9.0, 100)
+    monkeypatch.setattr(store_mod.LocalStore, "write_part", crashing)
+    with pytest.raises(RuntimeError, match="injected"):
+        export_dataset(str(src), ds, threads=1)
+    monkeypatch.setattr(store_mod.LocalStore, "write_part", real)
+    on_disk = sum(f.endswith(".parquet") for _, _, fs in os.walk(ds) for f in fs)
+    got = query(count, ds)["n"][0]
+    print(f"\nafter a crashed export: {on_disk} parts on disk; the query counts {got} rows "
+          f"(the last finished export's)")
+    assert on_disk == 4 and got == 300
+    export_dataset(str(src), ds)
+    assert query(count, ds)["n"][0] == 302
