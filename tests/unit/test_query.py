@@ -307,3 +307,23 @@ def test_a_query_reads_only_the_parts_the_state_lists(tmp_path, monkeypatch):
     assert on_disk == 4 and got == 300
     export_dataset(str(src), ds)
     assert query(count, ds)["n"][0] == 302
+
+
+def test_a_state_listing_parts_outside_the_layout_is_refused(tmp_path):
+    """A planted state naming a file outside the dataset's layout is refused, not read."""
+    require_module("duckdb")
+    from summarylog.dataset import export_dataset
+    from summarylog.sql import query
+
+    src, ds = tmp_path / "logs", tmp_path / "ds"
+    _write(str(src / "r"), {"loss": 1.0}, steps=10)
+    export_dataset(str(src), str(ds))
+    state_path = ds / "_summarylog" / "state.json"
+    good = json.loads(state_path.read_bytes())
+    for bad in ("scalars/../../etc/passwd", "nosuch/run_key=x/part-000001-0.parquet",
+                "scalars/elsewhere/part-000001-0.parquet", "scalars/run_key=x/notes.txt"):
+        doc = json.loads(json.dumps(good))
+        doc["runs"][0]["parts"] = [bad]
+        state_path.write_text(json.dumps(doc))
+        with pytest.raises(ValueError, match="outside its layout"):
+            query("SELECT count(*) FROM scalars", str(ds))
