@@ -201,6 +201,61 @@ def _event_batches(path: str, storage_options: Mapping[str, Any] | None, remote_
     return pa.RecordBatchReader.from_batches(scalar_schema(), batches())
 
 
+class _PartGone(Exception):
+    """A part the dataset's state listed was gone when DuckDB read it."""
+
+
+def _run(duckdb: Any, sql: str, path: str, output: str, config: dict[str, Any],
+         storage_options: Mapping[str, Any] | None, remote_options: Any,
+         damage: list[dict[str, Any]]) -> Any:
+    """One connection: the source's tables, file access off, the statement's result."""
+    from .remote.urls import is_url
+
+    try:
+        con = duckdb.connect(config=config)
+    except duckdb.Error as exc:
+        raise ValueError(f"DuckDB refused the settings: {exc}") from None
+    try:
+        allowed: list[str] = []
+        remote = (_url_dataset(path, storage_options, remote_options) if is_url(path)
+                  else None)
+        dataset = remote is not None or (not is_url(path) and is_dataset(path))
+        if remote is not None:
+            for table, data in remote.items():
+                con.register(table, data)
+        elif dataset:
+            path = os.path.abspath(path)
+            try:
+                _dataset_views(con, path)
+            except duckdb.IOException as exc:  # views read the parts' schemas now
+                raise _PartGone(str(exc)) from None
+            # the views' own directory only (as the glob names it, and with links resolved)
+            allowed = sorted({os.path.join(p, "") for p in (path, os.path.realpath(path))})
+        else:
+            con.register("scalars", _event_batches(path, storage_options, remote_options,
+                                                    damage))
+        if allowed:
+            con.execute(f"SET allowed_directories=[{', '.join(map(_literal, allowed))}]")
+        con.execute("SET enable_external_access=false")
+        con.execute("SET lock_configuration=true")
+        try:
+            result = con.sql(sql)
+            return (None if result is None else
+                    result.df() if output == "pandas" else result.to_arrow_table())
+        except duckdb.PermissionException as exc:
+            raise PermissionError(f"the query may read only its source: {exc}") from None
+        except duckdb.IOException as exc:
+            if dataset:
+                raise _PartGone(str(exc)) from None
+            raise ValueError(f"SQL error: {exc}") from None
+        except duckdb.Error as exc:
+            hint = (" (over event files, scalars can be scanned once per query: export "
+                    "a dataset for self-joins)" if "already been consumed" in str(exc) else "")
+            raise ValueError(f"SQL error: {exc}{hint}") from None
+    finally:
+        con.close()
+
+
 def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
           threads: int | None = None, memory_limit: int | str | None = None,
           storage_options: Mapping[str, Any] | None = None, remote_options: Any = None) -> Any:
@@ -232,45 +287,18 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
                                   else memory_limit)
     from .remote.urls import is_url
 
+    if not is_url(path) and (storage_options is not None or remote_options is not None):
+        raise ValueError(f"storage_options and remote_options are for URLs only, not "
+                         f"the local path {path!r}")
     damage: list[dict[str, Any]] = []
-    try:
-        con = duckdb.connect(config=config)
-    except duckdb.Error as exc:
-        raise ValueError(f"DuckDB refused the settings: {exc}") from None
-    try:
-        allowed: list[str] = []
-        if not is_url(path) and (storage_options is not None or remote_options is not None):
-            raise ValueError(f"storage_options and remote_options are for URLs only, not "
-                             f"the local path {path!r}")
-        remote = (_url_dataset(path, storage_options, remote_options) if is_url(path)
-                  else None)
-        if remote is not None:
-            for table, data in remote.items():
-                con.register(table, data)
-        elif not is_url(path) and is_dataset(path):
-            path = os.path.abspath(path)
-            _dataset_views(con, path)
-            # the views' own directory only (as the glob names it, and with links resolved)
-            allowed = sorted({os.path.join(p, "") for p in (path, os.path.realpath(path))})
-        else:
-            con.register("scalars", _event_batches(path, storage_options, remote_options,
-                                                    damage))
-        if allowed:
-            con.execute(f"SET allowed_directories=[{', '.join(map(_literal, allowed))}]")
-        con.execute("SET enable_external_access=false")
-        con.execute("SET lock_configuration=true")
+    for attempt in (1, 2):
         try:
-            result = con.sql(sql)
-            out = (None if result is None else
-                   result.df() if output == "pandas" else result.to_arrow_table())
-        except duckdb.PermissionException as exc:
-            raise PermissionError(f"the query may read only its source: {exc}") from None
-        except duckdb.Error as exc:
-            hint = (" (over event files, scalars can be scanned once per query: export "
-                    "a dataset for self-joins)" if "already been consumed" in str(exc) else "")
-            raise ValueError(f"SQL error: {exc}{hint}") from None
-    finally:
-        con.close()
+            out = _run(duckdb, sql, path, output, config, storage_options, remote_options,
+                       damage)
+            break
+        except _PartGone as exc:  # an export removed a part the state listed: read it again
+            if attempt == 2:
+                raise ValueError(f"SQL error: {exc}") from None
     if damage:
         kinds = sorted({d["kind"] for d in damage})
         warnings.warn(f"summarylog.query: {len(damage)} damage rows in "

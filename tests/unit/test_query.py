@@ -327,3 +327,33 @@ def test_a_state_listing_parts_outside_the_layout_is_refused(tmp_path):
         state_path.write_text(json.dumps(doc))
         with pytest.raises(ValueError, match="outside its layout"):
             query("SELECT count(*) FROM scalars", str(ds))
+
+
+def test_a_part_removed_by_a_finishing_export_is_read_again(tmp_path, monkeypatch):
+    """A query that read the state just before an export removed the parts it superseded
+    reads the state again, once, and answers from the new parts."""
+    require_module("duckdb")
+    from summarylog.dataset import export_dataset
+    from summarylog.dataset import store as store_mod
+    from summarylog.sql import query
+
+    src, ds = tmp_path / "logs", tmp_path / "ds"
+    _write(str(src / "r"), {"loss": 1.0}, steps=50)
+    export_dataset(str(src), str(ds))
+    old_state = (ds / "_summarylog" / "state.json").read_bytes()
+    for f in (src / "r").iterdir():  # the run rewritten: re-exported whole, old parts removed
+        f.unlink()
+    _write(str(src / "r"), {"loss": 2.0}, steps=60)
+    res = export_dataset(str(src), str(ds))
+    assert res.parts_removed >= 1
+    real = store_mod.LocalStore.read_state
+    calls: list = []
+
+    def stale_first(self):
+        calls.append(1)
+        return old_state if len(calls) == 1 else real(self)
+
+    monkeypatch.setattr(store_mod.LocalStore, "read_state", stale_first)
+    got = query("SELECT count(*) AS n FROM scalars", str(ds))["n"][0]
+    print(f"\nstale state first: the query read the state {len(calls)} times, counted {got}")
+    assert (got, len(calls)) == (60, 2)
