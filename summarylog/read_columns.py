@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from .records.reader import DAMAGE_SLOTS as _MAX_DAMAGE
 from .records.reader import SMALL_FILE, TAIL_KINDS, Tail, damage_list
 
 __all__ = ["RunColumns", "ColumnLoader", "FileGate", "LOCAL_FILES", "TAG_OTHER",
-           "last_per_step_index", "new_tags", "purge_keep", "tag_names"]
+           "last_per_step_index", "new_tags", "purge_keep", "resume_kept", "tag_names"]
 
 _COLUMNS = (("uint32_t[]", np.uint32), ("int64_t[]", np.int64),  # tag id, step
             ("double[]", np.float64), ("double[]", np.float64))  # wall time, value
@@ -126,6 +126,23 @@ def purge_keep(steps: np.ndarray, purges: list[tuple[int, int]]) -> np.ndarray:
     keep = np.ones(len(steps), bool)
     keep[has] = steps[has] < after_min[k[has]]
     return keep
+
+
+def resume_kept(events: Iterable[Any], kinds: tuple[str, ...], purge: bool) -> list[Any]:
+    """The decoded events of ``kinds`` among ``events`` (file order) that TensorBoard's
+    resume rule keeps (with ``purge``; all of them without): the rule of
+    :func:`purge_keep`, its markers the SessionLog STARTs among ``events``."""
+    found: list[Any] = []
+    purges: list[tuple[int, int]] = []
+    for ev in events:
+        if ev.kind == "session_log" and ev.value.get("status") == "start":
+            purges.append((len(found), ev.step))
+        elif ev.kind in kinds:
+            found.append(ev)
+    if not (purge and purges):
+        return found
+    keep = purge_keep(np.array([ev.step for ev in found], np.int64), purges)
+    return [ev for ev, k in zip(found, keep) if k]
 
 
 def last_per_step_index(steps: np.ndarray) -> np.ndarray:

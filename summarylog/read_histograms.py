@@ -13,7 +13,7 @@ import numpy as np
 from ._native import ffi, lib
 from .discovery import dialect_of
 from .events import Event
-from .read_columns import last_per_step_index, new_tags, purge_keep, tag_names
+from .read_columns import last_per_step_index, new_tags, purge_keep, resume_kept, tag_names
 from .read_types import FileReport
 from .records import RecordReader
 
@@ -248,11 +248,8 @@ def histograms_of_events(events: Iterable[Event], tag: str, purge: bool,
     rows: list[tuple[int, float, list[float]]] = []
     limits: list[list[float]] = []
     counts: list[list[float]] = []
-    purges: list[tuple[int, int]] = []
-    for ev in events:
-        if ev.kind == "session_log" and ev.value.get("status") == "start":
-            purges.append((len(rows), ev.step))
-        elif ev.kind == "histogram" and ev.tag == tag:
+    for ev in resume_kept(events, ("histogram",), purge):
+        if ev.tag == tag:
             v = ev.value
             rows.append((ev.step, ev.wall_time, [np.nan if v.get(k) is None else float(v[k])
                                                  for k in _STATS[:5]]
@@ -267,8 +264,6 @@ def histograms_of_events(events: Iterable[Event], tag: str, purge: bool,
                      _spans(np.cumsum([len(x) for x in counts], dtype=np.uint64)),
                      np.array([x for xs in limits for x in xs], np.float64),
                      np.array([x for xs in counts for x in xs], np.float64))
-    if purge and purges:
-        got = got.take(np.flatnonzero(purge_keep(got.step, purges)))
     if purge and mindspore:
         got = got.take(last_per_step_index(got.step))
     return got

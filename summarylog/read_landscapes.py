@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .events import Event
-from .read_columns import last_per_step_index, purge_keep
+from .read_columns import last_per_step_index, resume_kept
 
 __all__ = ["landscapes_of_events"]
 
@@ -20,18 +20,8 @@ def landscapes_of_events(events: Iterable[Event], purge: bool,
                          mindspore: bool) -> dict[str, list[tuple[int, Any]]]:
     """tag -> ``[(step, Landscape), ...]`` (tags sorted, each in file order, or in step
     order under MindSpore's rule) of the ``landscape`` events in ``events``."""
-    found: list[Event] = []
-    purges: list[tuple[int, int]] = []
-    for ev in events:
-        if ev.kind == "session_log" and ev.value.get("status") == "start":
-            purges.append((len(found), ev.step))
-        elif ev.kind == "landscape":
-            found.append(ev)
-    if purge and purges:
-        keep = purge_keep(np.array([ev.step for ev in found], np.int64), purges)
-        found = [ev for ev, k in zip(found, keep) if k]
     by_tag: dict[str, list[Event]] = {}
-    for ev in found:
+    for ev in resume_kept(events, ("landscape",), purge):
         by_tag.setdefault(ev.tag, []).append(ev)
     out = {}
     for tag in sorted(by_tag):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..arrow_tables import (histogram_table, hparams_rows, hparams_table,
                             require_pyarrow, scalar_tables, text_table, text_value)
-from ..read_columns import RunColumns, purge_keep
+from ..read_columns import RunColumns, resume_kept
 from ..read_types import FileReport, Scalars
 from ..reader import Reader
 
@@ -98,11 +98,12 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
         if text or hp:
             by_tag: dict[str, list[tuple[int, float, str]]] = {}
             hrows: list[Any] = []
-            for kind, tag, step, wall, value in _kept(r.events(".", tags=text + hp), purge):
-                if kind == "text":
-                    by_tag.setdefault(tag, []).append((step, wall, text_value(value)))
+            for ev in resume_kept(r.events(".", tags=text + hp), ("text", "hparams"), purge):
+                if ev.kind == "text":
+                    by_tag.setdefault(ev.tag, []).append((ev.step, ev.wall_time,
+                                                          text_value(ev.value)))
                 else:
-                    hrows += hparams_rows(value)
+                    hrows += hparams_rows(ev.value)
             for tag in sorted(by_tag):
                 rows = by_tag[tag]
                 add("text", tag, len(rows), lambda k, rows=rows, tag=tag: _sorted(
@@ -111,23 +112,6 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
                 add("hparams", "", len(hrows), lambda k: hparams_table(run, hrows[k:]))
         out.reports = r.damage(".")
     return out
-
-
-def _kept(events: Any, purge: bool) -> list[tuple[str, str, int, float, Any]]:
-    """The text and hparams values of ``events`` that TensorBoard's resume rule keeps
-    (with ``purge``): a SessionLog START at step s drops the values before it whose
-    step is >= s, as the Reader drops scalars and histograms."""
-    found: list[tuple[str, str, int, float, Any]] = []
-    purges: list[tuple[int, int]] = []
-    for ev in events:
-        if ev.kind == "session_log" and ev.value.get("status") == "start":
-            purges.append((len(found), ev.step))
-        elif ev.kind in ("text", "hparams"):
-            found.append((ev.kind, ev.tag, ev.step, ev.wall_time, ev.value))
-    if not (purge and purges):
-        return found
-    keep = purge_keep(np.array([f[2] for f in found], np.int64), purges)
-    return [f for f, k in zip(found, keep) if k]
 
 
 def _scalars(run: str, tag: str, s: Scalars, k: int) -> Any:
