@@ -112,6 +112,12 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def remote_stats(self) -> Any:
+        """For a URL, its polls' requests and bytes so far
+        (:class:`~summarylog.remote.read_options.PollStats`); None for a local path."""
+        return None if self._source.mirror is None else self._source.mirror.stats
+
     def name(self, path: str) -> str:
         """What to call one of :meth:`files` in messages: its URL when read from one."""
         return self._source.name(path)

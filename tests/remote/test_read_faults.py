@@ -146,11 +146,11 @@ def test_object_cut_mid_answer_keeps_its_prefix_then_completes(run, tmp_path) ->
     r.refresh()
     cut_runs = r.runs()
     errs = [str(e) for e in r.discovery_errors]
-    before = r._source.mirror.stats.bytes_fetched
+    before = r.remote_stats.bytes_fetched
     proxy.clear()
     r.refresh()
     assert r.runs() == ["r"] and not r.discovery_errors
-    again = r._source.mirror.stats.bytes_fetched - before
+    again = r.remote_stats.bytes_fetched - before
     got = len(r.scalars("r", "loss").step)
     print(f"\n{kind}: a {len(data)}-byte object cut mid-answer: {len(errs)} error(s); the "
           f"next poll fetched {again} bytes and read all {got} points")

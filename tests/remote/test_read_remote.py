@@ -63,7 +63,7 @@ def test_url_reads_as_local_one_listing_per_poll(store, tmp_path) -> None:
     assert len(r.scalars("a", "loss").step) == 700
     lists, gets, _ = counted(srv, before)
     print(f"{kind}: poll with 1 new object among 6: {lists} listing, {gets} GETs, "
-          f"{r._source.mirror.stats}")
+          f"{r.remote_stats}")
     assert (lists, gets) == (1, 1)
     r.close()
     assert not os.path.exists(r._source.mirror.local_root)
@@ -84,7 +84,7 @@ def test_grown_object_fetches_only_new_bytes(s3, tmp_path) -> None:
     fs.pipe_file(key, data)  # the object grew
     r.refresh()
     assert len(r.scalars("g", "loss").step) == 3000 > first
-    stats = r._source.mirror.stats
+    stats = r.remote_stats
     print(f"\ngrown object {half} -> {len(data)} bytes: {stats.bytes_fetched} bytes fetched "
           f"in all ({stats.ranged_reads} ranged reads)")
     assert stats.bytes_fetched == len(data)  # each byte once
@@ -222,8 +222,8 @@ def test_cache_dir_symlink_refused_and_reused(s3, tmp_path) -> None:
     Reader("s3://bkt/reuse", storage_options=s3.storage_options(), remote_options=opts).runs()
     again = Reader("s3://bkt/reuse", storage_options=s3.storage_options(), remote_options=opts)
     assert len(again.scalars("c", "loss").step) == 100
-    print(f"\nreused cache: {again._source.mirror.stats.bytes_fetched} bytes fetched again")
-    assert again._source.mirror.stats.bytes_fetched == 0
+    print(f"\nreused cache: {again.remote_stats.bytes_fetched} bytes fetched again")
+    assert again.remote_stats.bytes_fetched == 0
 
 
 def test_bad_arguments(s3) -> None:

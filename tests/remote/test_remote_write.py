@@ -212,7 +212,7 @@ def test_reader_sees_the_live_tail_then_the_sealed_segment(s3, tmp_path):
     w.close()
     r.refresh()
     final = r.scalars(".", "loss").step.tolist()
-    stats = r._source.mirror.stats
+    stats = r.remote_stats
     sealed = fs.info(f"{path}/{name}")["size"]
     r.close()
     print(f"\nReader on a live URL: {len(seen[0])} then {len(seen[1])} points from the "
