@@ -46,6 +46,16 @@ def _options(kind, srv, proxy):
     return so
 
 
+def _new_object(kind, srv, url, tmp_path, steps):
+    """A new event file of ``steps`` points put into the run "r" on the server (not
+    through the proxy): its name and bytes."""
+    write_run(str(tmp_path), "r", steps=steps)
+    (new,) = os.listdir(tmp_path / "r")
+    data = (tmp_path / "r" / new).read_bytes()
+    filesystem(url, srv.storage_options())[0].pipe_file(f"bkt/f-{kind}/r/{new}", data)
+    return new, data
+
+
 def _body(kind):
     return S3_SLOWDOWN if kind == "s3" else GCS_503
 
@@ -101,11 +111,7 @@ def test_stalled_ranged_read_is_reported_not_hung(run, tmp_path) -> None:
     assert r.runs() == ["r"]
     full = len(r.scalars("r", "loss").step)
     # a new object whose ranged read stalls: reported with its URL, the rest still read
-    write_run(str(tmp_path), "r", steps=10)
-    src = str(tmp_path / "r")
-    (new,) = os.listdir(src)
-    with open(os.path.join(src, new), "rb") as f:
-        filesystem(url, srv.storage_options())[0].pipe_file(f"bkt/f-{kind}/r/{new}", f.read())
+    new, _ = _new_object(kind, srv, url, tmp_path, steps=10)
     t0 = time.monotonic()
     r.refresh()
     # the listing passes (1 request), the one ranged read stalls
@@ -134,12 +140,7 @@ def test_object_cut_mid_answer_keeps_its_prefix_then_completes(run, tmp_path) ->
                remote_options={"timeout": 30, "retries": 0})
     assert r.runs() == ["r"]
     full = len(r.scalars("r", "loss").step)
-    write_run(str(tmp_path), "r", steps=2000)
-    src = str(tmp_path / "r")
-    (new,) = os.listdir(src)
-    with open(os.path.join(src, new), "rb") as f:
-        data = f.read()
-    filesystem(url, srv.storage_options())[0].pipe_file(f"bkt/f-{kind}/r/{new}", data)
+    new, data = _new_object(kind, srv, url, tmp_path, steps=2000)
     proxy.fail_next(0)
     proxy.actions.append(("pass",))  # the listing
     proxy.cut_response_next(1, after_bytes=len(data) // 2)
