@@ -12,8 +12,8 @@ temporary directory that is removed once the run is read.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -34,7 +34,7 @@ _MIN_EVENT_BYTES_PER_VALUE = 12
 _LOADER_BYTES_PER_VALUE = 28  # the column loader's id, step, wall, value columns
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class RunJob:
     """One run to read: its exact name and its event files (local paths, or paths
     inside ``url``'s filesystem) with their sizes, in reading order."""
@@ -123,8 +123,6 @@ def _url_runs(url: str, storage_options: Mapping[str, Any] | None, remote_option
     """One listing of ``url`` through the mirror's (its deadline and retries, its
     refusal of hostile names, its ``max_objects``): event files grouped by directory,
     hidden parts (a writer's live tails) left out.  Nothing is fetched here."""
-    import dataclasses
-
     from .remote.mirror import Mirror, MirrorOptions
     from .remote.urls import check_dir_or_url
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 from ..discovery import is_event_file, is_lineage_file
 from .names import is_hidden, split_name, tail_segment
 
-__all__ = ["Listing", "sort_listing"]
+__all__ = ["Listing", "sort_listing", "local_parts"]
 
 
 @dataclasses.dataclass
@@ -27,6 +27,15 @@ class Listing:
     errors: list[OSError] = dataclasses.field(default_factory=list)
 
 
+def local_parts(name: str, url: str) -> list[str]:
+    """The parts of ``name`` (below the root) as a local path, or OSError naming ``url``
+    when the name cannot be one (:func:`~summarylog.remote.names.split_name`)."""
+    try:
+        return split_name(name)
+    except ValueError as exc:
+        raise OSError(errno.EINVAL, f"object name refused: {exc}", url) from None
+
+
 def sort_listing(found: Mapping[str, Mapping[str, Any]], rel: Callable[[str], str],
                  url: Callable[[str], str], root_url: str, max_objects: int) -> Listing:
     """``found`` (fsspec ``find(detail=True)``) sorted; ``rel`` gives a remote path's
@@ -39,9 +48,9 @@ def sort_listing(found: Mapping[str, Mapping[str, Any]], rel: Callable[[str], st
         name = rel(path) or path.rsplit("/", 1)[-1]
         size = int(info.get("size") or 0)
         try:
-            parts = split_name(name)
-        except ValueError as exc:
-            out.errors.append(OSError(errno.EINVAL, f"object name refused: {exc}", url(path)))
+            parts = local_parts(name, url(path))
+        except OSError as exc:
+            out.errors.append(exc)
             continue
         if is_hidden(name):
             out.hidden[name] = size

@@ -32,7 +32,7 @@ import weakref
 from typing import Any, Mapping, Sequence
 
 from .fetch import Fetcher, Range, RangeQueue
-from .listing import Listing, sort_listing
+from .listing import Listing, local_parts, sort_listing
 from .names import split_name
 from .read_options import MirrorOptions, PollStats
 from .urls import filesystem, for_reading, redact
@@ -187,10 +187,10 @@ class Mirror:
             for path, size in files:
                 rel = self._rel(path) or path.rsplit("/", 1)[-1]  # the root is the object
                 try:
-                    wanted[path] = (os.path.join(self.local_root, *split_name(rel)), size)
-                except ValueError as exc:
-                    self.errors.append(OSError(errno.EINVAL, f"object name refused: {exc}",
-                                               self._url(path)))
+                    wanted[path] = (os.path.join(self.local_root,
+                                                 *local_parts(rel, self._url(path))), size)
+                except OSError as exc:
+                    self.errors.append(exc)
             ranges = self._queue = RangeQueue(self._plan(wanted))
         except BaseException:
             self._unlock()
