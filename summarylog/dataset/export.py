@@ -80,8 +80,9 @@ class _Outcome:
 # A tag of at least _GROUP_MIN rows gets row groups of its own: its tag column then holds
 # one dictionary entry per row group, which DuckDB groups by much faster than a column
 # chunk of several tags, and its statistics let a filter on the tag skip the others.
-# Smaller tags share row groups, so thousands of short tags don't make thousands of them.
-_GROUP_MIN = 1 << 15
+# A row group costs a few KiB (footer entry, dictionary pages, a fresh zstd context), a
+# few percent of a tag this size; smaller tags share row groups so they don't pay it.
+_GROUP_MIN = 1 << 14
 _GROUP_MAX = 1 << 20
 
 

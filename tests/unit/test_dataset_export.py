@@ -408,6 +408,34 @@ def test_run_of_several_files_one_part_sorted_by_tag_then_step(tmp_path):
     _check_scalars(str(src), ds)
 
 
+def test_big_tags_get_row_groups_of_their_own_small_tags_share(tmp_path):
+    """A tag of at least 2**14 rows is alone in its row groups (its tag column one value,
+    which DuckDB groups by fast, and statistics a tag filter can skip by); short tags
+    share one row group instead of paying a row group each."""
+    import pyarrow.parquet as pq
+
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    steps = np.arange(20_000)
+    with Writer(src / "r") as w:
+        for i in steps.tolist():
+            w.add_scalar("big", float(i), i)
+            if i < 300:
+                for t in ("s1", "s2", "s3"):
+                    w.add_scalar(t, float(i), i)
+    export_dataset(str(src), ds)
+    (part,) = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(ds, "scalars"))
+               for f in fs if f.endswith(".parquet")]
+    meta = pq.ParquetFile(part).metadata
+    tag = meta.schema.names.index("tag")
+    groups = []
+    for g in range(meta.num_row_groups):
+        st = meta.row_group(g).column(tag).statistics
+        groups.append((st.min, st.max, meta.row_group(g).num_rows))
+    print(f"\nrow groups (tag min, max, rows): {groups}")
+    assert groups == [("big", "big", 20_000), ("s1", "s3", 900)]
+    _check_scalars(str(src), ds)
+
+
 def test_second_export_at_once_refused(tmp_path):
     src, ds = tmp_path / "logs", str(tmp_path / "ds")
     with Writer(src / "r") as w:
