@@ -1,10 +1,9 @@
 """Helpers of the read-side remote tests: runs written locally, uploaded to an
-emulator, and the requests the emulator answered, counted."""
+emulator, and the requests the emulator answered (its ``requests()``), counted."""
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Any
 
@@ -36,20 +35,10 @@ def upload(fs: Any, local_root: str, remote: str) -> list[str]:
     return keys
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_LINE = re.compile(r'\\?"(GET|PUT|POST|HEAD|DELETE|PATCH) ([^ ]+) HTTP/1\.[01]\\?" (\d{3})')
-
-
-def requests(server: Any) -> list[tuple[str, str, int]]:
-    """Like ``server.requests()``, also counting the lines moto colours (its 206s)."""
-    text = _ANSI.sub("", server.log_path.read_text(errors="replace"))
-    return [(m, t, int(s)) for m, t, s in _LINE.findall(text)]
-
-
 def counted(server: Any, since: int) -> tuple[int, int, list[tuple[str, str, int]]]:
     """(listings, object GETs, requests) the server answered after the first ``since``."""
     time.sleep(0.15)  # the server writes its request line after answering
-    got = requests(server)[since:]
+    got = server.requests()[since:]
     lists = [r for r in got if r[0] == "GET" and ("list-type" in r[1] or "/o?" in r[1]
                                                    or r[1].endswith("/o"))]
     gets = [r for r in got if r[0] == "GET" and r not in lists]

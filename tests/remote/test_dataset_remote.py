@@ -82,7 +82,7 @@ def test_bad_destination_url(bad, tmp_path) -> None:
 
 
 def test_nothing_new_fetches_no_object_with_a_kept_mirror(s3, tmp_path) -> None:
-    from read_helpers import counted, requests
+    from read_helpers import counted
 
     from summarylog.remote.read_options import MirrorOptions
 
@@ -94,7 +94,7 @@ def test_nothing_new_fetches_no_object_with_a_kept_mirror(s3, tmp_path) -> None:
     keep = MirrorOptions(cache_dir=str(tmp_path / "mirror"))
     dest = str(tmp_path / "ds")
     export_dataset("s3://bkt/kept", dest, storage_options=opts, remote_options=keep)
-    before = len(requests(s3))
+    before = len(s3.requests())
     again = export_dataset("s3://bkt/kept", dest, storage_options=opts, remote_options=keep)
     lists, gets, _ = counted(s3, before)
     print(f"\nsecond export over S3 with the mirror kept: {lists} listing, {gets} object GETs; "
