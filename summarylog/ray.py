@@ -24,7 +24,10 @@ from typing import Any, Mapping, Sequence
 __all__ = ["read_events", "DamageLog"]
 
 KINDS = ("scalars",)  #: what read_events reads so far
-_TASK_BYTES = 128 << 20  # event-file bytes a read task takes on before another is added
+# Event-file bytes a read task takes on before another is added: Ray Data starts a task
+# a fifth of a second after one ends while others run, so a task should decode for a
+# good deal longer than that (see docs/datasets.md, "Tasks").
+_TASK_BYTES = 256 << 20
 
 
 def _ray() -> Any:
@@ -105,7 +108,7 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
       runs / tags: only these run names / tag names (None: all).
       kinds: ``("scalars",)``, the one kind read so far.
       override_num_blocks: read tasks (Ray's argument; default: two per CPU of the
-        cluster, or one per 128 MiB of event files if more, at most one per run).
+        cluster, or one per 256 MiB of event files if more, at most one per run).
         Runs are split across tasks by bytes; a run is never split.
       storage_options: fsspec options for URLs (sent to the workers that fetch).
       remote_options: for URLs, the deadline, retries and bounds of the listing and of
