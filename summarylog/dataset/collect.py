@@ -2,14 +2,18 @@
 its rules), as Arrow tables per tag, with per-file row counts for the next export.
 
 A unit is read with its own :class:`~summarylog.reader.Reader` on one event file (the
-run's rows then split by file, so a grown file's new rows can be told from those
-exported) or on the run's directory (read whole, as the Reader reads the run, when a
-file's resume marker or MindSpore's one-value-per-step rule spans files)."""
+run's rows then split by file), on the bytes a file gained since the last export
+(:func:`read_past`), or on the run's directory (read whole, as the Reader reads the run,
+when a file's resume marker or MindSpore's one-value-per-step rule spans files)."""
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fnmatch
+import os
+import stat
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -20,7 +24,9 @@ from ..read_columns import RunColumns, resume_kept
 from ..read_types import FileReport, Scalars
 from ..reader import Reader
 
-__all__ = ["Unit", "read_unit", "select_tags", "merged"]
+__all__ = ["Unit", "read_unit", "read_past", "select_tags", "merged"]
+
+_COPY_STEP = 8 << 20  # bytes copied per read
 
 
 @dataclasses.dataclass
@@ -63,10 +69,9 @@ def _sorted(table: Any, step: np.ndarray) -> Any:
 
 
 def read_unit(path: str, run: str, *, purge: bool, verify: bool,
-              tags: list[str] | None, skip: dict[str, dict[str, int]] | None = None) -> Unit:
+              tags: list[str] | None) -> Unit:
     """Every kind's rows of ``path`` (an event file or a run directory, its run ".")
-    named ``run``; ``skip``: table -> tag -> rows already exported (left out)."""
-    skip = skip or {}
+    named ``run``."""
     out = Unit()
     with Reader(path, purge=purge, verify=verify, threads=1) as r:
         if "." not in r.runs():
@@ -74,25 +79,22 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
         kinds = r.tag_kinds(".")
         chosen = select_tags(list(kinds), tags)
 
-        def add(table: str, tag: str, n: int, build: Any) -> None:
+        def add(table: str, tag: str, n: int, table_rows: Any) -> None:
             out.rows.setdefault(table, {})[tag] = n
-            done = skip.get(table, {}).get(tag, 0)
-            if n > done:
-                out.tables.setdefault(table, []).append((tag, build(done)))
+            if n:
+                out.tables.setdefault(table, []).append((tag, table_rows))
 
         scalar_tags = set(r.scalar_tags("."))  # a tag whose every point a restart dropped: none
         for tag in chosen:
             if tag in scalar_tags:
                 s = r.scalars(".", tag)
-                add("scalars", tag, len(s.step), lambda k, s=s, tag=tag: _scalars(run, tag, s, k))
+                add("scalars", tag, len(s.step), _scalars(run, tag, s))
             if "histogram" in kinds[tag]:
                 try:
                     h = r.histograms(".", tag)
                 except KeyError:  # every histogram dropped by a restart
                     continue
-                add("histograms", tag, len(h),
-                    lambda k, h=h, tag=tag: _sorted(histogram_table(run, tag, h.take(
-                        np.arange(k, len(h)))), h.step[k:]))
+                add("histograms", tag, len(h), _sorted(histogram_table(run, tag, h), h.step))
         text = [t for t in chosen if "text" in kinds[t]]
         hp = [t for t in chosen if "hparams" in kinds[t]]
         if text or hp:
@@ -106,16 +108,73 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
                     hrows += hparams_rows(ev.value)
             for tag in sorted(by_tag):
                 rows = by_tag[tag]
-                add("text", tag, len(rows), lambda k, rows=rows, tag=tag: _sorted(
-                    text_table(run, tag, rows[k:]), np.array([x[0] for x in rows[k:]], np.int64)))
+                add("text", tag, len(rows), _sorted(text_table(run, tag, rows),
+                                                    np.array([x[0] for x in rows], np.int64)))
             if hrows:
-                add("hparams", "", len(hrows), lambda k: hparams_table(run, hrows[k:]))
+                add("hparams", "", len(hrows), hparams_table(run, hrows))
         out.reports = r.damage(".")
     return out
 
 
-def _scalars(run: str, tag: str, s: Scalars, k: int) -> Any:
+def read_past(path: str, run: str, start: int, exported: dict[str, dict[str, int]],
+              counted: dict[str, int], *, purge: bool, verify: bool,
+              tags: list[str] | None) -> Unit:
+    """The rows of the event file ``path`` past byte ``start``, where the last export's
+    reading ended (a record boundary), read from a private copy of those bytes: a grown
+    file costs its new bytes, not its size.  The caller has made sure no resume marker
+    is among them (it would drop rows exported before).  Row counts and the report are
+    the whole file's: ``exported`` (table -> tag -> rows) and ``counted`` (the report's
+    counts then) added, offsets shifted by ``start``."""
+    with tempfile.TemporaryDirectory(prefix="summarylog-grown-") as tmp:
+        copy = os.path.join(tmp, os.path.basename(path))
+        copied = _copy_past(path, start, copy)
+        unit = read_unit(copy, run, purge=purge, verify=verify, tags=tags)
+    rows = {t: dict(by_tag) for t, by_tag in exported.items()}
+    for table, by_tag in unit.rows.items():
+        for tag, n in by_tag.items():
+            rows.setdefault(table, {})[tag] = rows.get(table, {}).get(tag, 0) + n
+    unit.rows = rows
+    rep = unit.reports.pop(copy, None) or FileReport(copy, size=copied)
+    unit.reports = {path: dataclasses.replace(
+        rep, path=path, size=start + (rep.size if rep.size is not None else copied),
+        damage=[d._replace(offset=d.offset + start) for d in rep.damage],
+        tail=rep.tail._replace(offset=rep.tail.offset + start) if rep.tail else None,
+        bad_events=rep.bad_events + counted.get("bad_events", 0),
+        bad_values=rep.bad_values + counted.get("bad_values", 0),
+        damage_past_cap=rep.damage_past_cap + counted.get("damage_past_cap", 0))}
+    return unit
+
+
+def _copy_past(src: str, start: int, dst: str) -> int:
+    """Copy ``src``'s bytes from ``start`` to its size now into the new file ``dst``
+    (created, never followed); returns the bytes copied."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(src, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", src)
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                      | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            pos = start
+            while pos < st.st_size:
+                data = os.pread(fd, min(_COPY_STEP, st.st_size - pos), pos)
+                if not data:  # truncated meanwhile: the next export sees it shrank
+                    break
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(out, view):]
+                pos += len(data)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+    return pos - start
+
+
+def _scalars(run: str, tag: str, s: Scalars) -> Any:
     cols = RunColumns()
-    cols.series[tag] = Scalars(s.step[k:], s.wall_time[k:], s.value[k:]) if k else s
+    cols.series[tag] = s
     (table,) = scalar_tables(run, cols)
-    return _sorted(table, cols.series[tag].step)
+    return _sorted(table, s.step)

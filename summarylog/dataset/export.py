@@ -23,7 +23,7 @@ from ..read_lineage import read_lineage
 from ..read_pool import thread_count
 from ..reader import Reader
 from ..remote.urls import check_dir_or_url, is_url
-from .collect import Unit, merged, read_unit
+from .collect import Unit, merged, read_past, read_unit
 from .layout import KEY_PREFIX, part_name, run_key
 from .plan import RunPlan, per_file_ok, plan_run
 from .state import DatasetState, FileState, RunState, file_identity
@@ -47,8 +47,9 @@ class ExportResult:
 
     export_id: int
     rows: dict[str, int]  #: rows written per table
-    files_read: int  #: event and lineage files read (in part, for a grown one: whole)
+    files_read: int  #: event and lineage files read (a grown one: only its new bytes)
     files_skipped: int  #: files unchanged since the last export, not read
+    bytes_read: int  #: of the files read (a grown one: the bytes it gained)
     parts_written: int
     damage_rows: int  #: rows added to the damage table
     runs_new: list[str]
@@ -61,7 +62,8 @@ class ExportResult:
     def summary(self) -> str:
         rows = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n) or "no rows"
         return (f"export {self.export_id}: {rows}; files read {self.files_read}, "
-                f"skipped {self.files_skipped}; {self.parts_written} parts; "
+                f"skipped {self.files_skipped} ({self.bytes_read:,} bytes read); "
+                f"{self.parts_written} parts; "
                 f"damage {self.damage_rows}; {len(self.runs_reexported)} runs re-exported; "
                 f"{self.seconds:.2f} s")
 
@@ -75,6 +77,7 @@ class _Outcome:
     parts: list[str]
     damage: int
     error: str | None = None
+    bytes_read: int = 0
 
 
 # A tag of at least _GROUP_MIN rows gets row groups of its own: its tag column then holds
@@ -144,7 +147,7 @@ class _Export:
         damage: list[Any] = []
         files: dict[str, FileState] = {}
         whole = False
-        read = 0
+        read = nbytes = 0
         try:
             if plan.action == "append":
                 assert old is not None
@@ -152,12 +155,15 @@ class _Export:
                 units = ([(plan.grown, old.files[os.path.basename(plan.grown)])]
                          if plan.grown else []) + [(p, None) for p in plan.new]
                 for path, before in units:
-                    unit = read_unit(path, plan.run, purge=self.reader.purge,
-                                     verify=self.reader.verify, tags=self.tags,
-                                     skip=before.rows if before else None)
+                    name = os.path.basename(path)
+                    unit = (read_past(path, plan.run, before.consumed, before.rows, before.bad,
+                                      purge=self.reader.purge, verify=self.reader.verify,
+                                      tags=self.tags) if before is not None else
+                            read_unit(path, plan.run, purge=self.reader.purge,
+                                      verify=self.reader.verify, tags=self.tags))
                     read += 1
-                    files[os.path.basename(path)] = self._file(plan.run, path, unit, before,
-                                                               out, damage)
+                    files[name] = self._file(plan.run, path, unit, before, out, damage)
+                    nbytes += files[name].size - (before.consumed if before else 0)
             else:
                 whole = not per_file_ok(plan.files)
                 if whole and plan.files:
@@ -178,6 +184,7 @@ class _Export:
                 if plan.lineage:
                     read += len(plan.lineage)
                     self._lineage(plan, files, out, damage)
+                nbytes = sum(f.size for f in files.values())
         except OSError as exc:  # this run only; tried again at the next export
             damage = [(plan.run, self.reader.name(exc.filename) if isinstance(exc.filename, str)
                        else "", None, None, "unreadable", str(exc))]
@@ -192,7 +199,7 @@ class _Export:
         parts = self._write_all(key, tables)
         base = old.parts if plan.action == "append" and old is not None else []
         return _Outcome(plan.run, RunState(key, files, whole, base + parts), rows, read, parts,
-                        len(damage))
+                        len(damage), bytes_read=nbytes)
 
     def _file(self, run: str, path: str, unit: Unit, before: FileState | None,
               out: dict[str, dict[str, list[Any]]], damage: list[Any]) -> FileState:
@@ -328,7 +335,8 @@ def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | No
         for t, n in o.rows.items():
             rows[t] = rows.get(t, 0) + n
     return ExportResult(
-        export_id, rows, sum(o.files_read for o in outcomes), skipped, written,
+        export_id, rows, sum(o.files_read for o in outcomes), skipped,
+        sum(o.bytes_read for o in outcomes), written,
         sum(o.damage for o in outcomes),
         [p.run for p in todo if p.action == "full" and not p.why],
         [p.run for p in todo if p.action == "append"],

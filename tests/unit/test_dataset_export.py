@@ -207,6 +207,60 @@ def test_incremental_nothing_new_grown_new_run_replaced(tmp_path):
     assert _scalars(ds)[("other", "loss")][2] == [7.0]
 
 
+def test_grown_file_read_from_where_the_last_export_ended(tmp_path):
+    """A grown file is read from the record boundary where the last export's reading
+    ended (its unfinished tail included), not from its start: bytes_read is what it
+    gained, and every kind's rows, the counts and damage offsets are the whole file's."""
+    full_dir, src, ds = tmp_path / "full", tmp_path / "logs", str(tmp_path / "ds")
+    with Writer(full_dir) as w:
+        for i in range(1000):
+            w.add_scalar("loss", float(i), i)
+        w.add_histogram("w", np.arange(10.0), 0)
+        w.add_text("t", "first", 0)
+        w.flush()
+        (name,) = os.listdir(full_dir)
+        cut = os.path.getsize(full_dir / name)
+        for i in range(1000, 1300):
+            w.add_scalar("loss", float(i), i)
+            w.add_scalar("acc", 1.0 / (i + 1), i)
+        w.add_histogram("w", np.arange(5.0), 1)
+        w.add_text("t", "second", 1)
+    whole = (full_dir / name).read_bytes()
+    torn = cut + 20  # the first export sees part of the next record: an unfinished tail
+    (src / "r").mkdir(parents=True)
+    live = src / "r" / name
+    live.write_bytes(whole[:torn])
+    first = export_dataset(str(src), ds)
+    assert first.rows == {"scalars": 1000, "histograms": 1, "text": 1}
+    assert first.bytes_read == torn and first.damage_rows == 0
+
+    bad = (cut + len(whole)) // 2  # a damaged record among the new bytes
+    live.write_bytes(whole[:bad] + bytes([whole[bad] ^ 0xFF]) + whole[bad + 1:])
+    grown = export_dataset(str(src), ds)
+    print(f"\ngrown from {torn} to {len(whole)} bytes: {grown.summary()}")
+    assert grown.runs_appended == ["r"] and grown.bytes_read == len(whole) - cut
+    _check_scalars(str(src), ds)  # the Reader of the whole file, exactly
+    assert grown.rows["scalars"] == _check_scalars(str(src), ds) - 1000
+    assert _table(ds, "text").to_pydict()["text"] == ["first", "second"]
+    assert _table(ds, "histograms").num_rows == 2
+    rep = Reader(str(src)).damage("r")[str(live)]
+    dmg = [(d["offset"], d["length"], d["kind"]) for d in _table(ds, "damage").to_pylist()]
+    assert dmg == [(d.offset, d.length, d.kind) for d in rep.damage] and dmg[0][0] > cut
+    again = export_dataset(str(src), ds)
+    assert (again.files_read, again.bytes_read, again.damage_rows) == (0, 0, 0)
+    with Writer(tmp_path / "more") as w2:
+        for i in range(1300, 1310):
+            w2.add_scalar("loss", float(i), i)
+    (more,) = os.listdir(tmp_path / "more")
+    extra = (tmp_path / "more" / more).read_bytes()
+    first_record = 8 + 4 + int.from_bytes(extra[:8], "little") + 4  # the file_version event
+    with open(live, "ab") as f:  # grows again: counts carried over, nothing twice
+        f.write(extra[first_record:])
+    third = export_dataset(str(src), ds)
+    assert third.rows == {"scalars": 10} and third.bytes_read == len(extra) - first_record
+    _check_scalars(str(src), ds)
+
+
 def test_resume_marker_in_new_file_reexports_the_run(tmp_path):
     src, ds = tmp_path / "logs", str(tmp_path / "ds")
     with Writer(src / "r") as w:
