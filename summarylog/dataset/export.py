@@ -61,8 +61,8 @@ class ExportResult:
 
     def summary(self) -> str:
         rows = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n) or "no rows"
-        return (f"export {self.export_id}: {rows}; files read {self.files_read}, "
-                f"skipped {self.files_skipped} ({self.bytes_read:,} bytes read); "
+        return (f"export {self.export_id}: {rows}; files read {self.files_read} "
+                f"({self.bytes_read:,} B), skipped {self.files_skipped}; "
                 f"{self.parts_written} parts; "
                 f"damage {self.damage_rows}; {len(self.runs_reexported)} runs re-exported; "
                 f"{self.seconds:.2f} s")

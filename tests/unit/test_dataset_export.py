@@ -423,7 +423,7 @@ def test_cli_export_dataset_and_single_file(tmp_path, capsys):
     assert "scalars 1" in out and "histograms 1" in out and "files read 1" in out
     # an existing directory with --format parquet (without: "is a directory", as before)
     assert main(["export", str(src), "-o", str(tmp_path / "ds"), "--format", "parquet"]) == 0
-    assert "files read 0, skipped 1" in capsys.readouterr().out
+    assert "files read 0 (0 B), skipped 1" in capsys.readouterr().out
     assert main(["export", str(src), "-o", str(tmp_path / "one.parquet")]) == 0
     assert pa.parquet.read_table(str(tmp_path / "one.parquet")).num_rows == 1
     assert main(["export", str(src), "-o", str(tmp_path / "ds2") + "/", "--format", "csv"]) == 2
