@@ -73,7 +73,7 @@ def _upload(args: argparse.Namespace) -> int:
             for name, lock in spool.take_leftovers():
                 up.submit(name, lock)
         time.sleep(0.1)
-    left = up.close(max(0.0, end - time.monotonic()))
+    up.close(max(0.0, end - time.monotonic()))
     c = up.counts
     print(f"{spool.url}: {c['segments_uploaded']} segment(s) uploaded "
           f"({c['bytes_uploaded']} bytes), {c['conflicts']} conflict(s), "

@@ -177,7 +177,6 @@ def landscape_values(tag: str, message: Any) -> list[Any]:
 def landscape_of_tensor(tag: str, t: Any) -> Any:
     """The :class:`~summarylog.landscape.Landscape` of an exact value's tensor;
     ValueError when it holds no landscape."""
-    from ..landscape.result import Landscape
 
     if t.dtype != _DT_STRING or len(t.string_val) != 1:
         raise ValueError(f"a {PLUGIN} value holds one string, got dtype {t.dtype} with "

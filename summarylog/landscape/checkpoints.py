@@ -13,7 +13,6 @@ Every length read from a file is checked against the bytes that are there."""
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Mapping
 from typing import Any
 

@@ -9,7 +9,7 @@ the uploader's counters to the writer's stats.  Local writers never build one.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from ..checks import check_choice
 from ..records import RecordWriter
