@@ -23,7 +23,7 @@ from .arrow_tables import (arrow_text, report_damage, require_pyarrow, scalar_sc
 from .discovery import is_event_file, natural_key
 from .read_types import FileReport
 
-__all__ = ["RunJob", "find_runs", "balance", "read_run", "damage_rows",
+__all__ = ["RunJob", "find_runs", "balance", "read_run", "read_tables", "TABLES", "damage_rows",
            "damage_row", "check_names",
            "ARROW_ROW_BYTES"]
 
@@ -225,6 +225,61 @@ def read_run(job: RunJob, *, verify: bool = True, purge: bool = True,
             raise
     if damage is not None:
         damage += damage_rows(job.run, reports, names)
+
+
+TABLES = ("scalars", "histograms", "text", "hparams")  #: what the engines read from event files
+
+
+def read_tables(job: RunJob, table: str, *, verify: bool = True, purge: bool = True,
+                tags: Sequence[str] | None = None, block_bytes: int = 128 << 20,
+                damage: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    """The run's rows of ``table``, one of :data:`TABLES`, in the export's schema
+    (:func:`summarylog.arrow_tables.table_schema`), in tables of at most about
+    ``block_bytes``, with :func:`read_run`'s handling of damage and unreadable files.
+    Scalars are :func:`read_run`'s (streamed when big); the other kinds are read as the
+    export reads them, a run's values of that kind decoded at once."""
+    if table not in TABLES:
+        raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
+    if table == "scalars":
+        yield from read_run(job, verify=verify, purge=purge, tags=tags,
+                            block_bytes=block_bytes, damage=damage)
+        return
+    from .dataset.collect import read_unit
+
+    reports: dict[str, FileReport] = {}
+    names: dict[str, str] = {}
+    keep = None if tags is None else set(tags)
+    try:
+        with _local_files(job) as (files, names, fetch_errors):
+            if fetch_errors:
+                if damage is None:
+                    raise fetch_errors[0]
+                damage += [damage_row(job.run, os.fsdecode(e.filename or job.run), None, None,
+                                      "unreadable", str(e)) for e in fetch_errors]
+            if files:  # a run is one directory's files (or one file named on its own)
+                unit = read_unit(files[0] if len(files) == 1 else os.path.dirname(files[0]),
+                                 job.run, purge=purge, verify=verify, tags=None,
+                                 tables=(table,))
+                reports = unit.reports
+                for tag, t in unit.tables.get(table, []):
+                    if keep is None or tag in keep or table == "hparams":
+                        yield from _slices(t, block_bytes)
+    except OSError as exc:
+        if damage is not None:
+            where = os.fsdecode(exc.filename) if exc.filename is not None else job.run
+            damage.append(damage_row(job.run, names.get(where, where), None, None,
+                                     "unreadable", str(exc)))
+        else:
+            raise
+    if damage is not None:
+        damage += damage_rows(job.run, reports, names)
+
+
+def _slices(table: Any, block_bytes: int) -> Iterator[Any]:
+    """``table`` in zero-copy slices of at most about ``block_bytes``."""
+    rows = max(1, int(table.num_rows * block_bytes // max(1, table.nbytes)))
+    for start in range(0, table.num_rows, rows):
+        yield table.slice(start, rows)
 
 
 def _stream_tables(run: str, files: list[str], verify: bool, purge: bool,

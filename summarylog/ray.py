@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 __all__ = ["read_events", "DamageLog"]
 
-KINDS = ("scalars",)  #: what read_events reads so far
+KINDS = ("scalars", "histograms", "text", "hparams")  #: one per dataset (one schema)
 # Event-file bytes a read task takes on before another is added: Ray Data starts a task
 # a fifth of a second after one ends while others run, so a task should decode for a
 # good deal longer than that (see docs/datasets.md, "Tasks").
@@ -100,13 +100,17 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
                 ray_remote_args: Mapping[str, Any] | None = None) -> Any:
     """A ``ray.data.Dataset`` of the scalars under ``paths``: rows ``run, tag, step,
     wall_time, value`` (run and tag dictionary-encoded), as :class:`summarylog.Reader`
-    reads them (``verify``: data CRCs; ``purge``: the resume rules).
+    reads them (``verify``: data CRCs; ``purge``: the resume rules); or of another
+    kind, in the schema of the export's table of that name
+    (:func:`summarylog.arrow_tables.table_schema`).
 
     Args:
       paths: a path or URL (root of runs, run directory, event file), or a list of
         them; with several, runs are named ``<path>/<run>``.
       runs / tags: only these run names / tag names (None: all).
-      kinds: ``("scalars",)``, the one kind read so far.
+      kinds: one of ``("scalars",)``, ``("histograms",)``, ``("text",)``,
+        ``("hparams",)`` (a dataset has one schema).  Scalars of a big run are streamed;
+        a run's values of another kind are decoded at once, then cut into blocks.
       override_num_blocks: read tasks (Ray's argument; default: two per CPU of the
         cluster, or one per 256 MiB of event files if more, at most one per run).
         Runs are split across tasks by bytes; a run is never split.
@@ -120,7 +124,7 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
     Raises TypeError / ValueError for bad arguments (an unknown run or kind),
     FileNotFoundError for a missing path, ImportError when Ray is not installed.
     """
-    from .arrow_tables import scalar_schema
+    from .arrow_tables import table_schema
     from .engine_runs import check_names, damage_row, find_runs
 
     if isinstance(kinds, str) or not all(isinstance(k, str) for k in kinds):
@@ -129,6 +133,10 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
     if unknown or not kinds:
         raise ValueError(f"kinds: {unknown or '()'} cannot be read through Ray yet "
                          f"(readable: {list(KINDS)})")
+    if len(kinds) > 1:
+        raise ValueError(f"kinds: one kind per dataset (a Ray dataset has one schema), "
+                         f"got {list(kinds)}: call read_events once per kind")
+    (kind,) = kinds
     tags = check_names("tags", tags)
     if override_num_blocks is not None and (isinstance(override_num_blocks, bool) or not
                                             isinstance(override_num_blocks, int) or
@@ -148,10 +156,10 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
         warnings.warn(f"summarylog.ray: {len(errors)} paths could not be listed, e.g. "
                       f"{errors[0]}", RuntimeWarning, stacklevel=2)
     if not jobs:  # Ray wants at least one read task
-        return ray.data.from_arrow(scalar_schema().empty_table())
+        return ray.data.from_arrow(table_schema(kind).empty_table())
     from .ray_source import EventsDatasource
 
-    source = EventsDatasource(jobs, verify=verify, purge=purge, tags=tags,
+    source = EventsDatasource(jobs, kind, verify=verify, purge=purge, tags=tags,
                               report=damage.add if damage is not None else None)
     args: dict[str, Any] = {"override_num_blocks": override_num_blocks or
                             _task_count(ray, sum(j.size for j in jobs), len(jobs))}

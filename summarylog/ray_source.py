@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterator, Sequence
 from ray.data import Datasource, ReadTask
 from ray.data.block import BlockMetadata
 
-from .arrow_tables import scalar_schema
-from .engine_runs import ARROW_ROW_BYTES, RunJob, balance, read_run
+from .arrow_tables import table_schema
+from .engine_runs import ARROW_ROW_BYTES, RunJob, balance, read_tables
 
 __all__ = ["EventsDatasource"]
 
@@ -20,14 +20,15 @@ _FILE_BYTES_PER_VALUE = 24  # a multi-value event's bytes per scalar: the size e
 log = logging.getLogger("summarylog.ray")
 
 
-def _read_fn(group: list[RunJob], verify: bool, purge: bool, tags: Sequence[str] | None,
-             block_bytes: int, report: Callable[[list[dict[str, Any]]], None] | None
+def _read_fn(group: list[RunJob], kind: str, verify: bool, purge: bool,
+             tags: Sequence[str] | None, block_bytes: int,
+             report: Callable[[list[dict[str, Any]]], None] | None
              ) -> Callable[[], Iterator[Any]]:
     def read() -> Iterator[Any]:
         for job in group:  # run by run: one run's columns in memory at a time, at most
             rows: list[dict[str, Any]] = []
-            yield from read_run(job, verify=verify, purge=purge, tags=tags,
-                                block_bytes=block_bytes, damage=rows)
+            yield from read_tables(job, kind, verify=verify, purge=purge, tags=tags,
+                                   block_bytes=block_bytes, damage=rows)
             if rows:
                 if report is not None:
                     report(rows)
@@ -40,14 +41,15 @@ def _read_fn(group: list[RunJob], verify: bool, purge: bool, tags: Sequence[str]
 
 
 class EventsDatasource(Datasource):
-    """Scalars of summarylog / TensorBoard / MindSpore runs, one read task per group of
-    runs of about equal bytes."""
+    """One kind of value (scalars, histograms, text, hparams) of summarylog / TensorBoard /
+    MindSpore runs, one read task per group of runs of about equal bytes."""
 
-    def __init__(self, jobs: list[RunJob], *, verify: bool = True, purge: bool = True,
-                 tags: Sequence[str] | None = None,
+    def __init__(self, jobs: list[RunJob], kind: str = "scalars", *, verify: bool = True,
+                 purge: bool = True, tags: Sequence[str] | None = None,
                  report: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
         super().__init__()
         self._jobs = list(jobs)
+        self._kind = kind
         self._verify, self._purge = verify, purge
         self._tags = None if tags is None else list(tags)
         self._report = report
@@ -67,8 +69,8 @@ class EventsDatasource(Datasource):
             files = [f if j.url is None else f"{j.url}:{f}" for j in group for f, _ in j.files]
             meta = BlockMetadata(num_rows=None, size_bytes=int(size), input_files=files,
                                  exec_stats=None)
-            tasks.append(ReadTask(_read_fn(group, self._verify, self._purge, self._tags,
-                                           int(block), self._report),
-                                  meta, schema=scalar_schema(),
+            tasks.append(ReadTask(_read_fn(group, self._kind, self._verify, self._purge,
+                                           self._tags, int(block), self._report),
+                                  meta, schema=table_schema(self._kind),
                                   per_task_row_limit=per_task_row_limit))
         return tasks

@@ -6,8 +6,9 @@ the function on the package with the module).
 the views ``scalars``, ``histograms``, ``text``, ``hparams``, ``lineage``, ``damage``
 over its Parquet parts, those that exist; a dataset at a URL is scanned through Arrow
 over fsspec) or event files (a root of runs, a run directory, an event file or a URL):
-then ``scalars`` is read straight from the files, run by run, as a stream of Arrow
-batches (never all in memory, nothing exported).
+then ``scalars``, ``histograms``, ``text`` and ``hparams`` are read straight from the
+files, run by run, as streams of Arrow batches (nothing exported; the scalars of a big
+run are streamed, a run's values of another kind decoded at once).
 
 The SQL may only read: one SELECT (or EXPLAIN) statement; DuckDB's access to files
 is switched off (a dataset's own directory excepted, for its views) and the
@@ -180,25 +181,27 @@ def _url_dataset(url: str, storage_options: Mapping[str, Any] | None,
     return out
 
 
-def _event_batches(path: str, storage_options: Mapping[str, Any] | None, remote_options: Any,
-                   damage: list[dict[str, Any]]) -> Any:
-    """The scalars under ``path`` as a RecordBatchReader, read run by run as DuckDB pulls."""
+def _event_tables(path: str, storage_options: Mapping[str, Any] | None, remote_options: Any,
+                  damage: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tables of the event files under ``path`` (scalars, histograms, text, hparams),
+    each a RecordBatchReader read run by run as DuckDB pulls it (only the tables the
+    query scans are read).  The runs are listed once, here."""
     import pyarrow as pa
 
-    from .arrow_tables import scalar_schema
-    from .engine_runs import find_runs, read_run
+    from .arrow_tables import table_schema
+    from .engine_runs import TABLES, find_runs, read_tables
 
     # FileNotFoundError for a missing path
     jobs, errors = find_runs(path, None, storage_options, remote_options)
     damage += [{"run": "", "file": e.filename or "", "kind": "unlisted", "detail": str(e)}
                for e in errors]
 
-    def batches() -> Iterator[Any]:
+    def batches(table: str) -> Iterator[Any]:
         for job in jobs:
-            for table in read_run(job, block_bytes=_STREAM_BLOCK, damage=damage):
-                yield from table.to_batches()
+            for t in read_tables(job, table, block_bytes=_STREAM_BLOCK, damage=damage):
+                yield from t.to_batches()
 
-    return pa.RecordBatchReader.from_batches(scalar_schema(), batches())
+    return {t: pa.RecordBatchReader.from_batches(table_schema(t), batches(t)) for t in TABLES}
 
 
 class _PartGone(Exception):
@@ -232,8 +235,9 @@ def _run(duckdb: Any, sql: str, path: str, output: str, config: dict[str, Any],
             # the views' own directory only (as the glob names it, and with links resolved)
             allowed = sorted({os.path.join(p, "") for p in (path, os.path.realpath(path))})
         else:
-            con.register("scalars", _event_batches(path, storage_options, remote_options,
-                                                    damage))
+            for table, data in _event_tables(path, storage_options, remote_options,
+                                             damage).items():
+                con.register(table, data)
         if allowed:
             con.execute(f"SET allowed_directories=[{', '.join(map(_literal, allowed))}]")
         con.execute("SET enable_external_access=false")
@@ -249,7 +253,7 @@ def _run(duckdb: Any, sql: str, path: str, output: str, config: dict[str, Any],
                 raise _PartGone(str(exc)) from None
             raise ValueError(f"SQL error: {exc}") from None
         except duckdb.Error as exc:
-            hint = (" (over event files, scalars can be scanned once per query: export "
+            hint = (" (over event files, each table can be scanned once per query: export "
                     "a dataset for self-joins)" if "already been consumed" in str(exc) else "")
             raise ValueError(f"SQL error: {exc}{hint}") from None
     finally:
@@ -299,7 +303,9 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
         except _PartGone as exc:  # an export removed a part the state listed: read it again
             if attempt == 2:
                 raise ValueError(f"SQL error: {exc}") from None
-    if damage:
+    if damage:  # a file read for two tables reports its damage twice: counted once
+        damage = list({tuple(sorted(d.items(), key=lambda kv: kv[0])): d
+                       for d in damage}.values())
         kinds = sorted({d["kind"] for d in damage})
         warnings.warn(f"summarylog.query: {len(damage)} damage rows in "
                       f"{len({d['file'] for d in damage})} files ({', '.join(kinds)}); "

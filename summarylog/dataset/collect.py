@@ -69,10 +69,11 @@ def _sorted(table: Any, step: np.ndarray) -> Any:
 
 
 def read_unit(path: str, run: str, *, purge: bool, verify: bool,
-              tags: list[str] | None) -> Unit:
+              tags: list[str] | None, tables: tuple[str, ...] | None = None) -> Unit:
     """Every kind's rows of ``path`` (an event file or a run directory, its run ".")
-    named ``run``."""
+    named ``run``; ``tables``: only these tables' (None: all)."""
     out = Unit()
+    want = set(tables) if tables is not None else {"scalars", "histograms", "text", "hparams"}
     with Reader(path, purge=purge, verify=verify, threads=1) as r:
         if "." not in r.runs():
             return out
@@ -86,17 +87,17 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
 
         scalar_tags = set(r.scalar_tags("."))  # a tag whose every point a restart dropped: none
         for tag in chosen:
-            if tag in scalar_tags:
+            if tag in scalar_tags and "scalars" in want:
                 s = r.scalars(".", tag)
                 add("scalars", tag, len(s.step), _scalars(run, tag, s))
-            if "histogram" in kinds[tag]:
+            if "histogram" in kinds[tag] and "histograms" in want:
                 try:
                     h = r.histograms(".", tag)
                 except KeyError:  # every histogram dropped by a restart
                     continue
                 add("histograms", tag, len(h), _sorted(histogram_table(run, tag, h), h.step))
-        text = [t for t in chosen if "text" in kinds[t]]
-        hp = [t for t in chosen if "hparams" in kinds[t]]
+        text = [t for t in chosen if "text" in kinds[t]] if "text" in want else []
+        hp = [t for t in chosen if "hparams" in kinds[t]] if "hparams" in want else []
         if text or hp:
             by_tag: dict[str, list[tuple[int, float, str]]] = {}
             hrows: list[Any] = []

@@ -191,6 +191,43 @@ def test_event_files_stream_and_damage_is_warned(events, tmp_path):
     assert dict(zip(*(got.column(c).to_pylist() for c in ("run", "n")))) == want
 
 
+def test_event_files_give_every_table_the_dataset_gives(tmp_path):
+    """Over event files, ``histograms``, ``text`` and ``hparams`` are there as over the
+    exported dataset, with the same rows; a file damaged and read for two tables is
+    warned about once."""
+    require_module("duckdb")
+    from summarylog import Writer
+    from summarylog.dataset import export_dataset
+    from summarylog.sql import query
+
+    src = tmp_path / "logs"
+    for r in range(2):
+        with Writer(src / f"r{r}") as w:
+            for i in range(50):
+                w.add_histogram("w", np.arange(8.0) + r * i, i)
+                w.add_text("note", f"r{r} {i}", i)
+                w.add_scalar("loss", float(i), i)
+            w.add_hparams({"lr": 0.01 * (r + 1)}, {"acc": 0.9})
+    export_dataset(str(src), str(tmp_path / "ds"))
+    sqls = {"histograms": "SELECT run, tag, count(*) AS n, sum(num) AS s, max(step) AS last, "
+                          "sum(list_sum(counts)) AS c FROM histograms GROUP BY ALL ORDER BY ALL",
+            "text": "SELECT run, tag, step, text FROM text ORDER BY ALL",
+            "hparams": "SELECT run, name, kind, value_str, value_num FROM hparams ORDER BY ALL"}
+    for table, sql in sqls.items():
+        a = query(sql, str(src), output="arrow").to_pylist()
+        b = query(sql, str(tmp_path / "ds"), output="arrow").to_pylist()
+        print(f"{table}: {len(a)} rows from the event files, equal to the dataset's")
+        assert a == b and a
+    (name,) = os.listdir(src / "r1")
+    f = src / "r1" / name
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    f.write_bytes(bytes(data))
+    with pytest.warns(RuntimeWarning, match=r"^summarylog.query: 1 damage rows in 1 files"):
+        query("SELECT (SELECT count(*) FROM scalars) + (SELECT count(*) FROM histograms) AS n",
+              str(src))
+
+
 _MEMORY_CHILD = r"""
 import os, sys, json
 from summarylog.sql import query
