@@ -23,7 +23,7 @@ from .arrow_tables import (arrow_text, report_damage, require_pyarrow, scalar_sc
 from .discovery import is_event_file, natural_key
 from .read_types import FileReport
 
-__all__ = ["RunJob", "find_runs", "balance", "read_run", "read_tables", "TABLES", "damage_rows",
+__all__ = ["RunJob", "find_runs", "balance", "read_run", "TABLES", "damage_rows",
            "damage_row", "check_names",
            "ARROW_ROW_BYTES"]
 
@@ -185,70 +185,25 @@ def _streamed(job: RunJob, block_bytes: int) -> bool:
     return values * _LOADER_BYTES_PER_VALUE > block_bytes
 
 
-def read_run(job: RunJob, *, verify: bool = True, purge: bool = True,
-             tags: Sequence[str] | None = None, block_bytes: int = 128 << 20,
-             damage: list[dict[str, Any]] | None = None) -> Iterator[Any]:
-    """The run's scalars as Arrow tables (:func:`summarylog.arrow_tables.scalar_schema`),
-    none larger than about ``block_bytes``; what reading found wrong is appended to
-    ``damage`` as rows (:func:`damage_rows`).  A run that cannot be read at all (a file
-    gone) becomes one ``unreadable`` row, not an exception; a URL's file not fetched
-    fully is read up to where its fetching stopped, and is an ``unreadable`` row too."""
-    from .discovery import dialect_of
-
-    reports: dict[str, FileReport] = {}
-    names: dict[str, str] = {}
-    try:
-        with _local_files(job) as (files, names, fetch_errors):
-            if fetch_errors:
-                if damage is None:
-                    raise fetch_errors[0]
-                damage += [damage_row(job.run, os.fsdecode(e.filename or job.run), None, None,
-                                      "unreadable", str(e)) for e in fetch_errors]
-            mindspore = any(dialect_of(f) == "mindspore" for f in files)
-            if _streamed(job, block_bytes) and not (purge and mindspore):
-                yield from _stream_tables(job.run, files, verify, purge, tags, block_bytes,
-                                          reports)
-            else:  # small, or MindSpore's one-value-per-step rule (it sorts the whole run)
-                from .read_columns import ColumnLoader
-
-                cols = ColumnLoader(verify).load(files, purge, reports)
-                if tags is not None:
-                    keep = set(tags)
-                    cols.series = {t: s for t, s in cols.series.items() if t in keep}
-                yield from scalar_tables(job.run, cols)
-    except OSError as exc:
-        if damage is not None:
-            where = os.fsdecode(exc.filename) if exc.filename is not None else job.run
-            damage.append(damage_row(job.run, names.get(where, where), None, None,
-                                     "unreadable", str(exc)))
-        else:
-            raise
-    if damage is not None:
-        damage += damage_rows(job.run, reports, names)
-
-
 TABLES = ("scalars", "histograms", "text", "hparams")  #: what the engines read from event files
 
 
-def read_tables(job: RunJob, table: str, *, verify: bool = True, purge: bool = True,
-                tags: Sequence[str] | None = None, block_bytes: int = 128 << 20,
-                damage: list[dict[str, Any]] | None = None) -> Iterator[Any]:
-    """The run's rows of ``table``, one of :data:`TABLES`, in the export's schema
-    (:func:`summarylog.arrow_tables.table_schema`), in tables of at most about
-    ``block_bytes``, with :func:`read_run`'s handling of damage and unreadable files.
-    Scalars are :func:`read_run`'s (streamed when big); the other kinds are read as the
-    export reads them, a run's values of that kind decoded at once."""
+def read_run(job: RunJob, table: str = "scalars", *, verify: bool = True,
+             purge: bool = True, tags: Sequence[str] | None = None,
+             block_bytes: int = 128 << 20,
+             damage: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    """The run's rows of ``table``, one of :data:`TABLES`, as Arrow tables in the
+    export's schema (:func:`summarylog.arrow_tables.table_schema`), none larger than
+    about ``block_bytes``; what reading found wrong is appended to ``damage`` as rows
+    (:func:`damage_rows`).  Scalars of a big run are streamed; a run's values of another
+    kind are read as the export reads them, decoded at once, then sliced.  A run that
+    cannot be read at all (a file gone) becomes one ``unreadable`` row, not an exception;
+    a URL's file not fetched fully is read up to where its fetching stopped, and is an
+    ``unreadable`` row too."""
     if table not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
-    if table == "scalars":
-        yield from read_run(job, verify=verify, purge=purge, tags=tags,
-                            block_bytes=block_bytes, damage=damage)
-        return
-    from .dataset.collect import read_unit
-
     reports: dict[str, FileReport] = {}
     names: dict[str, str] = {}
-    keep = None if tags is None else set(tags)
     try:
         with _local_files(job) as (files, names, fetch_errors):
             if fetch_errors:
@@ -256,14 +211,11 @@ def read_tables(job: RunJob, table: str, *, verify: bool = True, purge: bool = T
                     raise fetch_errors[0]
                 damage += [damage_row(job.run, os.fsdecode(e.filename or job.run), None, None,
                                       "unreadable", str(e)) for e in fetch_errors]
-            if files:  # a run is one directory's files (or one file named on its own)
-                unit = read_unit(files[0] if len(files) == 1 else os.path.dirname(files[0]),
-                                 job.run, purge=purge, verify=verify, tags=None,
-                                 tables=(table,))
-                reports = unit.reports
-                for tag, t in unit.tables.get(table, []):
-                    if keep is None or tag in keep or table == "hparams":
-                        yield from _slices(t, block_bytes)
+            if table == "scalars":
+                yield from _scalar_tables(job, files, verify, purge, tags, block_bytes, reports)
+            else:
+                yield from _kind_tables(job.run, table, files, verify, purge, tags, block_bytes,
+                                        reports)
     except OSError as exc:
         if damage is not None:
             where = os.fsdecode(exc.filename) if exc.filename is not None else job.run
@@ -273,6 +225,43 @@ def read_tables(job: RunJob, table: str, *, verify: bool = True, purge: bool = T
             raise
     if damage is not None:
         damage += damage_rows(job.run, reports, names)
+
+
+def _scalar_tables(job: RunJob, files: list[str], verify: bool, purge: bool,
+                   tags: Sequence[str] | None, block_bytes: int,
+                   reports: dict[str, FileReport]) -> Iterator[Any]:
+    from .discovery import dialect_of
+
+    mindspore = any(dialect_of(f) == "mindspore" for f in files)
+    if _streamed(job, block_bytes) and not (purge and mindspore):
+        yield from _stream_tables(job.run, files, verify, purge, tags, block_bytes, reports)
+        return
+    # small, or MindSpore's one-value-per-step rule (it sorts the whole run)
+    from .read_columns import ColumnLoader
+
+    cols = ColumnLoader(verify).load(files, purge, reports)
+    if tags is not None:
+        keep = set(tags)
+        cols.series = {t: s for t, s in cols.series.items() if t in keep}
+    yield from scalar_tables(job.run, cols)
+
+
+def _kind_tables(run: str, table: str, files: list[str], verify: bool, purge: bool,
+                 tags: Sequence[str] | None, block_bytes: int,
+                 reports: dict[str, FileReport]) -> Iterator[Any]:
+    """Histograms, text or hparams, as the export reads them."""
+    from .dataset.collect import read_unit
+
+    if not files:
+        return
+    # a run is one directory's files (or one file named on its own)
+    unit = read_unit(files[0] if len(files) == 1 else os.path.dirname(files[0]), run,
+                     purge=purge, verify=verify, tags=None, tables=(table,))
+    reports.update(unit.reports)
+    keep = None if tags is None else set(tags)
+    for tag, t in unit.tables.get(table, []):
+        if keep is None or tag in keep or table == "hparams":
+            yield from _slices(t, block_bytes)
 
 
 def _slices(table: Any, block_bytes: int) -> Iterator[Any]:

@@ -11,7 +11,7 @@ from ray.data import Datasource, ReadTask
 from ray.data.block import BlockMetadata
 
 from .arrow_tables import table_schema
-from .engine_runs import ARROW_ROW_BYTES, RunJob, balance, read_tables
+from .engine_runs import ARROW_ROW_BYTES, RunJob, balance, read_run
 
 __all__ = ["EventsDatasource"]
 
@@ -27,8 +27,8 @@ def _read_fn(group: list[RunJob], kind: str, verify: bool, purge: bool,
     def read() -> Iterator[Any]:
         for job in group:  # run by run: one run's columns in memory at a time, at most
             rows: list[dict[str, Any]] = []
-            yield from read_tables(job, kind, verify=verify, purge=purge, tags=tags,
-                                   block_bytes=block_bytes, damage=rows)
+            yield from read_run(job, kind, verify=verify, purge=purge, tags=tags,
+                                block_bytes=block_bytes, damage=rows)
             if rows:
                 if report is not None:
                     report(rows)

@@ -189,7 +189,7 @@ def _event_tables(path: str, storage_options: Mapping[str, Any] | None, remote_o
     import pyarrow as pa
 
     from .arrow_tables import table_schema
-    from .engine_runs import TABLES, find_runs, read_tables
+    from .engine_runs import TABLES, find_runs, read_run
 
     # FileNotFoundError for a missing path
     jobs, errors = find_runs(path, None, storage_options, remote_options)
@@ -198,7 +198,7 @@ def _event_tables(path: str, storage_options: Mapping[str, Any] | None, remote_o
 
     def batches(table: str) -> Iterator[Any]:
         for job in jobs:
-            for t in read_tables(job, table, block_bytes=_STREAM_BLOCK, damage=damage):
+            for t in read_run(job, table, block_bytes=_STREAM_BLOCK, damage=damage):
                 yield from t.to_batches()
 
     return {t: pa.RecordBatchReader.from_batches(table_schema(t), batches(t)) for t in TABLES}
