@@ -21,12 +21,14 @@ import os
 import warnings
 from typing import Any, Mapping, Sequence
 
+from .engine_runs import TABLES
+
 __all__ = ["read_events", "DamageLog"]
 
-KINDS = ("scalars", "histograms", "text", "hparams")  #: one per dataset (one schema)
-# Event-file bytes a read task takes on before another is added: Ray Data starts a task
-# a fifth of a second after one ends while others run, so a task should decode for a
-# good deal longer than that (see docs/datasets.md, "Tasks").
+KINDS = TABLES  #: what read_events reads, one kind per dataset (one schema)
+# Event-file bytes a read task takes on before another is added: Ray Data is slow to
+# start a task after one ends while others run, so a task should decode for much longer
+# than that gap (measured in docs/datasets.md, "Tasks").
 _TASK_BYTES = 256 << 20
 
 
