@@ -101,6 +101,32 @@ def test_nothing_new_fetches_no_object_with_a_kept_mirror(s3, tmp_path) -> None:
           f"{again.summary()}")
     assert (again.files_read, again.parts_written, gets) == (0, 0, 0)
 
+    # the run's last object grows (uploaded again, longer): its new bytes are fetched
+    # by ranged reads and only those are read by the export
+    last = sorted(os.listdir(os.path.join(local, "a")))[-1]
+    path = os.path.join(local, "a", last)
+    size = os.path.getsize(path)
+    import summarylog
+
+    with summarylog.Writer(tmp_path / "more") as w:
+        for i in range(200, 230):
+            w.add_scalar("loss", float(i), i)
+    (more,) = os.listdir(tmp_path / "more")
+    extra = (tmp_path / "more" / more).read_bytes()
+    skip = 8 + 4 + int.from_bytes(extra[:8], "little") + 4  # its file_version record
+    with open(path, "ab") as f:
+        f.write(extra[skip:])
+    with open(path, "rb") as f:
+        fs.pipe_file(f"bkt/kept/a/{last}", f.read())
+    grown = export_dataset("s3://bkt/kept", dest, storage_options=opts, remote_options=keep)
+    print(f"grown by {len(extra) - skip} B: {grown.summary()}")
+    assert grown.runs_appended == ["a"] and grown.rows == {"scalars": 30}
+    assert grown.bytes_read == len(extra) - skip
+    mine = export_dataset(local, str(tmp_path / "local-ds"))
+    assert mine.rows["scalars"] == 230
+    assert _rows(_LocalFS(), table_glob(dest, "scalars")) == \
+        _rows(_LocalFS(), table_glob(str(tmp_path / "local-ds"), "scalars"))
+
 
 def test_query_a_dataset_exported_to_s3(s3, tmp_path) -> None:
     """summarylog.query over a dataset at a URL: its tables scanned through Arrow over
