@@ -254,7 +254,10 @@ def _run(duckdb: Any, sql: str, path: str, output: str, config: dict[str, Any],
             raise ValueError(f"SQL error: {exc}") from None
         except duckdb.Error as exc:
             hint = (" (over event files, each table can be scanned once per query: export "
-                    "a dataset for self-joins)" if "already been consumed" in str(exc) else "")
+                    "a dataset for self-joins)" if "already been consumed" in str(exc) else
+                    " (over event files the tables are scalars, histograms, text and hparams: "
+                    "export a dataset for lineage and damage)"
+                    if not dataset and "does not exist" in str(exc) else "")
             raise ValueError(f"SQL error: {exc}{hint}") from None
     finally:
         con.close()

@@ -126,6 +126,8 @@ def test_errors_are_named(events, dataset, tmp_path):
         query("SELEC run FROM scalars", dataset)
     with pytest.raises(ValueError, match="nope"):
         query("SELECT nope FROM scalars", events)
+    with pytest.raises(ValueError, match="export a dataset for lineage"):
+        query("SELECT * FROM lineage", events)
     with pytest.raises(FileNotFoundError):
         query("SELECT 1", str(tmp_path / "missing"))
     with pytest.raises(ValueError, match="output"):
