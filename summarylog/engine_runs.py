@@ -20,6 +20,7 @@ import numpy as np
 
 from .arrow_tables import (arrow_text, report_damage, require_pyarrow, scalar_schema,
                            scalar_tables)
+from .dataset.collect import UNIT_TABLES, read_unit
 from .discovery import is_event_file, natural_key
 from .read_types import FileReport
 
@@ -185,7 +186,7 @@ def _streamed(job: RunJob, block_bytes: int) -> bool:
     return values * _LOADER_BYTES_PER_VALUE > block_bytes
 
 
-TABLES = ("scalars", "histograms", "text", "hparams")  #: what the engines read from event files
+TABLES = UNIT_TABLES  #: what the engines read from event files: what the export reads of a run
 
 
 def read_run(job: RunJob, table: str = "scalars", *, verify: bool = True,
@@ -250,8 +251,6 @@ def _kind_tables(run: str, table: str, files: list[str], verify: bool, purge: bo
                  tags: Sequence[str] | None, block_bytes: int,
                  reports: dict[str, FileReport]) -> Iterator[Any]:
     """Histograms, text or hparams, as the export reads them."""
-    from .dataset.collect import read_unit
-
     if not files:
         return
     # a run is one directory's files (or one file named on its own)

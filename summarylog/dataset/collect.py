@@ -24,7 +24,9 @@ from ..read_columns import RunColumns, resume_kept
 from ..read_types import FileReport, Scalars
 from ..reader import Reader
 
-__all__ = ["Unit", "read_unit", "read_past", "select_tags", "merged"]
+__all__ = ["Unit", "UNIT_TABLES", "read_unit", "read_past", "select_tags", "merged"]
+
+UNIT_TABLES = ("scalars", "histograms", "text", "hparams")  #: what read_unit reads of a run
 
 _COPY_STEP = 8 << 20  # bytes copied per read
 
@@ -73,7 +75,7 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
     """Every kind's rows of ``path`` (an event file or a run directory, its run ".")
     named ``run``; ``tables``: only these tables' (None: all)."""
     out = Unit()
-    want = set(tables) if tables is not None else {"scalars", "histograms", "text", "hparams"}
+    want = set(tables if tables is not None else UNIT_TABLES)
     with Reader(path, purge=purge, verify=verify, threads=1) as r:
         if "." not in r.runs():
             return out
@@ -132,8 +134,9 @@ def read_past(path: str, run: str, start: int, exported: dict[str, dict[str, int
         unit = read_unit(copy, run, purge=purge, verify=verify, tags=tags)
     rows = {t: dict(by_tag) for t, by_tag in exported.items()}
     for table, by_tag in unit.rows.items():
+        total = rows.setdefault(table, {})
         for tag, n in by_tag.items():
-            rows.setdefault(table, {})[tag] = rows.get(table, {}).get(tag, 0) + n
+            total[tag] = total.get(tag, 0) + n
     unit.rows = rows
     rep = unit.reports.pop(copy, None) or FileReport(copy, size=copied)
     unit.reports = {path: dataclasses.replace(
