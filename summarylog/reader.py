@@ -15,7 +15,6 @@ import re
 import time
 from typing import Any, Iterator
 
-
 from .discovery import Discovery, dialect_of, is_event_file, is_lineage_file, natural_key
 from .events import Event
 from .read_columns import ColumnLoader, RunColumns

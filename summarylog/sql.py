@@ -189,11 +189,11 @@ def _event_tables(path: str, storage_options: Mapping[str, Any] | None, remote_o
     import pyarrow as pa
 
     from .arrow_tables import table_schema
-    from .engine_runs import TABLES, find_runs, read_run
+    from .engine_runs import TABLES, damage_row, find_runs, read_run
 
     # FileNotFoundError for a missing path
     jobs, errors = find_runs(path, None, storage_options, remote_options)
-    damage += [{"run": "", "file": e.filename or "", "kind": "unlisted", "detail": str(e)}
+    damage += [damage_row("", e.filename or "", None, None, "unlisted", str(e))
                for e in errors]
 
     def batches(table: str) -> Iterator[Any]:
@@ -270,8 +270,9 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
     pandas DataFrame (``output="pandas"``) or a pyarrow Table (``"arrow"``).
 
     Tables: over a dataset, ``scalars`` (run, tag, step, wall_time, value, run_key) and
-    the other exported tables that hold parts; over event files, ``scalars`` (run, tag,
-    step, wall_time, value), which one query may scan once (a self-join needs a dataset).
+    the other exported tables that hold parts; over event files, ``scalars``,
+    ``histograms``, ``text`` and ``hparams`` with the dataset's columns (no ``run_key``),
+    each of which one query may scan once (a self-join needs a dataset).
     ``threads`` / ``memory_limit`` (bytes or e.g. ``"2GB"``): DuckDB's own limits.
     ``storage_options``: a URL's fsspec options (a dataset's or event files');
     ``remote_options``: for a URL, as :class:`summarylog.Reader` takes them (deadline,
@@ -307,8 +308,7 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
             if attempt == 2:
                 raise ValueError(f"SQL error: {exc}") from None
     if damage:  # a file read for two tables reports its damage twice: counted once
-        damage = list({tuple(sorted(d.items(), key=lambda kv: kv[0])): d
-                       for d in damage}.values())
+        damage = list({tuple(sorted(d.items())): d for d in damage}.values())
         kinds = sorted({d["kind"] for d in damage})
         warnings.warn(f"summarylog.query: {len(damage)} damage rows in "
                       f"{len({d['file'] for d in damage})} files ({', '.join(kinds)}); "
