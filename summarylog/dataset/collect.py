@@ -1,5 +1,6 @@
 """What one export reads of one run: every kind's rows through the Reader (its values,
-its rules), as Arrow tables per tag, with per-file row counts for the next export.
+its rules), per tag (scalars as the Reader's numpy series, the other kinds as Arrow
+tables), with per-file row counts for the next export.
 
 A unit is read with its own :class:`~summarylog.reader.Reader` on one event file (the
 run's rows then split by file), on the bytes a file gained since the last export
@@ -19,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from ..arrow_tables import (histogram_table, hparams_rows, hparams_table,
-                            require_pyarrow, scalar_tables, text_table, text_value)
-from ..read_columns import RunColumns, resume_kept
+                            require_pyarrow, text_table, text_value)
+from ..read_columns import resume_kept
 from ..read_types import FileReport, Scalars
 from ..reader import Reader
 
-__all__ = ["Unit", "UNIT_TABLES", "read_unit", "read_past", "select_tags", "merged"]
+__all__ = ["Unit", "UNIT_TABLES", "read_unit", "read_past", "select_tags", "merged",
+           "merged_scalars"]
 
 UNIT_TABLES = ("scalars", "histograms", "text", "hparams")  #: what read_unit reads of a run
 
@@ -33,7 +35,8 @@ _COPY_STEP = 8 << 20  # bytes copied per read
 
 @dataclasses.dataclass
 class Unit:
-    """The rows of a unit (one file or a whole run): per table, (tag, table) pairs."""
+    """The rows of a unit (one file or a whole run): per table, (tag, rows) pairs, the
+    rows a :class:`Scalars` for "scalars", an Arrow table for the others."""
 
     tables: dict[str, list[tuple[str, Any]]] = dataclasses.field(default_factory=dict)
     rows: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)  #: table -> tag -> n
@@ -61,6 +64,26 @@ def merged(pieces: dict[str, list[Any]]) -> list[Any]:
         elif ts:
             out.append(ts[0])
     return out
+
+
+def merged_scalars(pieces: dict[str, list[Scalars]]) -> list[tuple[str, Scalars]]:
+    """:func:`merged` for scalar series: (tag, series) pairs, tags in name order."""
+    out = []
+    for tag in sorted(pieces):
+        ss = [s for s in pieces[tag] if len(s.step)]
+        if len(ss) > 1:
+            out.append((tag, _step_order(Scalars(*(np.concatenate(c) for c in zip(*ss))))))
+        elif ss:
+            out.append((tag, ss[0]))
+    return out
+
+
+def _step_order(s: Scalars) -> Scalars:
+    """``s`` in step order (stable), untouched when already sorted."""
+    if len(s.step) < 2 or bool((s.step[1:] >= s.step[:-1]).all()):
+        return s
+    order = np.argsort(s.step, kind="stable")
+    return Scalars(*(a[order] for a in s))
 
 
 def _sorted(table: Any, step: np.ndarray) -> Any:
@@ -91,7 +114,7 @@ def read_unit(path: str, run: str, *, purge: bool, verify: bool,
         for tag in chosen:
             if tag in scalar_tags and "scalars" in want:
                 s = r.scalars(".", tag)
-                add("scalars", tag, len(s.step), _scalars(run, tag, s))
+                add("scalars", tag, len(s.step), _step_order(s))
             if "histogram" in kinds[tag] and "histograms" in want:
                 try:
                     h = r.histograms(".", tag)
@@ -175,10 +198,3 @@ def _copy_past(src: str, start: int, dst: str) -> int:
     finally:
         os.close(fd)
     return pos - start
-
-
-def _scalars(run: str, tag: str, s: Scalars) -> Any:
-    cols = RunColumns()
-    cols.series[tag] = s
-    (table,) = scalar_tables(run, cols)
-    return _sorted(table, s.step)

@@ -16,15 +16,17 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from ..arrow_tables import damage_table, report_damage, require_pyarrow
 from ..read_lineage import read_lineage
 from ..read_pool import thread_count
 from ..reader import Reader
 from ..remote.urls import check_dir_or_url, is_url
-from .collect import Unit, merged, read_past, read_unit
+from .collect import Unit, merged, merged_scalars, read_past, read_unit
 from .layout import KEY_PREFIX, part_name, run_key
+from .row_groups import row_groups
+from .scalar_parquet import write_scalars
 from .plan import RunPlan, per_file_ok, plan_run
 from .state import DatasetState, FileState, RunState, file_identity
 from .store import Store, open_store
@@ -33,12 +35,11 @@ __all__ = ["export_dataset", "ExportResult"]
 
 _FLOAT = "BYTE_STREAM_SPLIT"
 _ENCODINGS = {  # lossless: float64 values kept, split into byte streams before zstd
-    "scalars": {"step": "DELTA_BINARY_PACKED", "wall_time": _FLOAT, "value": _FLOAT},
     "histograms": {"step": "DELTA_BINARY_PACKED", "wall_time": _FLOAT,
                    **{s: _FLOAT for s in ("min", "max", "num", "sum", "sum_squares")}},
     "text": {"step": "DELTA_BINARY_PACKED", "wall_time": _FLOAT},
 }
-_DICTIONARY = {"scalars": ["run", "tag"], "histograms": ["run", "tag"], "text": ["run", "tag"]}
+_DICTIONARY = {"histograms": ["run", "tag"], "text": ["run", "tag"]}
 
 
 @dataclasses.dataclass
@@ -80,48 +81,28 @@ class _Outcome:
     bytes_read: int = 0
 
 
-# A tag of at least _GROUP_MIN rows gets row groups of its own: its tag column then holds
-# one dictionary entry per row group, which DuckDB groups by much faster than a column
-# chunk of several tags, and its statistics let a filter on the tag skip the others.
-# A row group costs a few KiB (footer entry, dictionary pages, a fresh zstd context), a
-# few percent of a tag this size; smaller tags share row groups so they don't pay it.
-_GROUP_MIN = 1 << 14
-_GROUP_MAX = 1 << 20
-
-
-def _row_groups(tables: list[Any]) -> Iterator[Any]:
-    """``tables`` (one per tag, in tag order) as the tables of consecutive row groups."""
-    pa = require_pyarrow()
-    small: list[Any] = []
-    rows = 0
-    for t in tables:
-        if t.num_rows >= _GROUP_MIN:
-            if small:
-                yield pa.concat_tables(small)
-                small, rows = [], 0
-            yield t
-            continue
-        small.append(t)
-        rows += t.num_rows
-        if rows >= _GROUP_MIN:
-            yield pa.concat_tables(small)
-            small, rows = [], 0
-    if small:
-        yield pa.concat_tables(small)
-
-
-def _write(store: Store, table: str, keydir: str, name: str, tables: list[Any]) -> int:
+def _write(store: Store, table: str, keydir: str, name: str, rows: list[Any],
+           run: str) -> None:
+    """One part of ``table``: ``rows`` (scalars: (tag, series) pairs; else one Arrow
+    table per tag, in tag order)."""
+    if table == "scalars":
+        store.write_part(table, keydir, name, write_scalars(run, rows))
+        return
     pa = require_pyarrow()
     import pyarrow.parquet as pq
 
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, tables[0].schema, compression="zstd",
+    with pq.ParquetWriter(sink, rows[0].schema, compression="zstd",
                           use_dictionary=_DICTIONARY.get(table, True),
                           column_encoding=_ENCODINGS.get(table)) as out:
-        for group in _row_groups(tables):
-            out.write_table(group, row_group_size=_GROUP_MAX)
+        for group in row_groups([t.num_rows for t in rows]):
+            out.write_table(pa.concat_tables([rows[i].slice(a, b - a) for i, a, b in group]))
     store.write_part(table, keydir, name, sink.getvalue())
-    return sum(t.num_rows for t in tables)
+
+
+def _count(table: str, rows: list[Any]) -> int:
+    return sum(len(s.step) for _, s in rows) if table == "scalars" else \
+        sum(t.num_rows for t in rows)
 
 
 class _Export:
@@ -188,15 +169,16 @@ class _Export:
         except OSError as exc:  # this run only; tried again at the next export
             damage = [(plan.run, self.reader.name(exc.filename) if isinstance(exc.filename, str)
                        else "", None, None, "unreadable", str(exc))]
-            parts = self._write_all(key, {"damage": [damage_table(damage)]})
+            parts = self._write_all(plan.run, key, {"damage": [damage_table(damage)]})
             kept = old or RunState(key)
             return _Outcome(plan.run, dataclasses.replace(kept, parts=kept.parts + parts),
                             {"damage": 1}, read, parts, 1, str(exc))
-        tables = {t: merged(by_tag) for t, by_tag in out.items()}
+        tables = {t: merged_scalars(by_tag) if t == "scalars" else merged(by_tag)
+                  for t, by_tag in out.items()}
         if damage:
             tables["damage"] = [damage_table(damage)]
-        rows = {t: n for t, ts in tables.items() if (n := sum(x.num_rows for x in ts))}
-        parts = self._write_all(key, tables)
+        rows = {t: n for t, ts in tables.items() if (n := _count(t, ts))}
+        parts = self._write_all(plan.run, key, tables)
         base = old.parts if plan.action == "append" and old is not None else []
         return _Outcome(plan.run, RunState(key, files, whole, base + parts), rows, read, parts,
                         len(damage), bytes_read=nbytes)
@@ -233,13 +215,13 @@ class _Export:
             files[os.path.basename(path)] = FileState(rep.size or 0, rep.size or 0, head, mark,
                                                       {}, bad)
 
-    def _write_all(self, key: str, out: dict[str, list[Any]]) -> list[str]:
+    def _write_all(self, run: str, key: str, out: dict[str, list[Any]]) -> list[str]:
         parts = []
         keydir = KEY_PREFIX + key
-        for table, ts in out.items():
-            if ts and sum(t.num_rows for t in ts):
+        for table, rows in out.items():
+            if _count(table, rows):
                 name = part_name(self.export_id, 0)
-                _write(self.store, table, keydir, name, [t for t in ts if t.num_rows])
+                _write(self.store, table, keydir, name, rows, run)
                 parts.append(f"{table}/{keydir}/{name}")
         return parts
 

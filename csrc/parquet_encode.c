@@ -1,0 +1,90 @@
+/* parquet_encode.c - the per-value work of the export's scalar table in
+ * Parquet: steps as DELTA_BINARY_PACKED, doubles as BYTE_STREAM_SPLIT
+ * (docs/datasets.md names the layout).  Pages, levels, compression and the
+ * footer are built in Python around these: they cost per page, not per value. */
+#include <stdint.h>
+#include <string.h>
+
+#include "summarylog_api.h"
+
+#define BLOCK 128u                 /* values per block */
+#define MINIS 4u                   /* miniblocks per block */
+#define MINI (BLOCK / MINIS)       /* values per miniblock */
+
+static uint8_t *put_uvarint(uint8_t *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static uint64_t zigzag(int64_t v) {
+    return ((uint64_t)v << 1) ^ ((uint64_t)0 - ((uint64_t)v >> 63));
+}
+
+/* MINI values of w bits each, least significant bit first (the hybrid
+ * encoding's bit packing); MINI * w is a whole number of bytes. */
+static uint8_t *pack(uint8_t *p, const uint64_t *v, unsigned w) {
+    if (w == 0) return p;
+    unsigned __int128 acc = 0;
+    unsigned bits = 0;
+    for (unsigned i = 0; i < MINI; i++) {
+        acc |= (unsigned __int128)v[i] << bits;
+        bits += w;
+        while (bits >= 8) {
+            *p++ = (uint8_t)acc;
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    return p;
+}
+
+uint64_t slg_pq_delta_bound(uint64_t n) {
+    /* header: four varints; a block: min delta, MINIS widths, MINIS full bodies */
+    return 4 * 10 + (n / BLOCK + 1) * (10 + MINIS + BLOCK * 8);
+}
+
+int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t cap) {
+    if (n == 0 || cap < slg_pq_delta_bound(n)) return -1;
+    uint8_t *p = out;
+    p = put_uvarint(p, BLOCK);
+    p = put_uvarint(p, MINIS);
+    p = put_uvarint(p, n);
+    p = put_uvarint(p, zigzag(v[0]));
+    uint64_t d[BLOCK];
+    for (uint64_t i = 1; i < n; i += BLOCK) {
+        uint64_t m = n - i < BLOCK ? n - i : BLOCK;
+        /* deltas wrap as two's complement, as readers add them back */
+        int64_t lo = INT64_MAX;
+        for (uint64_t k = 0; k < m; k++) {
+            d[k] = (uint64_t)v[i + k] - (uint64_t)v[i + k - 1];
+            if ((int64_t)d[k] < lo) lo = (int64_t)d[k];
+        }
+        for (uint64_t k = 0; k < m; k++) d[k] -= (uint64_t)lo;
+        for (uint64_t k = m; k < BLOCK; k++) d[k] = 0; /* the last miniblock's padding */
+        p = put_uvarint(p, zigzag(lo));
+        uint8_t *widths = p;
+        p += MINIS;
+        uint64_t used = (m + MINI - 1) / MINI; /* unused miniblocks: width 0, no body */
+        for (unsigned j = 0; j < MINIS; j++) {
+            uint64_t any = 0;
+            for (unsigned k = 0; j < used && k < MINI; k++) any |= d[j * MINI + k];
+            unsigned w = any ? 64u - (unsigned)__builtin_clzll(any) : 0u;
+            widths[j] = (uint8_t)w;
+            p = pack(p, d + j * MINI, w);
+        }
+    }
+    return (int64_t)(p - out);
+}
+
+void slg_pq_byte_split8(const uint8_t *src, uint64_t n, uint8_t *dst) {
+    uint8_t *s0 = dst, *s1 = dst + n, *s2 = dst + 2 * n, *s3 = dst + 3 * n;
+    uint8_t *s4 = dst + 4 * n, *s5 = dst + 5 * n, *s6 = dst + 6 * n, *s7 = dst + 7 * n;
+    for (uint64_t i = 0; i < n; i++, src += 8) {
+        s0[i] = src[0], s1[i] = src[1], s2[i] = src[2], s3[i] = src[3];
+        s4[i] = src[4], s5[i] = src[5], s6[i] = src[6], s7[i] = src[7];
+    }
+}

@@ -1,0 +1,151 @@
+/* test_parquet.c - the export's Parquet encodings (parquet_encode.c), each
+ * against a decoder written here from the format's description: random and
+ * extreme int64 steps (equal, sorted, random, wrapping deltas, every length
+ * around the block and miniblock edges) round-trip through
+ * DELTA_BINARY_PACKED within slg_pq_delta_bound bytes; a too-small buffer or
+ * no values are refused; BYTE_STREAM_SPLIT puts byte k of value i at k*n+i. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "summarylog_api.h"
+#include "test_main.h"
+
+static int get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (*p >= end) return 0;
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int64_t unzigzag(uint64_t u) { return (int64_t)((u >> 1) ^ ((uint64_t)0 - (u & 1))); }
+
+/* bit i of the little-endian bit stream at p */
+static uint64_t bits_at(const uint8_t *p, uint64_t first, unsigned w) {
+    uint64_t v = 0;
+    for (unsigned b = 0; b < w; b++) {
+        uint64_t at = first + b;
+        v |= (uint64_t)((p[at >> 3] >> (at & 7)) & 1) << b;
+    }
+    return v;
+}
+
+/* Decode a DELTA_BINARY_PACKED stream of len bytes; the values, or -1. */
+static int64_t decode_delta(const uint8_t *p, uint64_t len, int64_t *out, uint64_t cap) {
+    const uint8_t *end = p + len;
+    uint64_t block, minis, total, zz;
+    if (!get_uvarint(&p, end, &block) || !get_uvarint(&p, end, &minis) ||
+        !get_uvarint(&p, end, &total) || !get_uvarint(&p, end, &zz))
+        return -1;
+    if (block != 128 || minis != 4 || total > cap || total == 0) return -1;
+    uint64_t per = block / minis, n = 0;
+    out[n++] = unzigzag(zz);
+    while (n < total) {
+        uint64_t mz;
+        if (!get_uvarint(&p, end, &mz) || end - p < (ptrdiff_t)minis) return -1;
+        uint64_t lo = (uint64_t)unzigzag(mz);
+        const uint8_t *widths = p;
+        p += minis;
+        for (uint64_t j = 0; j < minis && n < total; j++) {
+            unsigned w = widths[j];
+            if (w > 64 || (uint64_t)(end - p) < per * w / 8) return -1;
+            for (uint64_t k = 0; k < per && n < total; k++, n++)
+                out[n] = (int64_t)((uint64_t)out[n - 1] + lo + bits_at(p, k * w, w));
+            p += per * w / 8;
+        }
+    }
+    return p == end ? (int64_t)n : -1;
+}
+
+static void roundtrip(const int64_t *v, uint64_t n) {
+    uint64_t cap = slg_pq_delta_bound(n);
+    uint8_t *buf = malloc(cap);
+    int64_t *back = malloc(n * sizeof *back);
+    int64_t len = slg_pq_delta_int64(v, n, buf, cap);
+    if (CHECK(len > 0 && (uint64_t)len <= cap)) {
+        CHECK_EQ(decode_delta(buf, (uint64_t)len, back, n), n);
+        CHECK(memcmp(back, v, n * sizeof *v) == 0);
+    }
+    free(buf);
+    free(back);
+}
+
+static void test_delta_shapes(void) {
+    enum { N = 1200 };
+    int64_t *v = malloc(N * sizeof *v);
+    t_rng r;
+    rng_seed(&r, 7);
+    for (uint64_t n = 1; n <= N; n += (n < 300 ? 1 : 97)) {
+        for (int shape = 0; shape < 6; shape++) {
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t x = rng_next(&r);
+                switch (shape) {
+                case 0: v[i] = 5; break;                                   /* all equal */
+                case 1: v[i] = (int64_t)i; break;                          /* steps */
+                case 2: v[i] = (int64_t)(i * 1000 + x % 7); break;         /* jittered */
+                case 3: v[i] = (int64_t)x; break;                          /* any */
+                case 4: v[i] = (x & 1) ? INT64_MAX : INT64_MIN; break;     /* wraps */
+                default: v[i] = -(int64_t)i * 3 + (int64_t)(x % 2); break; /* descending */
+                }
+            }
+            roundtrip(v, n);
+        }
+    }
+    free(v);
+}
+
+static void test_delta_fuzz(void) {
+    const char *env = getenv("SLG_FUZZ_ITERS");
+    uint64_t iters = (env ? strtoull(env, NULL, 10) : 100000) / 20;
+    t_rng r;
+    rng_seed(&r, 11);
+    int64_t v[700];
+    for (uint64_t it = 0; it < iters; it++) {
+        uint64_t n = 1 + rng_below(&r, 700);
+        unsigned bits = (unsigned)rng_below(&r, 65); /* deltas of every width */
+        int64_t x = (int64_t)rng_next(&r);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t d = bits == 64 ? rng_next(&r) : rng_next(&r) & ((UINT64_C(1) << bits) - 1);
+            x = (int64_t)((uint64_t)x + d);
+            v[i] = x;
+        }
+        roundtrip(v, n);
+    }
+}
+
+static void test_delta_refusals(void) {
+    int64_t v[3] = {1, 2, 3};
+    uint8_t buf[2048];
+    CHECK_EQ(slg_pq_delta_int64(v, 0, buf, sizeof buf), (uint64_t)-1);
+    CHECK_EQ(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3) - 1), (uint64_t)-1);
+    CHECK(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3)) > 0);
+}
+
+static void test_byte_split(void) {
+    t_rng r;
+    rng_seed(&r, 3);
+    for (uint64_t n = 0; n < 70; n++) {
+        uint8_t src[8 * 70], dst[8 * 70];
+        rng_fill(&r, src, sizeof src);
+        slg_pq_byte_split8(src, n, dst);
+        int ok = 1;
+        for (uint64_t i = 0; i < n; i++)
+            for (unsigned k = 0; k < 8; k++) ok &= dst[k * n + i] == src[i * 8 + k];
+        CHECK(ok);
+    }
+}
+
+int main(void) {
+    RUN(test_delta_shapes);
+    RUN(test_delta_fuzz);
+    RUN(test_delta_refusals);
+    RUN(test_byte_split);
+    return TEST_SUMMARY();
+}

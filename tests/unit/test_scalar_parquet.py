@@ -1,0 +1,162 @@
+"""The scalar table's own Parquet writer (summarylog.dataset.scalar_parquet) against
+pyarrow's: the same table read back (types, dictionaries, every value bit for bit:
+NaN, -0.0, infinities, int64 extremes, non-UTF-8 tags), the same statistics, pages
+and row groups cut where the layout says; DuckDB and pyarrow.dataset read it, next to
+a part pyarrow wrote."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+
+from summarylog.arrow_tables import arrow_text, scalar_schema
+from summarylog.dataset.row_groups import GROUP_MAX, GROUP_MIN
+from summarylog.dataset.scalar_parquet import write_scalars
+from summarylog.read_types import Scalars
+
+pa = require_module("pyarrow")
+pq = require_module("pyarrow.parquet")
+pds = require_module("pyarrow.dataset")
+duckdb = require_module("duckdb")
+
+I64 = np.iinfo(np.int64)
+
+
+def _series(n: int, seed: int, steps: str = "count") -> Scalars:
+    rng = np.random.default_rng(seed)
+    if steps == "count":
+        step = np.arange(n, dtype=np.int64)
+    else:  # any int64, extremes included, in step order as the export keeps them
+        step = rng.integers(I64.min, I64.max, n, dtype=np.int64, endpoint=True)
+        step[: min(n, 2)] = [I64.min, I64.max][: min(n, 2)]
+        step.sort(kind="stable")
+    wall = 1.7e9 + np.cumsum(rng.random(n))
+    value = rng.normal(size=n)
+    special = [np.nan, -0.0, 0.0, np.inf, -np.inf, 5e-324, -np.nan]
+    value[: min(n, len(special))] = special[: min(n, len(special))]
+    return Scalars(step, wall, value)
+
+
+def _pyarrow_file(run: str, series: list[tuple[str, Scalars]]) -> bytes:
+    """The same rows written by pyarrow (one row group per tag slice as ours)."""
+    text = pa.dictionary(pa.int32(), pa.string())
+    t = pa.table({"run": pa.array([arrow_text(run)] * sum(len(s.step) for _, s in series)
+                                  ).cast(text),
+                  "tag": pa.array([arrow_text(tag) for tag, s in series for _ in s.step]
+                                  ).cast(text),
+                  "step": np.concatenate([s.step for _, s in series]),
+                  "wall_time": np.concatenate([s.wall_time for _, s in series]),
+                  "value": np.concatenate([s.value for _, s in series])}, schema=scalar_schema())
+    sink = io.BytesIO()
+    pq.write_table(t, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and np.array_equal(a.view(np.uint64 if a.itemsize == 8 else a.dtype),
+                                                 b.view(np.uint64 if b.itemsize == 8 else b.dtype))
+
+
+def _values(*v: float) -> Scalars:
+    return Scalars(np.arange(len(v), dtype=np.int64), np.full(len(v), 1.7e9), np.array(v))
+
+
+CASES = {
+    "one row": [("loss", _series(1, 0))],
+    # a zero min is written -0.0 and a zero max +0.0, whichever zero the rows hold
+    "zero bounds": [("z1", _values(-1.0, -0.0))],
+    "zero bounds+": [("z2", _values(0.0, 2.0))],
+    "all NaN": [("n", _values(np.nan, np.nan))],
+    "shared row group": [("a", _series(300, 1)), ("b", _series(5, 2, "any")),
+                         ("c\udcff", _series(70, 3)), ("d\u00e9", _series(1, 4))],
+    "big tag, pages": [("acc", _series(GROUP_MIN, 5)), ("big", _series((1 << 17) * 2 + 3, 6, "any")),
+                       ("small", _series(10, 7))],
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_reads_back_as_pyarrows_file_does(case):
+    series = CASES[case]
+    mine, ref = write_scalars("run/\udcfe", series), _pyarrow_file("run/\udcfe", series)
+    ours, theirs = pq.ParquetFile(io.BytesIO(mine)), pq.ParquetFile(io.BytesIO(ref))
+    a, b = ours.read(), theirs.read()
+    assert a.schema == b.schema == scalar_schema()
+    for name in ("run", "tag"):
+        assert a.column(name).to_pylist() == b.column(name).to_pylist()
+    for name in ("step", "wall_time", "value"):
+        assert _same_bits(a.column(name).to_numpy(), b.column(name).to_numpy()), name
+    # statistics: what pyarrow computes for the same column chunks' rows
+    for g in range(ours.metadata.num_row_groups):
+        rg = ours.metadata.row_group(g)
+        rows = a.slice(sum(ours.metadata.row_group(k).num_rows for k in range(g)), rg.num_rows)
+        for c, name in enumerate(a.column_names):
+            st = rg.column(c).statistics
+            col = rows.column(name).combine_chunks()
+            if name in ("run", "tag"):
+                col = col.dictionary_decode()
+            else:
+                col = pa.array(col.to_numpy(), type=col.type)
+            want = pq.ParquetFile(io.BytesIO(_one_column(name, col))).metadata.row_group(0)
+            expect = want.column(0).statistics
+            assert st.null_count == 0
+            assert st.has_min_max == expect.has_min_max, name
+            if expect.has_min_max:
+                assert (_key(st.min), _key(st.max)) == (_key(expect.min), _key(expect.max)), name
+    print(f"\n{case}: {len(a):,} rows in {ours.metadata.num_row_groups} row groups, "
+          f"{len(mine):,} B (pyarrow's file: {len(ref):,} B)")
+
+
+def _key(x):
+    """Statistics compared with the sign of zero."""
+    return (x, np.copysign(1.0, x)) if isinstance(x, float) else x
+
+
+def _one_column(name: str, col) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table({name: col}), sink)
+    return sink.getvalue()
+
+
+def test_layout_encodings_and_row_groups():
+    """Tags of GROUP_MIN rows or more alone in row groups of at most GROUP_MAX rows,
+    small ones sharing; the encodings docs/datasets.md names."""
+    series = [("a", _series(GROUP_MAX + 5, 1)), ("b", _series(100, 2)),
+              ("c", _series(GROUP_MIN - 1, 3)), ("d", _series(GROUP_MIN, 4))]
+    meta = pq.ParquetFile(io.BytesIO(write_scalars("r", series))).metadata
+    groups = [(meta.row_group(g).column(1).statistics.min, meta.row_group(g).column(1).statistics.max,
+               meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+    assert groups == [("a", "a", GROUP_MAX), ("a", "a", 5), ("b", "c", GROUP_MIN + 99),
+                      ("d", "d", GROUP_MIN)]
+    rg = meta.row_group(0)
+    enc = {rg.column(c).path_in_schema: (rg.column(c).encodings, rg.column(c).compression)
+           for c in range(5)}
+    assert enc == {"run": (("PLAIN", "RLE", "RLE_DICTIONARY"), "ZSTD"),
+                   "tag": (("PLAIN", "RLE", "RLE_DICTIONARY"), "ZSTD"),
+                   "step": (("RLE", "DELTA_BINARY_PACKED"), "ZSTD"),
+                   "wall_time": (("RLE", "BYTE_STREAM_SPLIT"), "ZSTD"),
+                   "value": (("RLE", "BYTE_STREAM_SPLIT"), "ZSTD")}
+
+
+def test_duckdb_and_pyarrow_dataset_read_it_beside_a_pyarrow_part(tmp_path):
+    series = CASES["shared row group"]
+    d = tmp_path / "scalars" / "run_key=r"
+    d.mkdir(parents=True)
+    (d / "part-1.parquet").write_bytes(write_scalars("r", series))
+    (d / "part-0.parquet").write_bytes(_pyarrow_file("r", series))
+    glob = str(tmp_path / "scalars" / "*" / "*.parquet")
+    got = duckdb.sql(f"select tag, count(*), min(step), max(step), "
+                     f"coalesce(sum(value) filter (where isfinite(value)), 0) from read_parquet('{glob}') "
+                     f"group by tag order by tag").fetchall()
+    want = sorted((arrow_text(tag), 2 * len(s.step), int(s.step.min()), int(s.step.max()),
+                   2 * float(s.value[np.isfinite(s.value)].sum())) for tag, s in series)
+    assert [g[:4] for g in got] == [w[:4] for w in want]
+    assert np.allclose([g[4] for g in got], [w[4] for w in want])
+    # a filter the statistics decide: only tag b's rows
+    assert duckdb.sql(f"select count(*) from read_parquet('{glob}') where tag = 'b'"
+                      ).fetchall() == [(10,)]
+    t = pds.dataset(str(tmp_path / "scalars"), format="parquet", partitioning="hive").to_table()
+    assert t.num_rows == 2 * sum(len(s.step) for _, s in series)
