@@ -37,7 +37,7 @@ _PLAIN, _RLE, _DELTA, _RLE_DICT, _SPLIT = 0, 3, 5, 8, 9
 _DATA_PAGE, _DICT_PAGE = 0, 2
 
 _local = threading.local()
-_schema_b64: bytes | None = None
+_footer_fields: list[tuple[int, str, Any]] | None = None
 
 
 def _compressor() -> Any:
@@ -50,11 +50,19 @@ def _compressor() -> Any:
     return c
 
 
-def _arrow_schema() -> bytes:
-    global _schema_b64
-    if _schema_b64 is None:
-        _schema_b64 = base64.b64encode(scalar_schema().serialize().to_pybytes())
-    return _schema_b64
+def _constant_footer() -> list[tuple[int, str, Any]]:
+    """The footer's fields every file shares, encoded once: the schema, pyarrow's
+    Arrow schema, the writer's name and the column orders."""
+    global _footer_fields
+    if _footer_fields is None:
+        arrow = base64.b64encode(scalar_schema().serialize().to_pybytes())
+        _footer_fields = [
+            (2, "list:struct", thrift.value("list:struct", _schema())),
+            (5, "list:struct", thrift.value("list:struct", [[(1, "bin", b"ARROW:schema"),
+                                                             (2, "bin", arrow)]])),
+            (6, "bin", f"summarylog version {__version__}"),
+            (7, "list:struct", thrift.value("list:struct", [[(1, "struct", [])]] * 5))]
+    return _footer_fields
 
 
 def _levels(n: int) -> bytes:
@@ -213,11 +221,8 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> bytes:
                        (3, "i64", rows), (5, "i64", first), (6, "i64", pos - first),
                        (7, "i16", ordinal)])
         total += rows
-    meta = thrift.struct([
-        (1, "i32", 2), (2, "list:struct", _schema()), (3, "i64", total),
-        (4, "list:struct", groups),
-        (5, "list:struct", [[(1, "bin", b"ARROW:schema"), (2, "bin", _arrow_schema())]]),
-        (6, "bin", f"summarylog version {__version__}"),
-        (7, "list:struct", [[(1, "struct", [])] for _ in range(5)])])
+    fixed = _constant_footer()
+    meta = thrift.struct([(1, "i32", 2), fixed[0], (3, "i64", total), (4, "list:struct", groups),
+                          *fixed[1:]])
     out += (meta, _st.pack("<I", len(meta)), b"PAR1")
     return b"".join(out)

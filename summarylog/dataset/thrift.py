@@ -1,20 +1,33 @@
 """Thrift's compact protocol, the encoding of Parquet's page headers and footer, as
 far as :mod:`.scalar_parquet` writes it: structs of integers, booleans, binaries,
 structs and lists of them.  A struct is a list of ``(field id, kind, value)``
-(``None`` values left out); kinds are ``"i16"``, ``"i32"``, ``"i64"``, ``"bin"``, ``"bool"``,
-``"struct"`` and ``"list:<kind>"``."""
+(``None`` values left out); kinds are ``"i16"``, ``"i32"``, ``"i64"``, ``"bin"``,
+``"bool"``, ``"struct"`` and ``"list:<kind>"``; a struct's or list's value may be given
+already encoded (bytes, from :func:`value`), for the parts every file repeats."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["struct", "uvarint"]
+__all__ = ["struct", "value", "uvarint"]
 
 _TYPE = {"bool": 1, "i16": 4, "i32": 5, "i64": 6, "bin": 8, "list": 9, "struct": 12}
+_INTS = ("i16", "i32", "i64")
+_BYTE = [bytes((i,)) for i in range(256)]  # a struct holds mostly one-byte varints
+
+
+def _code(kind: str) -> int:
+    return _TYPE[kind.split(":", 1)[0]]
+
+
+_CODES = {k: _code(k) for k in ("i16", "i32", "i64", "bin", "struct", "list:i32", "list:bin",
+                                "list:struct")}
 
 
 def uvarint(n: int) -> bytes:
     """``n`` >= 0 as an unsigned LEB128 varint."""
+    if n < 0x80:
+        return _BYTE[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -23,13 +36,12 @@ def uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-def _zigzag(n: int) -> bytes:
-    return uvarint((n << 1) ^ (n >> 63))
-
-
-def _value(kind: str, v: Any) -> bytes:
-    if kind in ("i16", "i32", "i64"):
-        return _zigzag(v)
+def value(kind: str, v: Any) -> bytes:
+    """``v`` encoded as a field of ``kind`` (without the field's header)."""
+    if kind in _INTS:
+        return uvarint((v << 1) ^ (v >> 63))
+    if isinstance(v, bytes) and kind != "bin":
+        return v
     if kind == "bin":
         data = v.encode() if isinstance(v, str) else bytes(v)
         return uvarint(len(data)) + data
@@ -37,24 +49,28 @@ def _value(kind: str, v: Any) -> bytes:
         return struct(v)
     if kind.startswith("list:"):
         elem = kind[5:]
-        code = _TYPE[elem.split(":", 1)[0]]
-        head = bytes([len(v) << 4 | code]) if len(v) < 15 else bytes([0xF0 | code]) + uvarint(len(v))
-        return head + b"".join(_value(elem, x) for x in v)
+        code = _CODES.get(elem) or _code(elem)
+        head = _BYTE[len(v) << 4 | code] if len(v) < 15 else _BYTE[0xF0 | code] + uvarint(len(v))
+        return head + b"".join([value(elem, x) for x in v])
     raise ValueError(f"unknown thrift kind {kind!r}")
 
 
 def struct(fields: list[tuple[int, str, Any]]) -> bytes:
     """A struct's fields (ids ascending) and its stop byte."""
-    out = bytearray()
+    out = []
     last = 0
     for fid, kind, v in fields:
         if v is None:
             continue
-        code = (1 if v else 2) if kind == "bool" else _TYPE[kind.split(":", 1)[0]]
+        if kind == "bool":
+            code = 1 if v else 2
+        else:
+            code = _CODES.get(kind) or _code(kind)
         delta = fid - last
-        out += bytes([delta << 4 | code]) if 0 < delta <= 15 else bytes([code]) + _zigzag(fid)
+        out.append(_BYTE[delta << 4 | code] if 0 < delta <= 15
+                   else _BYTE[code] + uvarint((fid << 1) ^ (fid >> 63)))
         if kind != "bool":
-            out += _value(kind, v)
+            out.append(value(kind, v))
         last = fid
-    out.append(0)
-    return bytes(out)
+    out.append(b"\x00")
+    return b"".join(out)
