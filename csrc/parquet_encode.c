@@ -2,6 +2,7 @@
  * Parquet: steps as DELTA_BINARY_PACKED, doubles as BYTE_STREAM_SPLIT
  * (docs/datasets.md names the layout).  Pages, levels, compression and the
  * footer are built in Python around these: they cost per page, not per value. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -51,8 +52,15 @@ uint64_t slg_pq_delta_bound(uint64_t n) {
     return 4 * 10 + (n / BLOCK + 1) * (10 + MINIS + BLOCK * 8);
 }
 
-int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t cap) {
+int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t cap,
+                           int64_t *minmax) {
     if (n == 0 || cap < slg_pq_delta_bound(n)) return -1;
+    int64_t vmin = v[0], vmax = v[0];
+    for (uint64_t i = 1; i < n; i++) {
+        vmin = v[i] < vmin ? v[i] : vmin;
+        vmax = v[i] > vmax ? v[i] : vmax;
+    }
+    minmax[0] = vmin, minmax[1] = vmax;
     uint8_t *p = out;
     p = put_uvarint(p, BLOCK);
     p = put_uvarint(p, MINIS);
@@ -84,11 +92,15 @@ int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t 
     return (int64_t)(p - out);
 }
 
-void slg_pq_byte_split8(const uint8_t *src, uint64_t n, uint8_t *dst) {
+int slg_pq_split_f64(const double *x, uint64_t n, uint8_t *dst, double *minmax) {
+    const uint8_t *src = (const uint8_t *)x;
     uint8_t *s0 = dst, *s1 = dst + n, *s2 = dst + 2 * n, *s3 = dst + 3 * n;
     uint8_t *s4 = dst + 4 * n, *s5 = dst + 5 * n, *s6 = dst + 6 * n, *s7 = dst + 7 * n;
     uint64_t i = 0;
+    /* NaN never replaces a bound (min/max keep their second operand when one is NaN) */
+    double lo = INFINITY, hi = -INFINITY;
 #if defined(__SSE2__)
+    __m128d vlo = _mm_set1_pd(INFINITY), vhi = _mm_set1_pd(-INFINITY);
     /* 8 values at a time: an 8x8 byte transpose in three rounds of unpacks,
      * then 8 bytes to each stream (byte stores one by one cost several times more) */
     for (; i + 8 <= n; i += 8, src += 64) {
@@ -96,6 +108,10 @@ void slg_pq_byte_split8(const uint8_t *src, uint64_t n, uint8_t *dst) {
         __m128i a1 = _mm_loadu_si128((const __m128i *)(src + 16));
         __m128i a2 = _mm_loadu_si128((const __m128i *)(src + 32));
         __m128i a3 = _mm_loadu_si128((const __m128i *)(src + 48));
+        vlo = _mm_min_pd(_mm_castsi128_pd(a0), vlo), vhi = _mm_max_pd(_mm_castsi128_pd(a0), vhi);
+        vlo = _mm_min_pd(_mm_castsi128_pd(a1), vlo), vhi = _mm_max_pd(_mm_castsi128_pd(a1), vhi);
+        vlo = _mm_min_pd(_mm_castsi128_pd(a2), vlo), vhi = _mm_max_pd(_mm_castsi128_pd(a2), vhi);
+        vlo = _mm_min_pd(_mm_castsi128_pd(a3), vlo), vhi = _mm_max_pd(_mm_castsi128_pd(a3), vhi);
         /* byte k of the pair's two values side by side, k = 0..7 */
         __m128i t0 = _mm_unpacklo_epi8(a0, _mm_srli_si128(a0, 8));
         __m128i t1 = _mm_unpacklo_epi8(a1, _mm_srli_si128(a1, 8));
@@ -116,9 +132,18 @@ void slg_pq_byte_split8(const uint8_t *src, uint64_t n, uint8_t *dst) {
         _mm_storel_epi64((__m128i *)(s6 + i), w3);
         _mm_storel_epi64((__m128i *)(s7 + i), _mm_srli_si128(w3, 8));
     }
+    double l2[2], h2[2];
+    _mm_storeu_pd(l2, vlo);
+    _mm_storeu_pd(h2, vhi);
+    lo = l2[0] < l2[1] ? l2[0] : l2[1];
+    hi = h2[0] > h2[1] ? h2[0] : h2[1];
 #endif
     for (; i < n; i++, src += 8) {
         s0[i] = src[0], s1[i] = src[1], s2[i] = src[2], s3[i] = src[3];
         s4[i] = src[4], s5[i] = src[5], s6[i] = src[6], s7[i] = src[7];
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
     }
+    minmax[0] = lo, minmax[1] = hi;
+    return lo <= hi;
 }

@@ -30,6 +30,9 @@ __all__ = ["write_scalars"]
 
 _PAGE_ROWS = 1 << 17  # a page of doubles is then 1 MiB, pyarrow's default page size
 _ZSTD_LEVEL = 1  # pyarrow's default for zstd
+# zstd's level 1 looks for matches of 6 bytes or more; in byte streams of doubles the
+# shorter ones save almost nothing and searching for them costs (docs/datasets.md)
+_ZSTD_MIN_MATCH = 7
 # Parquet's enums (parquet.thrift)
 _BYTE_ARRAY, _INT64, _DOUBLE = 6, 2, 5
 _OPTIONAL, _UTF8, _ZSTD = 1, 0, 6
@@ -46,7 +49,9 @@ def _compressor() -> Any:
     if c is None:
         import zstandard
 
-        c = _local.zstd = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+        params = zstandard.ZstdCompressionParameters.from_level(_ZSTD_LEVEL,
+                                                                min_match=_ZSTD_MIN_MATCH)
+        c = _local.zstd = zstandard.ZstdCompressor(compression_params=params)
     return c
 
 
@@ -71,6 +76,25 @@ def _levels(n: int) -> bytes:
     return _st.pack("<I", len(run)) + run
 
 
+def _zz(n: int) -> bytes:
+    """A thrift integer >= 0 (zigzag varint)."""
+    return thrift.uvarint(n << 1)
+
+
+def data_page_header(raw: int, size: int, rows: int, encoding: int) -> bytes:
+    """thrift.struct of PageHeader{DATA_PAGE, raw, size, DataPageHeader{rows, encoding,
+    RLE, RLE}}, spelled out: a file has one per page (the tests check it is the same)."""
+    return b"".join((b"\x15\x00\x15", _zz(raw), b"\x15", _zz(size), b"\x2c\x15", _zz(rows),
+                     b"\x15", _zz(encoding), b"\x15\x06\x15\x06\x00\x00"))
+
+
+def dict_page_header(raw: int, size: int, entries: int) -> bytes:
+    """thrift.struct of PageHeader{DICTIONARY_PAGE, raw, size,
+    DictionaryPageHeader{entries, PLAIN}}, spelled out as data_page_header."""
+    return b"".join((b"\x15\x04\x15", _zz(raw), b"\x15", _zz(size), b"\x4c\x15",
+                     _zz(entries), b"\x15\x00\x00\x00"))
+
+
 class _Column:
     """One column chunk being written: its pages' bytes and the sizes the footer needs."""
 
@@ -81,44 +105,63 @@ class _Column:
         self.data_offset: int | None = None
         self.pages = 0
 
-    def page(self, kind: int, body: Any, header: list[tuple[int, str, Any]]) -> None:
-        data = _compressor().compress(body)
-        n = len(memoryview(body).cast("B"))
-        head = thrift.struct([(1, "i32", kind), (2, "i32", n), (3, "i32", len(data)), *header])
-        if kind == _DICT_PAGE:
-            self.dict_offset = self.pos
-        elif self.data_offset is None:
-            self.data_offset = self.pos
-        self.pages += kind == _DATA_PAGE
+    def _add(self, head: bytes, data: bytes, n: int) -> None:
         self.out += (head, data)
         self.pos += len(head) + len(data)
         self.raw += len(head) + n
 
-    def data_page(self, body: Any, rows: int, encoding: int) -> None:
-        self.page(_DATA_PAGE, body, [(5, "struct", [(1, "i32", rows), (2, "i32", encoding),
-                                                    (3, "i32", _RLE), (4, "i32", _RLE)])])
+    def dict_page(self, body: bytes, entries: int) -> None:
+        data = _compressor().compress(body)
+        self.dict_offset = self.pos
+        self._add(dict_page_header(len(body), len(data), entries), data, len(body))
 
-    def meta(self, ptype: int, name: str, rows: int, encodings: list[int],
-             lo: bytes | None, hi: bytes | None, value_encoding: int) -> list[Any]:
-        stats = [(3, "i64", 0), (5, "bin", hi), (6, "bin", lo)]
-        enc_stats = ([[(1, "i32", _DICT_PAGE), (2, "i32", _PLAIN), (3, "i32", 1)]]
-                     if self.dict_offset is not None else [])
-        enc_stats.append([(1, "i32", _DATA_PAGE), (2, "i32", value_encoding),
-                          (3, "i32", self.pages)])
-        meta = [(1, "i32", ptype), (2, "list:i32", encodings), (3, "list:bin", [name]),
-                (4, "i32", _ZSTD), (5, "i64", rows), (6, "i64", self.raw),
-                (7, "i64", self.pos - self.start), (9, "i64", self.data_offset),
-                (11, "i64", self.dict_offset), (12, "struct", stats),
-                (13, "list:struct", enc_stats)]
-        return [(2, "i64", 0), (3, "struct", meta)]
+    def data_page(self, body: Any, n: int, rows: int, encoding: int) -> None:
+        """A page of ``rows`` rows: the first ``n`` bytes of ``body``."""
+        data = _compressor().compress(body[:n])
+        if self.data_offset is None:
+            self.data_offset = self.pos
+        self.pages += 1
+        self._add(data_page_header(n, len(data), rows, encoding), data, n)
+
+    def meta(self, head: bytes, rows: int, lo: bytes | None, hi: bytes | None,
+             encoding: int) -> bytes:
+        """The ColumnChunk: ``head`` the ColumnMetaData's fields 1-4 (:func:`_meta_head`)."""
+        key = (self.dict_offset is not None, encoding, self.pages)
+        enc_stats = _ENC_STATS.get(key)
+        if enc_stats is None:
+            entries = [[(1, "i32", _DICT_PAGE), (2, "i32", _PLAIN), (3, "i32", 1)]] if key[0] \
+                else []
+            entries.append([(1, "i32", _DATA_PAGE), (2, "i32", encoding), (3, "i32", self.pages)])
+            enc_stats = _ENC_STATS[key] = thrift.value("list:struct", entries)
+        stats = thrift.struct([(5, "bin", hi), (6, "bin", lo)], b"\x36\x00", 3)  # null_count 0
+        meta = thrift.struct([(5, "i64", rows), (6, "i64", self.raw),
+                              (7, "i64", self.pos - self.start), (9, "i64", self.data_offset),
+                              (11, "i64", self.dict_offset), (12, "struct", stats),
+                              (13, "list:struct", enc_stats)], head, 4)
+        return b"\x26\x00\x1c" + meta + b"\x00"  # ColumnChunk{file_offset 0, meta_data}
+
+
+_ENC_STATS: dict[tuple[bool, int, int], bytes] = {}
+
+
+def _meta_head(ptype: int, name: str, encodings: list[int]) -> bytes:
+    """ColumnMetaData's fields 1-4 (type, encodings, path, codec), the same in every file."""
+    return thrift.struct([(1, "i32", ptype), (2, "list:i32", encodings), (3, "list:bin", [name]),
+                          (4, "i32", _ZSTD)])[:-1]
+
+
+_HEADS = {"run": _meta_head(_BYTE_ARRAY, "run", [_PLAIN, _RLE, _RLE_DICT]),
+          "tag": _meta_head(_BYTE_ARRAY, "tag", [_PLAIN, _RLE, _RLE_DICT]),
+          "step": _meta_head(_INT64, "step", [_RLE, _DELTA]),
+          "wall_time": _meta_head(_DOUBLE, "wall_time", [_RLE, _SPLIT]),
+          "value": _meta_head(_DOUBLE, "value", [_RLE, _SPLIT])}
 
 
 def _text_column(col: _Column, names: list[bytes], runs: list[tuple[int, int]],
                  rows: int) -> None:
     """A dictionary column: ``names`` in a PLAIN dictionary page, then the rows as runs
     of (dictionary index, count), in pages of _PAGE_ROWS rows."""
-    col.page(_DICT_PAGE, b"".join(_st.pack("<I", len(s)) + s for s in names),
-             [(7, "struct", [(1, "i32", len(names)), (2, "i32", _PLAIN)])])
+    col.dict_page(b"".join(_st.pack("<I", len(s)) + s for s in names), len(names))
     width = max(1, (len(names) - 1).bit_length())
     nbytes = (width + 7) // 8
     k, left = 0, runs[0][1] if runs else 0  # the run being paged, its rows not paged yet
@@ -134,38 +177,48 @@ def _text_column(col: _Column, names: list[bytes], runs: list[tuple[int, int]],
             if not left and k + 1 < len(runs):
                 k += 1
                 left = runs[k][1]
-        col.data_page(b"".join(body), n, _RLE_DICT)
+        page = b"".join(body)
+        col.data_page(page, len(page), n, _RLE_DICT)
 
 
-def _steps(col: _Column, step: np.ndarray) -> None:
+def _page_buffer(levels: bytes, size: int) -> tuple[np.ndarray, Any]:
+    """A page's buffer: the levels, then room for ``size`` bytes of values (a C pointer)."""
+    buf = np.empty(len(levels) + size, np.uint8)
+    buf[:len(levels)] = np.frombuffer(levels, np.uint8)
+    return buf, ffi.from_buffer("uint8_t[]", buf) + len(levels)
+
+
+def _steps(col: _Column, step: np.ndarray) -> tuple[bytes, bytes]:
+    """The step pages; the column's min and max."""
+    lo = hi = None
+    mm = ffi.new("int64_t[2]")
     for start in range(0, len(step), _PAGE_ROWS):
         part = np.ascontiguousarray(step[start:start + _PAGE_ROWS])
         levels = _levels(len(part))
-        buf = np.empty(len(levels) + lib.slg_pq_delta_bound(len(part)), np.uint8)
-        buf[:len(levels)] = np.frombuffer(levels, np.uint8)
-        n = lib.slg_pq_delta_int64(ffi.from_buffer("int64_t[]", part), len(part),
-                                   ffi.from_buffer("uint8_t[]", buf[len(levels):]),
-                                   len(buf) - len(levels))
+        cap = lib.slg_pq_delta_bound(len(part))
+        buf, values = _page_buffer(levels, cap)
+        n = lib.slg_pq_delta_int64(ffi.from_buffer("int64_t[]", part), len(part), values, cap, mm)
         if n < 0:  # pragma: no cover - the buffer is sized by slg_pq_delta_bound
             raise RuntimeError("slg_pq_delta_int64: buffer too small")
-        col.data_page(buf[:len(levels) + n], len(part), _DELTA)
+        col.data_page(buf, len(levels) + n, len(part), _DELTA)
+        lo = mm[0] if lo is None else min(lo, mm[0])
+        hi = mm[1] if hi is None else max(hi, mm[1])
+    return _st.pack("<q", lo), _st.pack("<q", hi)
 
 
-def _doubles(col: _Column, x: np.ndarray) -> None:
+def _doubles(col: _Column, x: np.ndarray) -> tuple[bytes | None, bytes | None]:
+    """The pages of a double column; its min and max without NaN (none when all are
+    NaN), a zero min written -0.0 and a zero max +0.0, as Parquet's ordering asks."""
+    lo, hi = float("inf"), float("-inf")
+    mm = ffi.new("double[2]")
     for start in range(0, len(x), _PAGE_ROWS):
         part = np.ascontiguousarray(x[start:start + _PAGE_ROWS], np.float64)
         levels = _levels(len(part))
-        buf = np.empty(len(levels) + 8 * len(part), np.uint8)
-        buf[:len(levels)] = np.frombuffer(levels, np.uint8)
-        lib.slg_pq_byte_split8(ffi.from_buffer("uint8_t[]", part.view(np.uint8)), len(part),
-                               ffi.from_buffer("uint8_t[]", buf[len(levels):]))
-        col.data_page(buf, len(part), _SPLIT)
-
-
-def _double_stats(x: np.ndarray) -> tuple[bytes | None, bytes | None]:
-    """min, max without NaN (none when all are NaN); a zero min is -0.0, a zero max +0.0."""
-    lo, hi = float(np.fmin.reduce(x)), float(np.fmax.reduce(x))
-    if lo != lo:
+        buf, values = _page_buffer(levels, 8 * len(part))
+        if lib.slg_pq_split_f64(ffi.from_buffer("double[]", part), len(part), values, mm):
+            lo, hi = min(lo, mm[0]), max(hi, mm[1])
+        col.data_page(buf, len(buf), len(part), _SPLIT)
+    if lo > hi:
         return None, None
     return _st.pack("<d", -0.0 if lo == 0 else lo), _st.pack("<d", 0.0 if hi == 0 else hi)
 
@@ -191,33 +244,28 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> bytes:
     for ordinal, group in enumerate(row_groups([len(s.step) for _, s in series])):
         cols = [[series[i][1][k][a:b] for i, a, b in group] for k in range(3)]
         step, wall, value = (c[0] if len(c) == 1 else np.concatenate(c) for c in cols)
-        rows = len(step)
+        rows, raw = len(step), 0
         first, chunks = pos, []
-        for name, ptype in (("run", _BYTE_ARRAY), ("tag", _BYTE_ARRAY), ("step", _INT64),
-                            ("wall_time", _DOUBLE), ("value", _DOUBLE)):
+        for name in ("run", "tag", "step", "wall_time", "value"):
             col = _Column(out, pos)
             if name == "run":
                 _text_column(col, [run_name], [(0, rows)], rows)
                 lo = hi = run_name
-                encodings, venc = [_PLAIN, _RLE, _RLE_DICT], _RLE_DICT
+                enc = _RLE_DICT
             elif name == "tag":
                 tags = [names[i] for i, _, _ in group]
                 _text_column(col, tags, [(k, b - a) for k, (_, a, b) in enumerate(group)], rows)
-                lo, hi = min(tags), max(tags)
-                encodings, venc = [_PLAIN, _RLE, _RLE_DICT], _RLE_DICT
+                lo, hi, enc = min(tags), max(tags), _RLE_DICT
             elif name == "step":
-                _steps(col, step)
-                lo, hi = _st.pack("<q", int(step.min())), _st.pack("<q", int(step.max()))
-                encodings, venc = [_RLE, _DELTA], _DELTA
+                lo, hi = _steps(col, step)
+                enc = _DELTA
             else:
-                x = wall if name == "wall_time" else value
-                _doubles(col, x)
-                lo, hi = _double_stats(x)
-                encodings, venc = [_RLE, _SPLIT], _SPLIT
-            chunks.append((col.meta(ptype, name, rows, encodings, lo, hi, venc), col.raw))
+                lo, hi = _doubles(col, wall if name == "wall_time" else value)
+                enc = _SPLIT
+            chunks.append(col.meta(_HEADS[name], rows, lo, hi, enc))
+            raw += col.raw
             pos = col.pos
-        raw = sum(r for _, r in chunks)
-        groups.append([(1, "list:struct", [c for c, _ in chunks]), (2, "i64", raw),
+        groups.append([(1, "list:struct", chunks), (2, "i64", raw),
                        (3, "i64", rows), (5, "i64", first), (6, "i64", pos - first),
                        (7, "i16", ordinal)])
         total += rows

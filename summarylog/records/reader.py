@@ -25,6 +25,9 @@ _KINDS = {getattr(lib, f"SLG_DAMAGE_{kind.upper()}"): kind  # Damage.kind by SLG
           for kind in ("bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill")}
 TAIL_KINDS = {lib.SLG_SCAN_TORN: "torn", lib.SLG_SCAN_ZERO_TAIL: "zero_tail"}  #: Tail.kind
 _SPANS = 1 << 16
+# span slots are written by the scanner before they are read: clearing a MiB of them
+# for every file opened (with the GIL held) is wasted
+_new_uncleared = ffi.new_allocator(should_clear_after_alloc=False)
 DAMAGE_SLOTS = 256
 #: damaged regions a reader or report lists; past it they are only counted
 DAMAGE_CAP = 1000
@@ -120,7 +123,7 @@ class RecordReader:
         self._state = ffi.new("slg_scan_state *", {"verify_data": 1 if verify else 0})
         # span slots: one per 16 bytes of file at most (a small file needs few)
         self._nspans = max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS
-        self._spans = ffi.new("slg_span[]", self._nspans)
+        self._spans = _new_uncleared("slg_span[]", self._nspans)
         self._dmg = ffi.new("slg_damage[]", DAMAGE_SLOTS)
         self._nsp = ffi.new("uint64_t *")
         self._ndm = ffi.new("uint64_t *")

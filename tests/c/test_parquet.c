@@ -2,8 +2,11 @@
  * against a decoder written here from the format's description: random and
  * extreme int64 steps (equal, sorted, random, wrapping deltas, every length
  * around the block and miniblock edges) round-trip through
- * DELTA_BINARY_PACKED within slg_pq_delta_bound bytes; a too-small buffer or
- * no values are refused; BYTE_STREAM_SPLIT puts byte k of value i at k*n+i. */
+ * DELTA_BINARY_PACKED within slg_pq_delta_bound bytes, with their min and
+ * max; a too-small buffer or no values are refused; BYTE_STREAM_SPLIT puts
+ * byte k of value i at k*n+i, and the min and max leave NaN out (none when
+ * every value is NaN). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +71,11 @@ static void roundtrip(const int64_t *v, uint64_t n) {
     uint64_t cap = slg_pq_delta_bound(n);
     uint8_t *buf = malloc(cap);
     int64_t *back = malloc(n * sizeof *back);
-    int64_t len = slg_pq_delta_int64(v, n, buf, cap);
+    int64_t mm[2] = {0, 0}, lo = v[0], hi = v[0];
+    for (uint64_t i = 1; i < n; i++) lo = v[i] < lo ? v[i] : lo, hi = v[i] > hi ? v[i] : hi;
+    int64_t len = slg_pq_delta_int64(v, n, buf, cap, mm);
+    CHECK_EQ(mm[0], lo);
+    CHECK_EQ(mm[1], hi);
     if (CHECK(len > 0 && (uint64_t)len <= cap)) {
         CHECK_EQ(decode_delta(buf, (uint64_t)len, back, n), n);
         CHECK(memcmp(back, v, n * sizeof *v) == 0);
@@ -121,24 +128,36 @@ static void test_delta_fuzz(void) {
 }
 
 static void test_delta_refusals(void) {
-    int64_t v[3] = {1, 2, 3};
+    int64_t v[3] = {1, 2, 3}, mm[2];
     uint8_t buf[2048];
-    CHECK_EQ(slg_pq_delta_int64(v, 0, buf, sizeof buf), (uint64_t)-1);
-    CHECK_EQ(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3) - 1), (uint64_t)-1);
-    CHECK(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3)) > 0);
+    CHECK_EQ(slg_pq_delta_int64(v, 0, buf, sizeof buf, mm), (uint64_t)-1);
+    CHECK_EQ(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3) - 1, mm), (uint64_t)-1);
+    CHECK(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3), mm) > 0);
 }
 
 static void test_byte_split(void) {
     t_rng r;
     rng_seed(&r, 3);
     for (uint64_t n = 0; n < 70; n++) {
-        uint8_t src[8 * 70], dst[8 * 70];
-        rng_fill(&r, src, sizeof src);
-        slg_pq_byte_split8(src, n, dst);
-        int ok = 1;
-        for (uint64_t i = 0; i < n; i++)
-            for (unsigned k = 0; k < 8; k++) ok &= dst[k * n + i] == src[i * 8 + k];
-        CHECK(ok);
+        for (int nans = 0; nans < 3; nans++) { /* none, some, all NaN */
+            double x[70];
+            uint8_t dst[8 * 70];
+            double lo = INFINITY, hi = -INFINITY;
+            for (uint64_t i = 0; i < n; i++) {
+                x[i] = (double)(int64_t)rng_next(&r) / 1e15;
+                if (nans == 2 || (nans == 1 && rng_below(&r, 3) == 0)) x[i] = NAN;
+                if (!isnan(x[i])) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
+            }
+            double mm[2];
+            int any = slg_pq_split_f64(x, n, dst, mm);
+            const uint8_t *src = (const uint8_t *)x;
+            int ok = 1;
+            for (uint64_t i = 0; i < n; i++)
+                for (unsigned k = 0; k < 8; k++) ok &= dst[k * n + i] == src[i * 8 + k];
+            CHECK(ok);
+            CHECK_EQ(any, lo <= hi);
+            if (any) CHECK(mm[0] == lo && mm[1] == hi);
+        }
     }
 }
 
