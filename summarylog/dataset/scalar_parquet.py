@@ -30,8 +30,9 @@ __all__ = ["write_scalars"]
 
 _PAGE_ROWS = 1 << 17  # a page of doubles is then 1 MiB, pyarrow's default page size
 _ZSTD_LEVEL = 1  # pyarrow's default for zstd
-# zstd's level 1 looks for matches of 6 bytes or more; in byte streams of doubles the
-# shorter ones save almost nothing and searching for them costs (docs/datasets.md)
+# level 1 as zstd sets it for large inputs, whatever the page's size: for pages under
+# 256 KiB it would look for matches of 6 bytes, which in byte streams of doubles save
+# almost nothing and cost a fifth more time (docs/datasets.md)
 _ZSTD_MIN_MATCH = 7
 # Parquet's enums (parquet.thrift)
 _BYTE_ARRAY, _INT64, _DOUBLE = 6, 2, 5
