@@ -51,7 +51,7 @@ class DatasetState:
         # ensure_ascii: a non-UTF-8 run name (surrogate-escaped) round-trips as \udcXX
         return json.dumps({"version": STATE_VERSION, "next_export": self.next_export,
                            "tags": self.tags,
-                           "runs": [{"run": run, **dataclasses.asdict(rs)}
+                           "runs": [{"run": run, **_plain(rs)}
                                     for run, rs in sorted(self.runs.items())]},
                           ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
@@ -75,6 +75,16 @@ class DatasetState:
 
     def live_parts(self) -> set[str]:
         return {p for rs in self.runs.values() for p in rs.parts}
+
+
+def _plain(rs: RunState) -> dict:
+    """``dataclasses.asdict(rs)`` without its deep copies (a tenth of a millisecond a
+    run, at the end of every export)."""
+    return {"key": rs.key,
+            "files": {name: {"size": f.size, "consumed": f.consumed, "head": f.head,
+                             "mark": f.mark, "rows": f.rows, "bad": f.bad}
+                      for name, f in rs.files.items()},
+            "whole": rs.whole, "parts": rs.parts}
 
 
 def _sha1(fd: int, start: int, end: int) -> str:

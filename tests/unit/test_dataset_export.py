@@ -470,6 +470,21 @@ def test_layout_names():
     assert run_key("a") == "a-86f7e437faa5"
 
 
+def test_state_written_is_every_field_of_the_state():
+    """The state's JSON spells out its dataclasses' fields (no deep copies): a field added
+    to RunState or FileState must be written too."""
+    import dataclasses
+
+    from summarylog.dataset.state import DatasetState, FileState, RunState
+
+    rs = RunState("k", {"f": FileState(1, 2, "h", "m", {"scalars": {"x": 3}}, {"bad_events": 1})},
+                  True, ["scalars/run_key=k/part-000001-0.parquet"])
+    doc = json.loads(DatasetState(2, {"r": rs}, ["l*"]).to_bytes())
+    assert doc["runs"] == [{"run": "r", **dataclasses.asdict(rs)}]
+    back = DatasetState.from_bytes(DatasetState(2, {"r": rs}, ["l*"]).to_bytes())
+    assert back.runs == {"r": rs} and back.tags == ["l*"] and back.next_export == 2
+
+
 def test_run_of_several_files_one_part_sorted_by_tag_then_step(tmp_path):
     src, ds = tmp_path / "logs", str(tmp_path / "ds")
     for k in range(3):  # three files of one run (no restart marker): read file by file
