@@ -56,11 +56,6 @@ int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t 
                            int64_t *minmax) {
     if (n == 0 || cap < slg_pq_delta_bound(n)) return -1;
     int64_t vmin = v[0], vmax = v[0];
-    for (uint64_t i = 1; i < n; i++) {
-        vmin = v[i] < vmin ? v[i] : vmin;
-        vmax = v[i] > vmax ? v[i] : vmax;
-    }
-    minmax[0] = vmin, minmax[1] = vmax;
     uint8_t *p = out;
     p = put_uvarint(p, BLOCK);
     p = put_uvarint(p, MINIS);
@@ -72,8 +67,11 @@ int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t 
         /* deltas wrap as two's complement, as readers add them back */
         int64_t lo = INT64_MAX;
         for (uint64_t k = 0; k < m; k++) {
-            d[k] = (uint64_t)v[i + k] - (uint64_t)v[i + k - 1];
-            if ((int64_t)d[k] < lo) lo = (int64_t)d[k];
+            int64_t x = v[i + k];
+            vmin = x < vmin ? x : vmin;
+            vmax = x > vmax ? x : vmax;
+            d[k] = (uint64_t)x - (uint64_t)v[i + k - 1];
+            lo = (int64_t)d[k] < lo ? (int64_t)d[k] : lo;
         }
         for (uint64_t k = 0; k < m; k++) d[k] -= (uint64_t)lo;
         for (uint64_t k = m; k < BLOCK; k++) d[k] = 0; /* the last miniblock's padding */
@@ -89,6 +87,7 @@ int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t 
             p = pack(p, d + j * MINI, w);
         }
     }
+    minmax[0] = vmin, minmax[1] = vmax;
     return (int64_t)(p - out);
 }
 
