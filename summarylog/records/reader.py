@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 from .._native import ffi, lib
 from ..errors import CorruptRecordError
 from .zstd_source import UNKNOWN_END as _UNKNOWN_END
+from .scratch import give_buffer, give_spans, take_buffer, take_spans
 from .zstd_source import ZSTD_MAGIC, ZstdSource, starts_zstd
 
 __all__ = ["RecordReader", "Damage", "Tail", "ZSTD_MAGIC"]
@@ -25,13 +26,11 @@ _KINDS = {getattr(lib, f"SLG_DAMAGE_{kind.upper()}"): kind  # Damage.kind by SLG
           for kind in ("bad_length_crc", "bad_data_crc", "length_past_eof", "zero_fill")}
 TAIL_KINDS = {lib.SLG_SCAN_TORN: "torn", lib.SLG_SCAN_ZERO_TAIL: "zero_tail"}  #: Tail.kind
 _SPANS = 1 << 16
-# span slots are written by the scanner before they are read: clearing a MiB of them
-# for every file opened (with the GIL held) is wasted
-_new_uncleared = ffi.new_allocator(should_clear_after_alloc=False)
 DAMAGE_SLOTS = 256
 #: damaged regions a reader or report lists; past it they are only counted
 DAMAGE_CAP = 1000
 SMALL_FILE = 1 << 16  # files up to this size are read whole when opened (bytes)
+_PREADV = getattr(os, "preadv", None)  # not on every platform: there, bytes as read
 # id() is the object's address only in CPython: the C list builder needs it
 _HAS_ID_ADDRESSES = sys.implementation.name == "cpython"
 
@@ -60,18 +59,44 @@ def damage_list(dmg: Any, n: int) -> list[Damage]:
 
 
 class _PlainSource:
+    """A plain file's bytes, read into one buffer kept for the reader's life (and then
+    for the thread's next reader, see :mod:`.scratch`): :meth:`read` returns a
+    ``char[]`` view of it, valid until the next read or :meth:`release`."""
+
     def __init__(self, fd: int, first: bytes | None = None) -> None:
         self.fd = fd
         self._first = first  # a small file's content, read with its header: no second read
+        self._buf: bytearray | None = None
+        self._cbuf: Any = None  # a char[] over _buf (views are slices of it, not memoryviews)
 
-    def read(self, pos: int, want: int) -> tuple[bytes, int]:
+    def read(self, pos: int, want: int) -> tuple[Any, int]:
         first, self._first = self._first, None
         if first is not None and pos == 0 and want >= len(first):
             return first, len(first)
         size = os.fstat(self.fd).st_size
         n = max(0, min(want, size - pos))
-        data = os.pread(self.fd, n, pos) if n else b""
-        return data, pos + len(data) if len(data) < n else size
+        if not n or _PREADV is None:
+            data = os.pread(self.fd, n, pos) if n else b""
+            return data, pos + len(data) if len(data) < n else size
+        if self._buf is None or len(self._buf) < n:
+            self.release()
+            self._buf = take_buffer(n)
+            self._cbuf = ffi.from_buffer("char[]", self._buf)
+        with memoryview(self._buf) as whole, whole[:n] as view:
+            got = _PREADV(self.fd, [view], pos)
+        return self._cbuf[0:got], pos + got if got < n else size
+
+    def release(self) -> None:
+        """Hand the buffer on: nothing read from this source is used afterwards."""
+        if self._buf is not None:
+            self._cbuf = None
+            give_buffer(self._buf)
+            self._buf = None
+
+
+def _bytes(buf: Any, start: int, end: int) -> bytes:
+    """Bytes [start, end) of a buffer :meth:`_PlainSource.read` or ZstdSource returned."""
+    return ffi.buffer(buf)[start:end] if isinstance(buf, ffi.CData) else buf[start:end]
 
 
 class RecordReader:
@@ -122,8 +147,8 @@ class RecordReader:
             if self.compressed else _PlainSource(fd, head if small else None))
         self._state = ffi.new("slg_scan_state *", {"verify_data": 1 if verify else 0})
         # span slots: one per 16 bytes of file at most (a small file needs few)
-        self._nspans = max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS
-        self._spans = _new_uncleared("slg_span[]", self._nspans)
+        self._nspans, self._spans = take_spans(
+            max(64, min(_SPANS, st.st_size // 16 + 1)) if not self.compressed else _SPANS)
         self._dmg = ffi.new("slg_damage[]", DAMAGE_SLOTS)
         self._nsp = ffi.new("uint64_t *")
         self._ndm = ffi.new("uint64_t *")
@@ -169,16 +194,17 @@ class RecordReader:
                     self.add_damage(batch[j])
                     j += 1
                 self.records_read += 1
-                yield buf[start - base : start - base + length]
+                yield _bytes(buf, start - base, start - base + length)
             for d in batch[j:]:
                 self.add_damage(d)
 
     __iter__ = read
 
-    def scan_batches(self) -> Iterator[tuple[bytes, int, int, list[Damage]]]:
+    def scan_batches(self) -> Iterator[tuple[Any, int, int, list[Damage]]]:
         """The scanner's raw output, for native decoders: ``(buf, base, n, damage)``
         per scan step; :attr:`spans` ``[0:n]`` locate the payloads in ``buf`` (file
-        bytes from ``base``).  The caller records ``damage`` (see :meth:`read`)."""
+        bytes from ``base``: bytes or a ``char[]``, valid until the next step).  The
+        caller records ``damage`` (see :meth:`read`)."""
         if self._fd < 0:
             raise ValueError(f"read from closed RecordReader ({self.path})")
         st, spans, dmg, nsp, ndm = self._state, self._spans, self._dmg, self._nsp, self._ndm
@@ -199,10 +225,11 @@ class RecordReader:
                 want = self._chunk
                 known_end = None  # a zstd stream's end, found by decoding ahead
                 rel = st.pos - base
-                if len(buf) - rel >= 12 and lib.slg_masked_crc32c(
-                        buf[rel : rel + 8], 8) == int.from_bytes(buf[rel + 8 : rel + 12], "little"):
+                head = _bytes(buf, rel, rel + 12)
+                if len(head) == 12 and lib.slg_masked_crc32c(head, 8) == int.from_bytes(
+                        head[8:], "little"):
                     # a valid header (its record fits the data, or the end is unknown)
-                    length = int.from_bytes(buf[rel : rel + 8], "little")
+                    length = int.from_bytes(head[:8], "little")
                     if not self.compressed or length + 16 <= want:
                         want = max(want, length + 16)
                     else:
@@ -259,6 +286,9 @@ class RecordReader:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+            if not self.compressed:
+                self._source.release()
+            give_spans(self._spans, self._nspans)
 
     def __enter__(self) -> "RecordReader":
         return self

@@ -673,3 +673,46 @@ class TestInterop:
         assert [(e.step, e.summary.value[0].tag, e.summary.value[0].simple_value)
                 for e in events[1:]] == [
             (s, "acc", pytest.approx(s / 50, rel=1e-6)) for s in range(50)]
+
+
+def test_kept_scratch_never_mixes_files(tmp_path) -> None:
+    """A thread's readers share one kept buffer and span array (records.scratch): two
+    files read interleaved, in small chunks, one after the other and through scan_batches
+    each yield exactly their own records; a closed reader's buffer is the next one's."""
+    from summarylog.records import scratch
+
+    a = write_records(tmp_path / "a", [os.urandom(300 + i) for i in range(400)])
+    b = write_records(tmp_path / "b", [bytes([i % 251]) * (50 + i) for i in range(700)])
+    want = {p: read_all(p)[0] for p in (a, b)}
+    # interleaved in one thread, each in chunks of 4 KiB (many reads into its buffer)
+    ra, rb = RecordReader(a, chunk_size=4096), RecordReader(b, chunk_size=4096)
+    got = {a: [], b: []}
+    ia, ib = iter(ra), iter(rb)
+    for pa, pb in zip(ia, ib):
+        got[a].append(pa)
+        got[b].append(pb)
+    got[b] += list(ib)
+    ra.close()
+    rb.close()
+    assert got == want
+    # one after the other: each reader hands its buffer (sized for its file) to the next
+    for p in (a, b, a):
+        assert read_all(p)[0] == want[p]
+        kept = scratch.take_buffer(1)
+        assert len(kept) >= os.path.getsize(p)
+        scratch.give_buffer(kept)
+    assert read_all(b)[0] == want[b]
+    # readers on several threads at once
+    errors: list[str] = []
+
+    def reads(p: str) -> None:
+        for _ in range(20):
+            if read_all(p)[0] != want[p]:
+                errors.append(p)
+
+    threads = [threading.Thread(target=reads, args=(p,)) for p in (a, b, a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
