@@ -135,12 +135,21 @@ class _Column:
                 else []
             entries.append([(1, "i32", _DATA_PAGE), (2, "i32", encoding), (3, "i32", self.pages)])
             enc_stats = _ENC_STATS[key] = thrift.value("list:struct", entries)
-        stats = thrift.struct([(5, "bin", hi), (6, "bin", lo)], b"\x36\x00", 3)  # null_count 0
-        meta = thrift.struct([(5, "i64", rows), (6, "i64", self.raw),
-                              (7, "i64", self.pos - self.start), (9, "i64", self.data_offset),
-                              (11, "i64", self.dict_offset), (12, "struct", stats),
-                              (13, "list:struct", enc_stats)], head, 4)
-        return b"\x26\x00\x1c" + meta + b"\x00"  # ColumnChunk{file_offset 0, meta_data}
+        # Statistics{null_count 0, max_value, min_value}, then ColumnMetaData's fields from
+        # 5 on, spelled out as the page headers are (the tests compare with thrift.struct)
+        stats = [b"\x36\x00"]
+        if hi is not None and lo is not None:
+            stats += (b"\x28", thrift.uvarint(len(hi)), hi, b"\x18", thrift.uvarint(len(lo)), lo)
+        stats.append(b"\x00")
+        meta = [b"\x26\x00\x1c", head, b"\x16", _zz(rows), b"\x16", _zz(self.raw), b"\x16",
+                _zz(self.pos - self.start), b"\x26", _zz(self.data_offset)]
+        if self.dict_offset is not None:
+            meta += (b"\x26", _zz(self.dict_offset), b"\x1c")
+        else:
+            meta.append(b"\x3c")
+        # ... and the ColumnChunk's stop after ColumnChunk{file_offset 0, meta_data}
+        meta += (*stats, b"\x19", enc_stats, b"\x00\x00")
+        return b"".join(meta)
 
 
 _ENC_STATS: dict[tuple[bool, int, int], bytes] = {}

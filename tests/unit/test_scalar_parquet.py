@@ -188,3 +188,13 @@ def test_spelled_out_thrift_is_the_encoders():
             (13, "list:struct", [[(1, "i32", 2), (2, "i32", 0), (3, "i32", 1)],
                                  [(1, "i32", 0), (2, "i32", 8), (3, "i32", 1)]])]
     assert got == thrift.struct([(2, "i64", 0), (3, "struct", meta)])
+    # a column without a dictionary, of NaN only (no min/max), on two pages
+    col = sp._Column([], 1000)
+    col.data_page(b"x" * 300, 300, 70, 9)
+    col.data_page(b"y" * 20, 20, 5, 9)
+    got = col.meta(sp._HEADS["value"], 75, None, None, 9)
+    meta = [(1, "i32", 5), (2, "list:i32", [3, 9]), (3, "list:bin", ["value"]), (4, "i32", 6),
+            (5, "i64", 75), (6, "i64", col.raw), (7, "i64", col.pos - 1000),
+            (9, "i64", 1000), (12, "struct", [(3, "i64", 0)]),
+            (13, "list:struct", [[(1, "i32", 0), (2, "i32", 9), (3, "i32", 2)]])]
+    assert got == thrift.struct([(2, "i64", 0), (3, "struct", meta)])
