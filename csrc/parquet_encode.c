@@ -65,13 +65,20 @@ int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t 
     for (uint64_t i = 1; i < n; i += BLOCK) {
         uint64_t m = n - i < BLOCK ? n - i : BLOCK;
         /* deltas wrap as two's complement, as readers add them back */
-        int64_t lo = INT64_MAX;
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (uint64_t k = 0; k < m; k++) {
             int64_t x = v[i + k];
             vmin = x < vmin ? x : vmin;
             vmax = x > vmax ? x : vmax;
             d[k] = (uint64_t)x - (uint64_t)v[i + k - 1];
             lo = (int64_t)d[k] < lo ? (int64_t)d[k] : lo;
+            hi = (int64_t)d[k] > hi ? (int64_t)d[k] : hi;
+        }
+        if (lo == hi) { /* steps a constant apart (the usual case): nothing to pack */
+            p = put_uvarint(p, zigzag(lo));
+            memset(p, 0, MINIS);
+            p += MINIS;
+            continue;
         }
         for (uint64_t k = 0; k < m; k++) d[k] -= (uint64_t)lo;
         for (uint64_t k = m; k < BLOCK; k++) d[k] = 0; /* the last miniblock's padding */
