@@ -97,7 +97,7 @@ def dict_page_header(raw: int, size: int, entries: int) -> bytes:
                      _zz(entries), b"\x15\x00\x00\x00"))
 
 
-class _Column:
+class ColumnChunk:
     """One column chunk being written: its pages' bytes and the sizes the footer needs."""
 
     def __init__(self, out: list[bytes], pos: int) -> None:
@@ -161,14 +161,14 @@ def _meta_head(ptype: int, name: str, encodings: list[int]) -> bytes:
                           (4, "i32", _ZSTD)])[:-1]
 
 
-_HEADS = {"run": _meta_head(_BYTE_ARRAY, "run", [_PLAIN, _RLE, _RLE_DICT]),
+META_HEADS = {"run": _meta_head(_BYTE_ARRAY, "run", [_PLAIN, _RLE, _RLE_DICT]),
           "tag": _meta_head(_BYTE_ARRAY, "tag", [_PLAIN, _RLE, _RLE_DICT]),
           "step": _meta_head(_INT64, "step", [_RLE, _DELTA]),
           "wall_time": _meta_head(_DOUBLE, "wall_time", [_RLE, _SPLIT]),
           "value": _meta_head(_DOUBLE, "value", [_RLE, _SPLIT])}
 
 
-def _text_column(col: _Column, names: list[bytes], runs: list[tuple[int, int]],
+def _text_column(col: ColumnChunk, names: list[bytes], runs: list[tuple[int, int]],
                  rows: int) -> None:
     """A dictionary column: ``names`` in a PLAIN dictionary page, then the rows as runs
     of (dictionary index, count), in pages of _PAGE_ROWS rows."""
@@ -199,7 +199,7 @@ def _page_buffer(levels: bytes, size: int) -> tuple[np.ndarray, Any]:
     return buf, ffi.from_buffer("uint8_t[]", buf) + len(levels)
 
 
-def _steps(col: _Column, step: np.ndarray) -> tuple[bytes, bytes]:
+def _steps(col: ColumnChunk, step: np.ndarray) -> tuple[bytes, bytes]:
     """The step pages; the column's min and max."""
     lo = hi = None
     mm = ffi.new("int64_t[2]")
@@ -217,7 +217,7 @@ def _steps(col: _Column, step: np.ndarray) -> tuple[bytes, bytes]:
     return _st.pack("<q", lo), _st.pack("<q", hi)
 
 
-def _doubles(col: _Column, x: np.ndarray) -> tuple[bytes | None, bytes | None]:
+def _doubles(col: ColumnChunk, x: np.ndarray) -> tuple[bytes | None, bytes | None]:
     """The pages of a double column; its min and max without NaN (none when all are
     NaN), a zero min written -0.0 and a zero max +0.0, as Parquet's ordering asks."""
     lo, hi = float("inf"), float("-inf")
@@ -258,7 +258,7 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> bytes:
         rows, raw = len(step), 0
         first, chunks = pos, []
         for name in ("run", "tag", "step", "wall_time", "value"):
-            col = _Column(out, pos)
+            col = ColumnChunk(out, pos)
             if name == "run":
                 _text_column(col, [run_name], [(0, rows)], rows)
                 lo = hi = run_name
@@ -273,7 +273,7 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> bytes:
             else:
                 lo, hi = _doubles(col, wall if name == "wall_time" else value)
                 enc = _SPLIT
-            chunks.append(col.meta(_HEADS[name], rows, lo, hi, enc))
+            chunks.append(col.meta(META_HEADS[name], rows, lo, hi, enc))
             raw += col.raw
             pos = col.pos
         groups.append([(1, "list:struct", chunks), (2, "i64", raw),

@@ -177,10 +177,10 @@ def test_spelled_out_thrift_is_the_encoders():
         assert sp.dict_page_header(raw, size, rows) == thrift.struct(
             [(1, "i32", 2), (2, "i32", raw), (3, "i32", size),
              (7, "struct", [(1, "i32", rows), (2, "i32", 0)])])
-    col = sp._Column([], 4)
+    col = sp.ColumnChunk([], 4)
     col.dict_page(b"\x03\x00\x00\x00abc", 1)
     col.data_page(b"0123456789", 10, 7, 8)
-    got = col.meta(sp._HEADS["tag"], 7, b"abc", b"abc", 8)
+    got = col.meta(sp.META_HEADS["tag"], 7, b"abc", b"abc", 8)
     meta = [(1, "i32", 6), (2, "list:i32", [0, 3, 8]), (3, "list:bin", ["tag"]), (4, "i32", 6),
             (5, "i64", 7), (6, "i64", col.raw), (7, "i64", col.pos - 4),
             (9, "i64", col.data_offset), (11, "i64", 4),
@@ -189,10 +189,10 @@ def test_spelled_out_thrift_is_the_encoders():
                                  [(1, "i32", 0), (2, "i32", 8), (3, "i32", 1)]])]
     assert got == thrift.struct([(2, "i64", 0), (3, "struct", meta)])
     # a column without a dictionary, of NaN only (no min/max), on two pages
-    col = sp._Column([], 1000)
+    col = sp.ColumnChunk([], 1000)
     col.data_page(b"x" * 300, 300, 70, 9)
     col.data_page(b"y" * 20, 20, 5, 9)
-    got = col.meta(sp._HEADS["value"], 75, None, None, 9)
+    got = col.meta(sp.META_HEADS["value"], 75, None, None, 9)
     meta = [(1, "i32", 5), (2, "list:i32", [3, 9]), (3, "list:bin", ["value"]), (4, "i32", 6),
             (5, "i64", 75), (6, "i64", col.raw), (7, "i64", col.pos - 1000),
             (9, "i64", 1000), (12, "struct", [(3, "i64", 0)]),
