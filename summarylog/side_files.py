@@ -65,9 +65,13 @@ class SideDir:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666,
                      dir_fd=self.fd)
         try:
-            with os.fdopen(fd, "wb") as f:
+            try:  # os.write, not a file object: no buffer copy, no seek or tty probe
                 for part in [data] if isinstance(data, bytes) else data:
-                    f.write(part)
+                    view = memoryview(part).cast("B")
+                    while view:
+                        view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
             os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         except BaseException:
             try:

@@ -28,6 +28,10 @@ def uvarint(n: int) -> bytes:
     """``n`` >= 0 as an unsigned LEB128 varint."""
     if n < 0x80:
         return _BYTE[n]
+    if n < 1 << 21:  # sizes and offsets in a footer: two or three bytes
+        if n < 1 << 14:
+            return bytes((n & 0x7F | 0x80, n >> 7))
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)

@@ -168,6 +168,17 @@ def test_spelled_out_thrift_is_the_encoders():
     from summarylog.dataset import scalar_parquet as sp
     from summarylog.dataset import thrift
 
+    def leb128(n: int) -> bytes:  # the varint as the format describes it, 7 bits at a time
+        out = []
+        while True:
+            out.append(n & 0x7F | (0x80 if n >> 7 else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+
+    for n in [*range(300), *range((1 << 14) - 3, (1 << 14) + 3), *range((1 << 21) - 3, (1 << 21) + 3),
+              1 << 35, (1 << 63) - 1, (1 << 64) - 1]:
+        assert thrift.uvarint(n) == leb128(n), n
     rng = np.random.default_rng(0)
     for raw, size, rows in [(0, 0, 1), (1, 127, 128), *rng.integers(0, 1 << 40, (20, 3)).tolist()]:
         for enc in (5, 8, 9):
