@@ -12,6 +12,7 @@ import errno
 import itertools
 import os
 import stat
+from typing import Any
 
 __all__ = ["check_no_link", "SideDir"]
 
@@ -59,8 +60,9 @@ class SideDir:
         fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _NONBLOCK, dir_fd=self.fd)
         return SideDir(name, _fd=fd, _path=os.path.join(self.path, name))
 
-    def replace(self, name: str, data: bytes | list[bytes]) -> None:
-        """Write ``name`` whole: a fresh temporary file, renamed over ``name``."""
+    def replace(self, name: str, data: bytes | list[Any]) -> None:
+        """Write ``name`` whole (``data``: bytes, or buffers one after another): a fresh
+        temporary file, renamed over ``name``."""
         tmp = f".{name}.{os.getpid()}.{next(_tmp_seq)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666,
                      dir_fd=self.fd)

@@ -97,7 +97,7 @@ def _write(store: Store, table: str, keydir: str, name: str, rows: list[Any],
                           column_encoding=_ENCODINGS.get(table)) as out:
         for group in row_groups([t.num_rows for t in rows]):
             out.write_table(pa.concat_tables([rows[i].slice(a, b - a) for i, a, b in group]))
-    store.write_part(table, keydir, name, sink.getvalue())
+    store.write_part(table, keydir, name, [sink.getvalue()])
 
 
 def _count(table: str, rows: list[Any]) -> int:

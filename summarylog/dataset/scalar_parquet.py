@@ -192,11 +192,18 @@ def _text_column(col: ColumnChunk, names: list[bytes], runs: list[tuple[int, int
         col.data_page(page, len(page), n, _RLE_DICT)
 
 
-def _page_buffer(levels: bytes, size: int) -> tuple[np.ndarray, Any]:
-    """A page's buffer: the levels, then room for ``size`` bytes of values (a C pointer)."""
-    buf = np.empty(len(levels) + size, np.uint8)
-    buf[:len(levels)] = np.frombuffer(levels, np.uint8)
-    return buf, ffi.from_buffer("uint8_t[]", buf) + len(levels)
+def _page_buffer(levels: bytes, size: int) -> tuple[memoryview, Any]:
+    """A page's buffer: the levels, then room for ``size`` bytes of values (a C pointer
+    to them).  The thread's one scratch buffer: a page is compressed (copied out) before
+    the next is built, and fresh memory for each page costs page faults."""
+    need = len(levels) + size
+    kept = getattr(_local, "page", None)
+    if kept is None or len(kept[0]) < need:
+        buf = bytearray(max(need, 1 << 20))
+        kept = _local.page = (buf, ffi.from_buffer("uint8_t[]", buf))
+    buf, ptr = kept
+    buf[:len(levels)] = levels
+    return memoryview(buf)[:need], ptr + len(levels)
 
 
 def _steps(col: ColumnChunk, step: np.ndarray) -> tuple[bytes, bytes]:
@@ -243,9 +250,9 @@ def _schema() -> list[Any]:
         for name, t, extra in leaf]
 
 
-def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> bytes:
+def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> list[bytes]:
     """The Parquet file of ``run``'s scalar ``series`` (tag, points in step order),
-    tags in name order."""
+    tags in name order, as the buffers to write one after another."""
     out: list[bytes] = [b"PAR1"]
     pos = 4
     run_name = arrow_text(run).encode()
@@ -284,4 +291,4 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> bytes:
     meta = thrift.struct([(1, "i32", 2), fixed[0], (3, "i64", total), (4, "list:struct", groups),
                           *fixed[1:]])
     out += (meta, _st.pack("<I", len(meta)), b"PAR1")
-    return b"".join(out)
+    return out

@@ -23,7 +23,8 @@ STATE_LIMIT = 1 << 30  #: the largest state file read back (bytes)
 class Store:
     """A dataset's files: parts by (table, key directory, name), and the state."""
 
-    def write_part(self, table: str, keydir: str, name: str, data: Any) -> None:
+    def write_part(self, table: str, keydir: str, name: str, data: list[Any]) -> None:
+        """Write the part ``name`` whole: the buffers of ``data`` one after another."""
         raise NotImplementedError
 
     def parts(self) -> Iterator[tuple[str, str, str]]:
@@ -72,7 +73,7 @@ class LocalStore(Store):
 
     def write_part(self, table: str, keydir: str, name: str, data: Any) -> None:
         with self._dir(table, keydir) as d:
-            d.replace(name, [memoryview(data)])
+            d.replace(name, data)
 
     def parts(self) -> Iterator[tuple[str, str, str]]:
         for table in TABLES:
@@ -153,7 +154,7 @@ class RemoteStore(Store):
         return "/".join((self.root, *names))
 
     def write_part(self, table: str, keydir: str, name: str, data: Any) -> None:
-        self.fs.pipe_file(self._path(table, keydir, name), memoryview(data).tobytes())
+        self.fs.pipe_file(self._path(table, keydir, name), b"".join(data))
 
     def parts(self) -> Iterator[tuple[str, str, str]]:
         self.fs.invalidate_cache()

@@ -81,7 +81,8 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_reads_back_as_pyarrows_file_does(case):
     series = CASES[case]
-    mine, ref = write_scalars("run/\udcfe", series), _pyarrow_file("run/\udcfe", series)
+    mine = b"".join(write_scalars("run/\udcfe", series))
+    ref = _pyarrow_file("run/\udcfe", series)
     ours, theirs = pq.ParquetFile(io.BytesIO(mine)), pq.ParquetFile(io.BytesIO(ref))
     a, b = ours.read(), theirs.read()
     assert a.schema == b.schema == scalar_schema()
@@ -126,7 +127,7 @@ def test_layout_encodings_and_row_groups():
     small ones sharing; the encodings docs/datasets.md names."""
     series = [("a", _series(GROUP_MAX + 5, 1)), ("b", _series(100, 2)),
               ("c", _series(GROUP_MIN - 1, 3)), ("d", _series(GROUP_MIN, 4))]
-    meta = pq.ParquetFile(io.BytesIO(write_scalars("r", series))).metadata
+    meta = pq.ParquetFile(io.BytesIO(b"".join(write_scalars("r", series)))).metadata
     groups = [(meta.row_group(g).column(1).statistics.min, meta.row_group(g).column(1).statistics.max,
                meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
     assert groups == [("a", "a", GROUP_MAX), ("a", "a", 5), ("b", "c", GROUP_MIN + 99),
@@ -145,7 +146,7 @@ def test_duckdb_and_pyarrow_dataset_read_it_beside_a_pyarrow_part(tmp_path):
     series = CASES["shared row group"]
     d = tmp_path / "scalars" / "run_key=r"
     d.mkdir(parents=True)
-    (d / "part-1.parquet").write_bytes(write_scalars("r", series))
+    (d / "part-1.parquet").write_bytes(b"".join(write_scalars("r", series)))
     (d / "part-0.parquet").write_bytes(_pyarrow_file("r", series))
     glob = str(tmp_path / "scalars" / "*" / "*.parquet")
     got = duckdb.sql(f"select tag, count(*), min(step), max(step), "
