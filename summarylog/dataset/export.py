@@ -25,9 +25,9 @@ from ..reader import Reader
 from ..remote.urls import check_dir_or_url, is_url
 from .collect import Unit, merged, merged_scalars, read_past, read_unit
 from .layout import KEY_PREFIX, part_name, run_key
+from .plan import RunPlan, per_file_ok, plan_run
 from .row_groups import row_groups
 from .scalar_parquet import write_scalars
-from .plan import RunPlan, per_file_ok, plan_run
 from .state import DatasetState, FileState, RunState, file_identity
 from .store import Store, open_store
 

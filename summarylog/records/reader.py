@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from .._native import ffi, lib
 from ..errors import CorruptRecordError
-from .zstd_source import UNKNOWN_END as _UNKNOWN_END
 from .scratch import give_buffer, give_spans, take_buffer, take_spans
+from .zstd_source import UNKNOWN_END as _UNKNOWN_END
 from .zstd_source import ZSTD_MAGIC, ZstdSource, starts_zstd
 
 __all__ = ["RecordReader", "Damage", "Tail", "ZSTD_MAGIC"]
