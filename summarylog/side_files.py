@@ -14,7 +14,7 @@ import os
 import stat
 from typing import Any
 
-__all__ = ["check_no_link", "SideDir"]
+__all__ = ["check_no_link", "SideDir", "write_all"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -38,6 +38,13 @@ def check_no_link(path: str, want_dir: bool) -> bool:
     if not want_dir and not stat.S_ISREG(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "exists but is not a regular file", path)
     return True
+
+
+def write_all(fd: int, data: Any) -> None:
+    """Write every byte of the buffer ``data`` to ``fd`` (os.write may write fewer)."""
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view):]
 
 
 class SideDir:
@@ -69,9 +76,7 @@ class SideDir:
         try:
             try:  # os.write, not a file object: no buffer copy, no seek or tty probe
                 for part in [data] if isinstance(data, bytes) else data:
-                    view = memoryview(part).cast("B")
-                    while view:
-                        view = view[os.write(fd, view):]
+                    write_all(fd, part)
             finally:
                 os.close(fd)
             os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)

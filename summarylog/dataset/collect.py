@@ -24,6 +24,7 @@ from ..arrow_tables import (histogram_table, hparams_rows, hparams_table,
 from ..read_columns import resume_kept
 from ..read_types import FileReport, Scalars
 from ..reader import Reader
+from ..side_files import write_all
 
 __all__ = ["Unit", "UNIT_TABLES", "read_unit", "read_past", "select_tags", "merged",
            "merged_scalars"]
@@ -80,17 +81,21 @@ def merged_scalars(pieces: dict[str, list[Scalars]]) -> list[tuple[str, Scalars]
 
 def _step_order(s: Scalars) -> Scalars:
     """``s`` in step order (stable), untouched when already sorted."""
-    if len(s.step) < 2 or bool((s.step[1:] >= s.step[:-1]).all()):
-        return s
-    order = np.argsort(s.step, kind="stable")
-    return Scalars(*(a[order] for a in s))
+    order = _order(s.step)
+    return s if order is None else Scalars(*(a[order] for a in s))
 
 
 def _sorted(table: Any, step: np.ndarray) -> Any:
     """``table`` in step order (stable), untouched when already sorted."""
+    order = _order(step)
+    return table if order is None else table.take(require_pyarrow().array(order))
+
+
+def _order(step: np.ndarray) -> np.ndarray | None:
+    """The stable sort of ``step``, or None when it is sorted already."""
     if len(step) < 2 or bool((step[1:] >= step[:-1]).all()):
-        return table
-    return table.take(require_pyarrow().array(np.argsort(step, kind="stable")))
+        return None
+    return np.argsort(step, kind="stable")
 
 
 def read_unit(path: str, run: str, *, purge: bool, verify: bool,
@@ -189,9 +194,7 @@ def _copy_past(src: str, start: int, dst: str) -> int:
                 data = os.pread(fd, min(_COPY_STEP, st.st_size - pos), pos)
                 if not data:  # truncated meanwhile: the next export sees it shrank
                     break
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(out, view):]
+                write_all(out, data)
                 pos += len(data)
         finally:
             os.close(out)

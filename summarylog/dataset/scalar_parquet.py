@@ -162,10 +162,10 @@ def _meta_head(ptype: int, name: str, encodings: list[int]) -> bytes:
 
 
 META_HEADS = {"run": _meta_head(_BYTE_ARRAY, "run", [_PLAIN, _RLE, _RLE_DICT]),
-          "tag": _meta_head(_BYTE_ARRAY, "tag", [_PLAIN, _RLE, _RLE_DICT]),
-          "step": _meta_head(_INT64, "step", [_RLE, _DELTA]),
-          "wall_time": _meta_head(_DOUBLE, "wall_time", [_RLE, _SPLIT]),
-          "value": _meta_head(_DOUBLE, "value", [_RLE, _SPLIT])}
+              "tag": _meta_head(_BYTE_ARRAY, "tag", [_PLAIN, _RLE, _RLE_DICT]),
+              "step": _meta_head(_INT64, "step", [_RLE, _DELTA]),
+              "wall_time": _meta_head(_DOUBLE, "wall_time", [_RLE, _SPLIT]),
+              "value": _meta_head(_DOUBLE, "value", [_RLE, _SPLIT])}
 
 
 def _text_column(col: ColumnChunk, names: list[bytes], runs: list[tuple[int, int]],

@@ -71,7 +71,7 @@ class LocalStore(Store):
             for d in reversed(opened):
                 d.close()
 
-    def write_part(self, table: str, keydir: str, name: str, data: Any) -> None:
+    def write_part(self, table: str, keydir: str, name: str, data: list[Any]) -> None:
         with self._dir(table, keydir) as d:
             d.replace(name, data)
 
@@ -153,7 +153,7 @@ class RemoteStore(Store):
     def _path(self, *names: str) -> str:
         return "/".join((self.root, *names))
 
-    def write_part(self, table: str, keydir: str, name: str, data: Any) -> None:
+    def write_part(self, table: str, keydir: str, name: str, data: list[Any]) -> None:
         self.fs.pipe_file(self._path(table, keydir, name), b"".join(data))
 
     def parts(self) -> Iterator[tuple[str, str, str]]:
