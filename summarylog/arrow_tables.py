@@ -42,18 +42,21 @@ def scalar_schema() -> Any:
 
 
 def scalar_tables(run: str, cols: RunColumns) -> Iterator[Any]:
-    """One Arrow table per scalar tag of ``run``, in tag name order; the numpy columns
-    are shared, not copied."""
+    """The scalars of ``run`` as one Arrow table, a batch per tag in tag name order; the
+    numpy columns are shared, not copied."""
     pa = require_pyarrow()
     schema = scalar_schema()
     runs = pa.array([arrow_text(run)], pa.string())
+    batches = []
     for tag in sorted(cols.series):
         s = cols.series[tag]
         zeros = pa.array(np.zeros(len(s.step), np.int32))
-        yield pa.Table.from_arrays(
+        batches.append(pa.RecordBatch.from_arrays(
             [pa.DictionaryArray.from_arrays(zeros, runs),
              pa.DictionaryArray.from_arrays(zeros, pa.array([arrow_text(tag)], pa.string())),
-             pa.array(s.step), pa.array(s.wall_time), pa.array(s.value)], schema=schema)
+             pa.array(s.step), pa.array(s.wall_time), pa.array(s.value)], schema=schema))
+    if batches:
+        yield pa.Table.from_batches(batches, schema)
 
 
 # -- the other kinds (the export's tables; see summarylog/dataset) -----------------------

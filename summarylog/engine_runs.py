@@ -4,7 +4,8 @@ wrong as rows of a ``damage`` table.  No engine is imported here.
 
 A run whose decoded columns could outgrow ``block_bytes`` is streamed
 (:func:`summarylog.read_stream.iter_scalars`) in tables of at most ``block_bytes``;
-smaller runs are decoded whole by the C column loader and yield one table per tag.
+smaller runs are decoded whole by the C column loader and yield one table (a batch
+per tag).
 A URL's files are fetched by whoever reads the run (a Ray worker), into a private
 temporary directory that is removed once the run is read.
 """

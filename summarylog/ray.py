@@ -99,7 +99,8 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
                 override_num_blocks: int | None = None, verify: bool = True,
                 purge: bool = True, storage_options: Mapping[str, Any] | None = None,
                 remote_options: Any = None, damage: DamageLog | None = None,
-                ray_remote_args: Mapping[str, Any] | None = None) -> Any:
+                ray_remote_args: Mapping[str, Any] | None = None,
+                op_resource_reservation: bool = False) -> Any:
     """A ``ray.data.Dataset`` of the scalars under ``paths``: rows ``run, tag, step,
     wall_time, value`` (run and tag dictionary-encoded), as :class:`summarylog.Reader`
     reads them (``verify``: data CRCs; ``purge``: the resume rules); or of another
@@ -122,6 +123,13 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
         ``cache_dir``: each run is fetched into a private directory, removed once read).
       damage: a :class:`DamageLog` to collect what reading found wrong; None: each
         worker logs a warning with counts (forwarded to the driver by Ray).
+      op_resource_reservation: Ray Data's per-operator resource reservation for this
+        dataset's executions.  Off by default, in the dataset's own DataContext (a copy
+        Ray makes per read: ``DataContext.get_current()`` and other datasets keep
+        theirs): Ray 2.60's reservation runs one read task until the cluster's size is
+        known, about a second into each execution, and starts the next task well after
+        one ends (docs/datasets.md).  True keeps the current DataContext's setting, for
+        pipelines whose later operators need CPUs or GPUs held for them.
 
     Raises TypeError / ValueError for bad arguments (an unknown run or kind),
     FileNotFoundError for a missing path, ImportError when Ray is not installed.
@@ -145,6 +153,9 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
                                             override_num_blocks < 1):
         raise ValueError(f"override_num_blocks must be a positive int or None, "
                          f"got {override_num_blocks!r}")
+    if not isinstance(op_resource_reservation, bool):
+        raise TypeError(f"op_resource_reservation must be a bool, "
+                        f"got {type(op_resource_reservation).__name__}")
     if damage is not None and not isinstance(damage, DamageLog):
         raise TypeError(f"damage must be a summarylog.ray.DamageLog or None, "
                         f"got {type(damage).__name__}")
@@ -167,4 +178,7 @@ def read_events(paths: Any, *, runs: Sequence[str] | None = None,
                             _task_count(ray, sum(j.size for j in jobs), len(jobs))}
     if ray_remote_args:
         args["ray_remote_args"] = dict(ray_remote_args)
-    return ray.data.read_datasource(source, **args)
+    ds = ray.data.read_datasource(source, **args)
+    if not op_resource_reservation:  # ds.context is this read's own copy
+        ds.context.op_resource_reservation_enabled = False
+    return ds

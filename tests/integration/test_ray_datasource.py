@@ -193,6 +193,25 @@ def test_bad_arguments_are_named(ray_cluster, root, tmp_path):
         read_events(str(tmp_path / "missing"))
     with pytest.raises(ValueError, match="override_num_blocks"):
         read_events(root, override_num_blocks=0)
+    with pytest.raises(TypeError, match="op_resource_reservation"):
+        read_events(root, op_resource_reservation="no")
+
+
+def test_reservation_is_set_in_the_datasets_own_context(ray_cluster, root):
+    """Off in the returned dataset's DataContext and in what is derived from it; the
+    current DataContext and another read's keep their setting; True keeps it too."""
+    from summarylog.ray import read_events
+
+    current = ray_cluster.data.DataContext.get_current()
+    assert current.op_resource_reservation_enabled  # Ray's default
+    ds = read_events(root)
+    derived = ds.map_batches(lambda b: b, batch_format="pyarrow")
+    kept = read_events(root, op_resource_reservation=True)
+    assert ds.context.op_resource_reservation_enabled is False
+    assert derived.context.op_resource_reservation_enabled is False
+    assert kept.context.op_resource_reservation_enabled is True
+    assert current.op_resource_reservation_enabled is True
+    assert ds.count() == kept.count() == derived.count() > 0
 
 
 def test_url_runs_are_fetched_by_the_workers(ray_cluster, root):
