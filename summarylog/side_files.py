@@ -40,11 +40,25 @@ def check_no_link(path: str, want_dir: bool) -> bool:
     return True
 
 
+_IOV_MAX = 1024  # buffers one writev takes at most (Linux's and macOS's IOV_MAX)
+
+
 def write_all(fd: int, data: Any) -> None:
-    """Write every byte of the buffer ``data`` to ``fd`` (os.write may write fewer)."""
-    view = memoryview(data).cast("B")
-    while view:
-        view = view[os.write(fd, view):]
+    """Write every byte of ``data`` (a buffer, or a list of buffers one after another) to
+    ``fd``: one writev per up to _IOV_MAX buffers where the OS has it (a Parquet part is
+    dozens of small buffers), again from where a short write stopped."""
+    views = [v for v in (memoryview(b).cast("B") for b in
+                         (data if isinstance(data, list) else [data])) if v.nbytes]
+    writev = getattr(os, "writev", None)
+    i = 0
+    while i < len(views):
+        n = writev(fd, views[i:i + _IOV_MAX]) if writev else os.write(fd, views[i])
+        while n:  # drop what was written; a buffer written in part keeps its tail
+            if n >= views[i].nbytes:
+                n -= views[i].nbytes
+                i += 1
+            else:
+                views[i], n = views[i][n:], 0
 
 
 class SideDir:
@@ -74,9 +88,8 @@ class SideDir:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666,
                      dir_fd=self.fd)
         try:
-            try:  # os.write, not a file object: no buffer copy, no seek or tty probe
-                for part in [data] if isinstance(data, bytes) else data:
-                    write_all(fd, part)
+            try:  # os calls, not a file object: no buffer copy, no seek or tty probe
+                write_all(fd, data)
             finally:
                 os.close(fd)
             os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)

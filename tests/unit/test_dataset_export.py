@@ -597,3 +597,32 @@ def test_unreadable_run_listed_others_exported_then_retried(tmp_path, monkeypatc
     again = export_dataset(str(src), ds)  # tried again: now read
     assert again.errors == {} and again.files_read == 1
     _check_scalars(str(src), ds)
+
+
+@pytest.mark.parametrize("short", [None, 777, 4096])
+def test_write_all_writes_every_buffer_through_short_writes(tmp_path, monkeypatch, short):
+    """A part's buffers (more than one writev takes, empty ones among them) land whole
+    and in order, also when each writev or write stops after ``short`` bytes (777: within
+    a buffer, past several)."""
+    from summarylog import side_files
+
+    rng = np.random.default_rng(3)
+    bufs = [rng.bytes(int(k)) for k in rng.integers(0, 300, 2500)]
+    bufs[7] = bytearray(bufs[7])
+    bufs[9] = memoryview(np.arange(50, dtype=np.float64))  # not bytes: cast to B
+    want = b"".join(bytes(memoryview(b).cast("B")) for b in bufs)
+    calls = []
+    if short is not None:
+        real_writev, real_write = os.writev, os.write
+        monkeypatch.setattr(os, "writev", lambda fd, vs: calls.append(len(vs)) or
+                            real_write(fd, b"".join(bytes(v) for v in vs)[:short]))
+        monkeypatch.setattr(os, "write", lambda fd, v: real_write(fd, bytes(v)[:short]))
+    else:
+        real_writev = os.writev
+        monkeypatch.setattr(os, "writev", lambda fd, vs: calls.append(len(vs)) or
+                            real_writev(fd, vs))
+    side_files.SideDir(str(tmp_path)).replace("part", bufs)
+    assert (tmp_path / "part").read_bytes() == want
+    assert calls and max(calls) <= 1024
+    if short is None:  # nothing short: one call per 1024 buffers
+        assert len(calls) == -(-sum(1 for b in bufs if memoryview(b).nbytes) // 1024)
