@@ -26,6 +26,10 @@ _SCRATCH_VALUES = 1 << 14  # values a small file may hold to take the one-call p
 # guess: a file of images holds few); past it they grow with what is read
 _FIRST_VALUES = 1 << 20
 _MIN_VALUE_BYTES = 7  # the fewest bytes a scalar takes in an event: bounds a record's values
+# file bytes per scalar the columns are first sized for: Writer.log's events carry several
+# values (about 20 bytes each), add_scalar's one (about 40).  Sized for the denser, so
+# neither grows (a growth copies and zero-fills the columns); the unused tail is given back
+_BYTES_PER_VALUE = 20
 _DIALECTS = {"tensorboard": lib.SLG_DIALECT_TB, "mindspore": lib.SLG_DIALECT_MS}
 TAG_OTHER = lib.SLG_TAGF_OTHER  #: a tag's flag: it also holds values that are not scalars
 
@@ -215,13 +219,13 @@ class ColumnLoader:
                     gate: FileGate) -> RunColumns:
         """Every scalar of a run's files (any size, plain or zstd)."""
         tags = new_tags()
-        # columns sized once from the files' bytes (a scalar event takes ~36), not by
-        # doubling, and shrunk in place at the end; a lone file's size comes with reading it
+        # columns sized once from the files' bytes (_BYTES_PER_VALUE), not by doubling,
+        # and shrunk in place at the end; a lone file's size comes with reading it
         total = 0 if len(files) > 1 else SMALL_FILE
         for p in files if len(files) > 1 else ():
             with contextlib.suppress(OSError):  # reported when the file is opened
                 total += gate.size(p)
-        arrays, ptrs = _columns(min(max(1024, total // 36 + 1024), _FIRST_VALUES))
+        arrays, ptrs = _columns(min(max(1024, total // _BYTES_PER_VALUE + 1024), _FIRST_VALUES))
         n = 0  # values in the arrays
         purges: list[tuple[int, int]] = []
         res = ffi.new("slg_decode_result *")
@@ -241,9 +245,9 @@ class ColumnLoader:
                 n += dec.n_values
                 reports[path] = self._loaded_report(path, loaded)
                 continue
-            if len(files) == 1 and n == 0 and loaded.size // 36 + 1024 > len(arrays[0]):
+            if len(files) == 1 and n == 0 and loaded.size // _BYTES_PER_VALUE + 1024 > len(arrays[0]):
                 # a lone big file: size the columns for it once (up to _FIRST_VALUES)
-                arrays, ptrs = _columns(min(loaded.size // 36 + 1024, _FIRST_VALUES))
+                arrays, ptrs = _columns(min(loaded.size // _BYTES_PER_VALUE + 1024, _FIRST_VALUES))
             report = reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
                 spans = rr.spans
