@@ -245,9 +245,10 @@ class ColumnLoader:
                 n += dec.n_values
                 reports[path] = self._loaded_report(path, loaded)
                 continue
-            if len(files) == 1 and n == 0 and loaded.size // _BYTES_PER_VALUE + 1024 > len(arrays[0]):
+            guess = loaded.size // _BYTES_PER_VALUE + 1024
+            if len(files) == 1 and n == 0 and guess > len(arrays[0]):
                 # a lone big file: size the columns for it once (up to _FIRST_VALUES)
-                arrays, ptrs = _columns(min(loaded.size // _BYTES_PER_VALUE + 1024, _FIRST_VALUES))
+                arrays, ptrs = _columns(min(guess, _FIRST_VALUES))
             report = reports[path] = FileReport(path)
             with RecordReader(path, verify=self.verify) as rr:
                 spans = rr.spans
