@@ -1,9 +1,8 @@
 """How a part's rows (one table per tag, in tag order) are cut into row groups.
 
-A tag of at least :data:`GROUP_MIN` rows gets row groups of its own: its tag column
-then holds one dictionary entry per row group, which DuckDB groups by much faster than
-a column chunk of several tags, and its statistics let a filter on the tag skip the
-others.  A row group costs a few KiB (footer entry, dictionary pages, a fresh zstd
+A tag of at least :data:`GROUP_MIN` rows gets row groups of its own: their statistics
+let a filter on the tag skip the others' (a group-by over every tag pays a little for
+the extra row groups; docs/datasets.md weighs the two).  A row group costs a few KiB (footer entry, dictionary pages, a fresh zstd
 context), a few percent of a tag this size; smaller tags share row groups so they
 don't pay it.  No row group holds more than :data:`GROUP_MAX` rows."""
 
