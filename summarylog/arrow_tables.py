@@ -47,13 +47,17 @@ def scalar_tables(run: str, cols: RunColumns) -> Iterator[Any]:
     pa = require_pyarrow()
     schema = scalar_schema()
     runs = pa.array([arrow_text(run)], pa.string())
+    longest = max((len(s.step) for s in cols.series.values()), default=0)
+    zeros = pa.array(np.zeros(longest, np.int32))  # every tag's indices: slices of one array
     batches = []
     for tag in sorted(cols.series):
         s = cols.series[tag]
-        zeros = pa.array(np.zeros(len(s.step), np.int32))
+        first = zeros.slice(0, len(s.step))
+        # safe=False: indices of zeros need no bounds check (a scan of every row)
         batches.append(pa.RecordBatch.from_arrays(
-            [pa.DictionaryArray.from_arrays(zeros, runs),
-             pa.DictionaryArray.from_arrays(zeros, pa.array([arrow_text(tag)], pa.string())),
+            [pa.DictionaryArray.from_arrays(first, runs, safe=False),
+             pa.DictionaryArray.from_arrays(first, pa.array([arrow_text(tag)], pa.string()),
+                                            safe=False),
              pa.array(s.step), pa.array(s.wall_time), pa.array(s.value)], schema=schema))
     if batches:
         yield pa.Table.from_batches(batches, schema)
