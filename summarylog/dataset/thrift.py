@@ -59,10 +59,10 @@ def value(kind: str, v: Any) -> bytes:
     raise ValueError(f"unknown thrift kind {kind!r}")
 
 
-def struct(fields: list[tuple[int, str, Any]], head: bytes = b"", last: int = 0) -> bytes:
-    """A struct's fields (ids ascending) and its stop byte; ``head``: its first fields
-    already encoded, up to field id ``last``."""
-    out = [head]
+def struct(fields: list[tuple[int, str, Any]]) -> bytes:
+    """A struct's fields (ids ascending) and its stop byte."""
+    out = []
+    last = 0
     for fid, kind, v in fields:
         if v is None:
             continue
