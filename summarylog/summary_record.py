@@ -77,6 +77,18 @@ def _mindspore_output(directory: str, remote: Any, prefix: str, suffix: str,
     return files, pipe, target
 
 
+def _tensorboard_output(directory: str, flush_secs: float, durability: str,
+                        max_file_size: int | None, strict: bool, rank: int | None,
+                        max_buffer: int, remote_kw: Mapping[str, Any]) -> Any:
+    """A TensorBoard-format record's summarylog.Writer (``remote_kw``: the URL options
+    given, None for those not)."""
+    from .writer import Writer
+
+    return Writer(directory, flush_secs=flush_secs, durability=durability,
+                  max_file_size=max_file_size, strict=strict, rank=rank, max_buffer=max_buffer,
+                  **{k: v for k, v in remote_kw.items() if v is not None})
+
+
 def _check_args(file_prefix: str, file_suffix: str, max_file_size: int | None,
                 max_buffer: int, raise_exception: bool, format: str, on_limit: str,
                 durability: str) -> None:
@@ -174,12 +186,9 @@ class SummaryRecord:
         self._tb: Any = None
         self._files: MindSporeFiles | None = None
         if format == "tensorboard":
-            from .writer import Writer
-
-            self._tb = Writer(self._dir, flush_secs=self.flush_secs, durability=durability,
-                              max_file_size=max_file_size, strict=raise_exception, rank=rank,
-                              max_buffer=max_buffer,
-                              **{k: v for k, v in remote_kw.items() if v is not None})
+            self._tb = _tensorboard_output(self._dir, self.flush_secs, durability,
+                                           max_file_size, raise_exception, rank, max_buffer,
+                                           remote_kw)
             self._pipe = self._tb.pipeline
             self._pipe.on_error = self._errors.fail
         else:
