@@ -16,10 +16,11 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sql", metavar="SQL", help="one SELECT statement; tables: scalars (run, tag, "
-                   "step, wall_time, value), and over a dataset histograms, text, hparams, "
-                   "lineage, damage")
-    p.add_argument("path", metavar="PATH", help="an exported dataset, or event files: a root "
-                   "of runs, a run directory, an event file or a URL of one")
+                   "step, wall_time, value), histograms, text, hparams, and over a dataset "
+                   "lineage, damage (empty when nothing was exported to them)")
+    p.add_argument("path", metavar="PATH", help="an exported dataset, the Parquet long table "
+                   "'export -o FILE.parquet' writes, or event files: a root of runs, a run "
+                   "directory, an event file or a URL of one")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="table (aligned columns, default), csv, or json (one object per line)")
     p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",

@@ -4,11 +4,13 @@ the function on the package with the module).
 
 ``source`` is either an exported dataset (``summarylog export ... --format parquet``:
 the views ``scalars``, ``histograms``, ``text``, ``hparams``, ``lineage``, ``damage``
-over its Parquet parts, those that exist; a dataset at a URL is scanned through Arrow
-over fsspec) or event files (a root of runs, a run directory, an event file or a URL):
-then ``scalars``, ``histograms``, ``text`` and ``hparams`` are read straight from the
-files, run by run, as streams of Arrow batches (nothing exported; the scalars of a big
-run are streamed, a run's values of another kind decoded at once).
+over its Parquet parts, a table without parts empty, so a query of ``damage`` over an
+undamaged dataset gives no rows rather than an error; a dataset at a URL is scanned
+through Arrow over fsspec), the long table ``summarylog export -o FILE.parquet`` writes
+(the view ``scalars``), or event files (a root of runs, a run directory, an event file
+or a URL): then ``scalars``, ``histograms``, ``text`` and ``hparams`` are read straight
+from the files, run by run, as streams of Arrow batches (nothing exported; the scalars
+of a big run are streamed, a run's values of another kind decoded at once).
 
 The SQL may only read: one SELECT (or EXPLAIN) statement; DuckDB's access to files
 is switched off (a dataset's own directory excepted, for its views) and the
@@ -109,29 +111,67 @@ def _live_parts(state: bytes | None) -> dict[str, list[str]] | None:
     return out
 
 
-def _dataset_views(con: Any, path: str) -> list[str]:
-    """A view per table of the dataset that holds parts: the parts its state lists (all
-    those on disk for a dataset without a state)."""
+def _empty_table(table: str) -> Any:
+    """The dataset table ``table`` without rows, its columns as a query reads them
+    (strings for the dictionary-encoded ones, then ``run_key``)."""
+    import pyarrow as pa
+
+    from .arrow_tables import table_schema
+
+    fields = [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+              for f in table_schema(table)]
+    return pa.schema(fields + [pa.field("run_key", pa.string())]).empty_table()
+
+
+def _dataset_views(con: Any, path: str) -> None:
+    """A view per table of the dataset: the parts its state lists (all those on disk for
+    a dataset without a state); a table without parts is empty."""
     from .dataset.store import open_store
 
     layout = _layout()
     live = _live_parts(open_store(path, None).read_state())
-    made = []
+    found = False
     for table in layout.TABLES:
         if live is None:
             files = sorted(glob.glob(layout.table_glob(path, table)))
         else:
             files = [os.path.join(path, *p.split("/")) for p in live[table]]
-        if not files:
-            continue  # read_parquet refuses an empty list
+        if not files:  # read_parquet refuses an empty list
+            con.register(table, _empty_table(table))
+            continue
+        found = True
         listed = "[" + ", ".join(map(_literal, files)) + "]"
         con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({listed}, "
                     "hive_partitioning=true, hive_types={'run_key': VARCHAR}, "
                     "union_by_name=true)")
-        made.append(table)
-    if not made:
+    if not found:
         raise FileNotFoundError(2, "an exported dataset without any Parquet part", path)
-    return made
+
+
+def _parquet_file(path: str) -> Any | None:
+    """The long scalar table in the local Parquet file ``path`` (``summarylog export -o
+    FILE.parquet``) as an Arrow dataset, or None when ``path`` is not a Parquet file."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head.startswith((b"run,tag,step,", b'{"run": ')):  # not event files: say so
+        raise ValueError(f"{path}: a CSV or JSON lines long table: query() reads the Parquet "
+                         f"one (summarylog export -o FILE.parquet), a dataset or event files")
+    if not head.startswith(b"PAR1"):  # an event file starts with a record's length
+        return None
+    import pyarrow.dataset as pads
+
+    try:
+        data = pads.dataset(path, format="parquet")
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"{path}: not a readable Parquet file: {exc}") from None
+    missing = sorted({"run", "tag", "step", "value"} - set(data.schema.names))
+    if missing:
+        raise ValueError(f"{path}: a Parquet file without the scalar table's columns "
+                         f"{missing}: a source is an exported dataset, the long table "
+                         f"'summarylog export -o FILE.parquet' writes, or event files")
+    return data
 
 
 def _url_dataset(url: str, storage_options: Mapping[str, Any] | None,
@@ -167,18 +207,16 @@ def _url_dataset(url: str, storage_options: Mapping[str, Any] | None,
     finally:
         probe.close()
     parts = {t: [f"{root}/{p}" for p in (live or {}).get(t, [])] for t in layout.TABLES}
+    if not any(parts.values()):
+        raise FileNotFoundError(2, "an exported dataset without any Parquet part", url)
     arrow_fs = PyFileSystem(FSSpecHandler(fs))
     key = pa.schema([("run_key", pa.string())])
-    out = {}
-    for table, files in parts.items():
-        if files:  # the table's schema: a part written before a column was added reads null
-            out[table] = pads.dataset(
+    # the table's schema: a part written before a column was added reads null
+    return {table: pads.dataset(
                 files, schema=pa.unify_schemas([table_schema(table), key]), format="parquet",
                 filesystem=arrow_fs, partitioning=pads.partitioning(key, flavor="hive"),
-                partition_base_dir=f"{root}/{table}")
-    if not out:
-        raise FileNotFoundError(2, "an exported dataset without any Parquet part", url)
-    return out
+                partition_base_dir=f"{root}/{table}") if files else _empty_table(table)
+            for table, files in parts.items()}
 
 
 def _event_tables(path: str, storage_options: Mapping[str, Any] | None, remote_options: Any,
@@ -204,6 +242,18 @@ def _event_tables(path: str, storage_options: Mapping[str, Any] | None, remote_o
     return {t: pa.RecordBatchReader.from_batches(table_schema(t), batches(t)) for t in TABLES}
 
 
+def _hint(message: str, dataset: bool, long_table: bool) -> str:
+    """What to add to DuckDB's error ``message`` for this kind of source."""
+    if "already been consumed" in message:
+        return (" (over event files, each table can be scanned once per query: export a "
+                "dataset for self-joins)")
+    if dataset or "does not exist" not in message:
+        return ""
+    return (" (a long table is the view scalars only)" if long_table else
+            " (over event files the tables are scalars, histograms, text and hparams: "
+            "export a dataset for lineage and damage)")
+
+
 class _PartGone(Exception):
     """A part the dataset's state listed was gone when DuckDB read it."""
 
@@ -223,6 +273,7 @@ def _run(duckdb: Any, sql: str, path: str, output: str, config: dict[str, Any],
         remote = (_url_dataset(path, storage_options, remote_options) if is_url(path)
                   else None)
         dataset = remote is not None or (not is_url(path) and is_dataset(path))
+        long_table = None if dataset or is_url(path) else _parquet_file(path)
         if remote is not None:
             for table, data in remote.items():
                 con.register(table, data)
@@ -234,6 +285,8 @@ def _run(duckdb: Any, sql: str, path: str, output: str, config: dict[str, Any],
                 raise _PartGone(str(exc)) from None
             # the views' own directory only (as the glob names it, and with links resolved)
             allowed = sorted({os.path.join(p, "") for p in (path, os.path.realpath(path))})
+        elif long_table is not None:
+            con.register("scalars", long_table)
         else:
             for table, data in _event_tables(path, storage_options, remote_options,
                                              damage).items():
@@ -253,12 +306,8 @@ def _run(duckdb: Any, sql: str, path: str, output: str, config: dict[str, Any],
                 raise _PartGone(str(exc)) from None
             raise ValueError(f"SQL error: {exc}") from None
         except duckdb.Error as exc:
-            hint = (" (over event files, each table can be scanned once per query: export "
-                    "a dataset for self-joins)" if "already been consumed" in str(exc) else
-                    " (over event files the tables are scalars, histograms, text and hparams: "
-                    "export a dataset for lineage and damage)"
-                    if not dataset and "does not exist" in str(exc) else "")
-            raise ValueError(f"SQL error: {exc}{hint}") from None
+            raise ValueError(f"SQL error: {exc}{_hint(str(exc), dataset, long_table is not None)}"
+                             ) from None
     finally:
         con.close()
 
@@ -270,7 +319,9 @@ def query(sql: str, source: str | os.PathLike[str], *, output: str = "pandas",
     pandas DataFrame (``output="pandas"``) or a pyarrow Table (``"arrow"``).
 
     Tables: over a dataset, ``scalars`` (run, tag, step, wall_time, value, run_key) and
-    the other exported tables that hold parts; over event files, ``scalars``,
+    the other exported tables (``histograms``, ``text``, ``hparams``, ``lineage``,
+    ``damage``; empty when the dataset has no part of one); over the long table
+    ``summarylog export -o FILE.parquet`` writes, ``scalars``; over event files, ``scalars``,
     ``histograms``, ``text`` and ``hparams`` with the dataset's columns (no ``run_key``),
     each of which one query may scan once (a self-join needs a dataset).
     ``threads`` / ``memory_limit`` (bytes or e.g. ``"2GB"``): DuckDB's own limits.

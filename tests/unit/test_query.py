@@ -101,8 +101,13 @@ def test_dataset_views(events, dataset, tmp_path):
     t = query("SELECT DISTINCT typeof(run_key) AS t, count(*) OVER () AS n FROM scalars",
               dataset, output="arrow")
     assert t.column("t").to_pylist() == ["VARCHAR"]
-    with pytest.raises(ValueError, match="histograms"):  # no parts: no view
-        query("SELECT * FROM histograms", dataset)
+    from summarylog.arrow_tables import table_schema
+
+    for table in ("histograms", "text", "hparams", "lineage", "damage"):  # no parts
+        empty = query(f"SELECT * FROM {table}", dataset, output="arrow")
+        assert empty.num_rows == 0
+        assert empty.column_names == table_schema(table).names + ["run_key"]
+    assert query("SELECT count(*) AS n FROM damage", dataset)["n"].tolist() == [0]
     root = tmp_path / "root"  # a damaged run: its damage is a table of the export
     shutil.copytree(os.path.join(events, "ddp"), root)
     (name,) = os.listdir(root / "rank3")
@@ -143,7 +148,7 @@ def test_errors_are_named(events, dataset, tmp_path):
             query("SELECT 1", source, remote_options={"timeout": 5})
 
 
-@pytest.mark.parametrize("kind", ["dataset", "events"])
+@pytest.mark.parametrize("kind", ["dataset", "events", "long table"])
 def test_sql_can_only_read_its_source(kind, events, dataset, tmp_path, figure):
     """COPY TO, ATTACH, SET, INSTALL, a second statement and reads of other files are
     refused, inside the dataset as well as outside it; nothing is written."""
@@ -151,6 +156,10 @@ def test_sql_can_only_read_its_source(kind, events, dataset, tmp_path, figure):
     from summarylog.sql import query
 
     src = dataset if kind == "dataset" else events
+    if kind == "long table":
+        src = str(tmp_path / "long.parquet")
+        subprocess.run([sys.executable, "-m", "summarylog", "export", events, "-o", src],
+                       check=True, capture_output=True)
     target = tmp_path / "x.csv"
     inside = os.path.join(dataset, "scalars", "evil.csv")
     secret = tmp_path / "secret.csv"
@@ -396,3 +405,45 @@ def test_a_part_removed_by_a_finishing_export_is_read_again(tmp_path, monkeypatc
     got = query("SELECT count(*) AS n FROM scalars", str(ds))["n"][0]
     print(f"\nstale state first: the query read the state {len(calls)} times, counted {got}")
     assert (got, len(calls)) == (60, 2)
+
+
+def test_a_parquet_long_table_is_the_view_scalars(events, tmp_path):
+    """The file ``summarylog export -o FILE.parquet`` writes is a source: its rows are
+    the view ``scalars``; its CSV and JSON lines siblings, or a Parquet file without the
+    scalar columns, are refused by name instead of being read as event files."""
+    require_module("duckdb")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from summarylog.sql import query
+
+    out = tmp_path / "long.parquet"
+    subprocess.run([sys.executable, "-m", "summarylog", "export", events, "-o", str(out)],
+                   check=True, capture_output=True)
+    sql = "SELECT run, tag, count(*) AS n, sum(value) AS s FROM scalars GROUP BY ALL ORDER BY ALL"
+    got = query(sql, str(out), output="arrow").to_pylist()
+    want = query(sql, events, output="arrow").to_pylist()
+    assert [(r["run"], r["tag"], r["n"]) for r in got] == [(r["run"], r["tag"], r["n"])
+                                                           for r in want]
+    assert np.allclose([r["s"] for r in got], [r["s"] for r in want], rtol=1e-12)
+    assert len(got) == 10  # 3 sweep runs x 2 tags + 4 ranks
+    # scanned as often as a query asks (unlike event files)
+    n = query("SELECT count(*) AS n FROM scalars a JOIN scalars b USING (run, tag, step)",
+              str(out))["n"].tolist()
+    assert n == [sum(r["n"] for r in got)]
+    with pytest.raises(ValueError, match="long table is the view scalars only"):
+        query("SELECT * FROM histograms", str(out))
+    for fmt in ("csv", "jsonl"):
+        other = tmp_path / f"long.{fmt}"
+        subprocess.run([sys.executable, "-m", "summarylog", "export", events, "-o", str(other)],
+                       check=True, capture_output=True)
+        with pytest.raises(ValueError, match=f"long.{fmt}: a CSV or JSON lines long table"):
+            query("SELECT count(*) FROM scalars", str(other))
+    alien = tmp_path / "alien.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), alien)
+    with pytest.raises(ValueError, match=r"without the scalar table's columns \['run', 'step'"):
+        query("SELECT * FROM scalars", str(alien))
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(out.read_bytes()[:100])
+    with pytest.raises(ValueError, match="cut.parquet: not a readable Parquet file"):
+        query("SELECT * FROM scalars", str(cut))
