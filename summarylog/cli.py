@@ -197,6 +197,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if wants_dataset(args.output, args.format):  # a directory: the Parquet dataset
         return cmd_export_dataset(args)
+    if args.prune:
+        raise CLIError("--prune is for a dataset (-o DIR/): a long table is written whole")
     check_target(args.output)  # before the reading: a target that must not be replaced
     fmt = args.format or FORMATS.get(os.path.splitext(args.output)[1].lower())
     if fmt is None:
@@ -436,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), help="output format")
     sp.add_argument("--run", **runs)
     sp.add_argument("--tag", **tags)
+    sp.add_argument("--prune", action="store_true",
+                    help="dataset only: remove the runs no longer under PATH (kept by default)")
 
     sp = add("convert", cmd_convert, "convert runs between TensorBoard and MindSpore files",
              "Convert every run under PATH (either dialect) into DST in the --to dialect, "

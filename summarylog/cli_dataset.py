@@ -38,7 +38,8 @@ def cmd_export_dataset(args: argparse.Namespace) -> int:
     try:
         res = export_dataset(args.path, args.output, runs=args.run, tags=args.tag,
                              storage_options=opts if is_url(args.path) else None,
-                             dest_storage_options=opts if is_url(args.output) else None)
+                             dest_storage_options=opts if is_url(args.output) else None,
+                             prune=args.prune)
     except (KeyError, ValueError) as exc:
         raise CLIError(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
     except FileNotFoundError as exc:
@@ -47,5 +48,10 @@ def cmd_export_dataset(args: argparse.Namespace) -> int:
         say(f"run {run!r} re-exported whole: {why}")
     for run, err in res.errors.items():
         say(f"run {run!r} not read (tried again next time): {err}")
+    for path, err in res.unlisted.items():
+        say(f"{path}: not listed, its runs not exported: {err}")
+    for run in res.runs_gone:
+        say(f"run {run!r} is no longer under {args.path}: "
+            f"{'its parts removed' if res.pruned else 'kept (--prune removes it)'}")
     print(printable(res.summary()), file=sys.stdout)
-    return 1 if res.errors or res.damage_rows else 0
+    return 1 if res.errors or res.damage_rows or res.unlisted else 0

@@ -59,14 +59,23 @@ class ExportResult:
     parts_removed: int  #: superseded parts, and parts of an export that did not finish
     errors: dict[str, str]  #: runs that could not be read (tried again next time)
     seconds: float
+    #: runs of the dataset no longer under the source (of an export of every run); their
+    #: parts are kept, or removed when ``pruned``
+    runs_gone: list[str] = dataclasses.field(default_factory=list)
+    pruned: bool = False
+    unlisted: dict[str, str] = dataclasses.field(default_factory=dict)  #: path -> why
 
     def summary(self) -> str:
         rows = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n) or "no rows"
+        gone = (f"; {len(self.runs_gone)} runs gone from the source "
+                f"{'removed' if self.pruned else 'kept'}" if self.runs_gone else "")
+        unlisted = f"; {len(self.unlisted)} paths not listed" if self.unlisted else ""
         return (f"export {self.export_id}: {rows}; files read {self.files_read} "
                 f"({self.bytes_read:,} B), skipped {self.files_skipped}; "
                 f"{self.parts_written} parts; "
-                f"damage {self.damage_rows}; {len(self.runs_reexported)} runs re-exported; "
-                f"{self.seconds:.2f} s")
+                f"damage {self.damage_rows}; {len(self.runs_reexported)} runs re-exported"
+                f"{gone}{unlisted}; {self.seconds:.2f} s")
+
 
 
 @dataclasses.dataclass
@@ -231,12 +240,16 @@ def export_dataset(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
                    storage_options: Mapping[str, Any] | None = None,
                    dest_storage_options: Mapping[str, Any] | None = None,
                    remote_options: Any = None, threads: int | None = None,
-                   purge: bool = True, verify: bool = True) -> ExportResult:
+                   purge: bool = True, verify: bool = True, prune: bool = False
+                   ) -> ExportResult:
     """Export the runs under ``src`` (a local root or an fsspec URL) into the Parquet
     dataset ``dest`` (a local directory or an fsspec URL), or bring it up to date.
 
     Args:
       runs: only these runs (default: all); the others' parts stay as they are.
+      prune: remove the parts of runs no longer under ``src`` (default: keep them; they
+        are listed in ``ExportResult.runs_gone`` either way).  Not with ``runs``, and not
+        done when a directory under ``src`` could not be listed (``unlisted``).
       tags: only tags matching one of these fnmatch patterns (default: all); a dataset
         keeps the selection it was first exported with (ValueError for another).
       storage_options: the source URL's filesystem options; ``dest_storage_options``
@@ -254,17 +267,21 @@ def export_dataset(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
         raise TypeError("runs must be a list of run names or None")
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise TypeError("tags must be a list of fnmatch patterns or None")
+    if not isinstance(prune, bool):
+        raise TypeError(f"prune must be a bool, got {type(prune).__name__}")
+    if prune and runs is not None:
+        raise ValueError("prune removes runs gone from the source: it needs runs=None")
     nthreads = thread_count(threads)
     store = open_store(dest, dest_storage_options if dest_storage_options is not None
                        else storage_options if is_url(dest) else None)
     with store.locked():
         return _export(store, src, runs, tags, storage_options, remote_options, nthreads,
-                       purge, verify, t0)
+                       purge, verify, prune, t0)
 
 
 def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | None,
             storage_options: Mapping[str, Any] | None, remote_options: Any, nthreads: int,
-            purge: bool, verify: bool, t0: float) -> ExportResult:
+            purge: bool, verify: bool, prune: bool, t0: float) -> ExportResult:
     state = DatasetState.from_bytes(store.read_state())
     removed = 0
     live = state.live_parts()
@@ -280,6 +297,7 @@ def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | No
         unknown = [r for r in wanted if r not in reader.runs()]
         if unknown:
             raise KeyError(f"no run {unknown[0]!r} under {src!r}")
+        gone, unlisted = _gone(state, reader, src, runs is None, prune)
         _check_tags(state, tags)
         plans = [plan_run(r, reader.files(r), reader.lineage_files(r), state.runs.get(r))
                  for r in wanted]
@@ -297,6 +315,10 @@ def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | No
                 ex.shutdown(wait=True, cancel_futures=True)
                 raise
     superseded: list[str] = []
+    pruned = prune and bool(gone) and not unlisted  # an unlisted directory may hold them
+    if pruned:
+        for run in gone:
+            superseded += state.runs.pop(run).parts
     for plan, o in zip(todo, outcomes):
         old = state.runs.get(plan.run)
         if o.state is not None:
@@ -304,7 +326,7 @@ def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | No
                 superseded += old.parts
             state.runs[plan.run] = o.state
     written = sum(len(o.parts) for o in outcomes)
-    if written or todo:
+    if written or todo or pruned:
         state.next_export = export_id + 1
         state.tags = sorted(tags) if tags is not None else None
         store.write_state(state.to_bytes())
@@ -323,7 +345,22 @@ def _export(store: Store, src: str, runs: list[str] | None, tags: list[str] | No
         [p.run for p in todo if p.action == "full" and not p.why],
         [p.run for p in todo if p.action == "append"],
         {p.run: p.why for p in todo if p.action == "full" and p.why}, removed,
-        {o.run: o.error for o in outcomes if o.error}, time.perf_counter() - t0)
+        {o.run: o.error for o in outcomes if o.error}, time.perf_counter() - t0,
+        gone, pruned, unlisted)
+
+
+def _gone(state: DatasetState, reader: Reader, src: str, every_run: bool,
+          prune: bool) -> tuple[list[str], dict[str, str]]:
+    """The dataset's runs no longer under ``src`` (of an export of every run) and the
+    paths under ``src`` that could not be listed (name -> why)."""
+    unlisted = {reader.name(e.filename) if isinstance(e.filename, str) else src: str(e)
+                for e in reader.discovery_errors}
+    present = set(reader.runs())
+    gone = sorted(r for r in state.runs if r not in present) if every_run else []
+    if prune and gone and not present:  # a wrong source would empty the dataset
+        raise ValueError(f"prune: no run under {src!r}, every run of the dataset would be "
+                         f"removed; refused")
+    return gone, unlisted
 
 
 def _check_tags(state: DatasetState, tags: list[str] | None) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import require_module
 
 from summarylog import Reader, Writer

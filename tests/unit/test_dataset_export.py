@@ -626,3 +626,58 @@ def test_write_all_writes_every_buffer_through_short_writes(tmp_path, monkeypatc
     assert calls and max(calls) <= 1024
     if short is None:  # nothing short: one call per 1024 buffers
         assert len(calls) == -(-sum(1 for b in bufs if memoryview(b).nbytes) // 1024)
+
+
+def test_runs_gone_from_the_source_kept_or_pruned(tmp_path, capsys):
+    """A run deleted from the source keeps its parts and is named (runs_gone); prune
+    removes them, never an unlisted directory's runs, never every run at once."""
+    from summarylog.cli import main
+
+    src, ds = tmp_path / "logs", str(tmp_path / "ds")
+    for run in ("a", "b", "c"):
+        with Writer(src / run) as w:
+            w.add_scalar("loss", 1.0, 0)
+            w.add_text("note", "hi", 0)
+    export_dataset(str(src), ds)
+    shutil.rmtree(src / "b")
+    kept = export_dataset(str(src), ds)
+    print(f"\n{kept.summary()}")
+    assert (kept.runs_gone, kept.pruned, kept.parts_written) == (["b"], False, 0)
+    assert "1 runs gone from the source kept" in kept.summary()
+    assert {r for r, _ in _scalars(ds)} == {"a", "b", "c"}
+    with pytest.raises(ValueError, match="needs runs=None"):
+        export_dataset(str(src), ds, runs=["a"], prune=True)
+    with pytest.raises(TypeError, match="prune"):
+        export_dataset(str(src), ds, prune="yes")  # type: ignore[arg-type]
+    (tmp_path / "empty").mkdir()  # a wrong source: refused, nothing removed
+    with pytest.raises(ValueError, match="every run of the dataset would be removed"):
+        export_dataset(str(tmp_path / "empty"), ds, prune=True)
+    assert {r for r, _ in _scalars(ds)} == {"a", "b", "c"}
+
+    real = os.scandir
+
+    def scandir(path="."):  # c's directory cannot be listed this time
+        if os.fspath(path) == str(src / "c"):
+            raise PermissionError(13, "Permission denied", str(src / "c"))
+        return real(path)
+
+    os.scandir = scandir
+    try:
+        held = export_dataset(str(src), ds, prune=True)
+    finally:
+        os.scandir = real
+    print(held.summary())
+    assert held.unlisted == {str(src / "c"): "[Errno 13] Permission denied: " +
+                             repr(str(src / "c"))}
+    assert (held.runs_gone, held.pruned) == (["b", "c"], False)
+    assert {r for r, _ in _scalars(ds)} == {"a", "b", "c"}
+
+    assert main(["export", str(src), "-o", ds + "/", "--prune"]) == 0
+    out = capsys.readouterr()
+    assert "run 'b' is no longer under" in out.err and "its parts removed" in out.err
+    assert "1 runs gone from the source removed" in out.out
+    assert {r for r, _ in _scalars(ds)} == {"a", "c"}
+    assert not any(run_key("b") in d for d, _, _ in os.walk(ds))  # every table's parts
+    again = export_dataset(str(src), ds, prune=True)
+    assert (again.runs_gone, again.parts_removed) == ([], 0)
+    assert main(["export", str(src), "-o", str(tmp_path / "x.parquet"), "--prune"]) == 2
