@@ -155,11 +155,12 @@ def test_sql_can_only_read_its_source(kind, events, dataset, tmp_path, figure):
     require_module("duckdb")
     from summarylog.sql import query
 
+    from summarylog.cli import main
+
     src = dataset if kind == "dataset" else events
     if kind == "long table":
         src = str(tmp_path / "long.parquet")
-        subprocess.run([sys.executable, "-m", "summarylog", "export", events, "-o", src],
-                       check=True, capture_output=True)
+        assert main(["export", events, "-o", src]) == 0
     target = tmp_path / "x.csv"
     inside = os.path.join(dataset, "scalars", "evil.csv")
     secret = tmp_path / "secret.csv"
@@ -415,11 +416,11 @@ def test_a_parquet_long_table_is_the_view_scalars(events, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from summarylog.cli import main
     from summarylog.sql import query
 
     out = tmp_path / "long.parquet"
-    subprocess.run([sys.executable, "-m", "summarylog", "export", events, "-o", str(out)],
-                   check=True, capture_output=True)
+    assert main(["export", events, "-o", str(out)]) == 0
     sql = "SELECT run, tag, count(*) AS n, sum(value) AS s FROM scalars GROUP BY ALL ORDER BY ALL"
     got = query(sql, str(out), output="arrow").to_pylist()
     want = query(sql, events, output="arrow").to_pylist()
@@ -435,8 +436,7 @@ def test_a_parquet_long_table_is_the_view_scalars(events, tmp_path):
         query("SELECT * FROM histograms", str(out))
     for fmt in ("csv", "jsonl"):
         other = tmp_path / f"long.{fmt}"
-        subprocess.run([sys.executable, "-m", "summarylog", "export", events, "-o", str(other)],
-                       check=True, capture_output=True)
+        assert main(["export", events, "-o", str(other)]) == 0
         with pytest.raises(ValueError, match=f"long.{fmt}: a CSV or JSON lines long table"):
             query("SELECT count(*) FROM scalars", str(other))
     alien = tmp_path / "alien.parquet"
