@@ -1,10 +1,11 @@
 """How a part's rows (one table per tag, in tag order) are cut into row groups.
 
-A tag of at least :data:`GROUP_MIN` rows gets row groups of its own: their statistics
-let a filter on the tag skip the others' (a group-by over every tag pays a little for
-the extra row groups; docs/datasets.md weighs the two).  A row group costs a few KiB (footer entry, dictionary pages, a fresh zstd
-context), a few percent of a tag this size; smaller tags share row groups so they
-don't pay it.  No row group holds more than :data:`GROUP_MAX` rows."""
+A tag of at least :data:`GROUP_MIN` rows (a full page) gets row groups of its own: their
+statistics let a filter on the tag skip the others'.  Smaller tags share row groups of
+about that size: each row group costs every reader a setup (footer entry, dictionary
+pages, a zstd context), and a group-by over every tag of many small runs pays it per
+row group (docs/datasets.md weighs the two).  No row group holds more than
+:data:`GROUP_MAX` rows."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Iterator
 
 __all__ = ["GROUP_MIN", "GROUP_MAX", "row_groups"]
 
-GROUP_MIN = 1 << 14
+GROUP_MIN = 1 << 17  # scalar_parquet's page: a row group of this size is one page a column
 GROUP_MAX = 1 << 20
 
 
