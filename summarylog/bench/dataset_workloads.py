@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import Context, Row, bench, need_peer, per_second
+from .registry import Context, Row, bench, need_peer, per_second, write_back
 
 _TAGS = ("loss", "acc", "lr", "grad")
 
@@ -41,6 +41,7 @@ def _root(ctx: Context, runs: int, steps: int, layout: str) -> tuple[str, int]:
         d = os.path.join(root, f"run{k:04d}")
         os.mkdir(d)
         shutil.copyfile(os.path.join(first, name), os.path.join(d, name))
+    write_back()
     ctx.cache[key] = (root, runs * steps * len(_TAGS))
     return ctx.cache[key]
 
@@ -170,6 +171,7 @@ def bench_groupby_duckdb(ctx: Context) -> list[Row]:
     dest = ctx.path("dataset_groupby")
     try:
         _export(root, dest)
+        write_back()
         (_, a), (_, b) = _duckdb(dest), _pandas(root)
         got = {(r["run"], r["tag"]): (r["n"], r["last_step"]) for r in a.to_pylist()}
         want = {k: (int(v.n), int(v.last_step)) for k, v in b.iterrows()}

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .registry import Context, Row, bench, need_peer, per_second
+from .registry import Context, Row, bench, need_peer, per_second, write_back
 
 __all__ = ["bench_ray_read"]
 
@@ -48,6 +48,7 @@ def _root(ctx: Context, runs: int, distinct: int, steps: int) -> tuple[str, int]
         os.mkdir(d)
         src = names[k % distinct]
         os.link(src, os.path.join(d, os.path.basename(src)))
+    write_back()
     return root, runs * steps * len(_TAGS)
 
 

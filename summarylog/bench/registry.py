@@ -236,6 +236,14 @@ def timed(body: Callable[[], Any], setup: Callable[[], Any] | None = None,
     return run
 
 
+def write_back() -> None:
+    """Write back every dirty page (untimed): a setup's or one candidate's writeback
+    would otherwise land in the timed rounds that follow (the kernel starts it about
+    30 s after the writes, in the middle of them)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
 def per_second(work: float, seconds: list[float]) -> list[float]:
     """Throughput figures (work / s) for each run."""
     return [work / s for s in seconds]

@@ -17,7 +17,8 @@ import time
 from importlib import metadata
 from typing import Any, Callable
 
-from .registry import Context, PeerMissing, Row, bench, need_peer, per_second, timed
+from .registry import (Context, PeerMissing, Row, bench, need_peer, per_second, timed,
+                       write_back)
 
 __all__ = ["bench_crc32c", "bench_write_many", "bench_fsync_1mib", "bench_scan"]
 
@@ -41,13 +42,6 @@ def _payloads(ctx: Context, n: int, size: int = PAYLOAD_SIZE) -> list[bytes]:
         have = [blob[i : i + size] for i in range(0, n * size, size)]
         ctx.cache[key] = have
     return have if len(have) == n else have[:n]
-
-
-def _sync() -> None:
-    """Write back every dirty page (untimed), so one candidate's writeback does
-    not land in the next one's timing."""
-    if hasattr(os, "sync"):
-        os.sync()
 
 
 def _unlink(path: str) -> None:
@@ -166,7 +160,7 @@ def bench_write_many(ctx: Context) -> list[Row]:
         state: dict[str, str] = {}
 
         def setup() -> None:
-            _sync()
+            write_back()
             state["path"] = ctx.path(key)
 
         def body() -> None:
@@ -279,7 +273,7 @@ def bench_fsync_1mib(ctx: Context) -> list[Row]:
     fsyncs: list[int] = []
 
     def ours() -> float:
-        _sync()
+        write_back()
         path = ctx.path("fsync-ours")
         t0 = time.perf_counter()
         w = RecordWriter(path, durability="fsync")
@@ -316,7 +310,7 @@ def bench_fsync_1mib(ctx: Context) -> list[Row]:
         spawn = sorted(spans)[len(spans) // 2]
 
         def peer() -> float:
-            _sync()
+            write_back()
             path = ctx.path("fsync-dd")
             t0 = time.perf_counter()
             cp = run_dd(["if=/dev/zero", f"of={path}", "bs=1M", f"count={mib}", "conv=fsync"])
