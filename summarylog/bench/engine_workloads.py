@@ -143,11 +143,13 @@ def bench_ray_read(ctx: Context) -> list[Row]:
             for got in (_ray_reduce(ray, root), _ray_rows(root)):  # warm-up and check
                 if got[0] != want[0] or not np.isclose(got[1], want[1], rtol=1e-9):
                     raise RuntimeError(f"Ray read {got[:2]}, the Reader {want[:2]}")
+            # the one-thread Reader's rounds move most on a shared machine (its 2.4 GB of
+            # columns): five paired rounds steady the median where three did not
             secs = ctx.rounds({"reduce": lambda: _ray_reduce(ray, root)[2],
                                "reserved": lambda: _ray_reduce(
                                    ray, root, op_resource_reservation=True)[2],
                                "rows": lambda: _ray_rows(root)[2],
-                               "reader": lambda: _reader(root)[2]}, at_least=3)
+                               "reader": lambda: _reader(root)[2]}, at_least=5)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     cpus = os.cpu_count()
