@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .registry import Context, PeerMissing, Row, bench, need_peer, per_second
+from .registry import Context, PeerMissing, Row, bench, need_peer, per_second, write_back
 from .workloads import _tb_reader_kind, _unlink, _ver
 
 __all__ = ["bench_read_scalars", "bench_read_scalars_tbparse", "bench_rust_server",
@@ -80,6 +80,7 @@ def _scalar_run(ctx: Context, n: int) -> str:
         for i in range(n):
             add(TAG, 1.0 / (1.0 + 1e-3 * i), i)
         w.close()
+        write_back()
         ctx.cache[key] = run_dir
     _warm(run_dir)
     return run_dir
@@ -402,6 +403,7 @@ def _scalar_root(ctx: Context, runs: int, n: int) -> str:
             os.mkdir(dst)
             for name in names:
                 shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+        write_back()
         ctx.cache[key] = root
     _warm(root)
     return root
@@ -665,6 +667,7 @@ def _many_runs(ctx: Context, runs: int) -> str:
                 for k, tag in enumerate(_TAGS):
                     w.add_scalar(tag, (k + 1) / (step + 1), step)
             w.close()
+        write_back()
         ctx.cache[key] = root
     _warm(root)
     return root
