@@ -17,8 +17,7 @@ import time
 from importlib import metadata
 from typing import Any, Callable
 
-from .registry import (Context, PeerMissing, Row, bench, need_peer, per_second, timed,
-                       write_back)
+from .registry import Context, PeerMissing, Row, bench, need_peer, per_second, timed, write_back
 
 __all__ = ["bench_crc32c", "bench_write_many", "bench_fsync_1mib", "bench_scan"]
 

@@ -77,7 +77,6 @@ class ExportResult:
                 f"{gone}{unlisted}; {self.seconds:.2f} s")
 
 
-
 @dataclasses.dataclass
 class _Outcome:
     run: str

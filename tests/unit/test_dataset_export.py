@@ -629,7 +629,7 @@ def test_write_all_writes_every_buffer_through_short_writes(tmp_path, monkeypatc
         assert len(calls) == -(-sum(1 for b in bufs if memoryview(b).nbytes) // 1024)
 
 
-def test_runs_gone_from_the_source_kept_or_pruned(tmp_path, capsys):
+def test_runs_gone_from_the_source_kept_or_pruned(tmp_path, capsys, monkeypatch):
     """A run deleted from the source keeps its parts and is named (runs_gone); prune
     removes them, never an unlisted directory's runs, never every run at once."""
     from summarylog.cli import main
@@ -662,11 +662,9 @@ def test_runs_gone_from_the_source_kept_or_pruned(tmp_path, capsys):
             raise PermissionError(13, "Permission denied", str(src / "c"))
         return real(path)
 
-    os.scandir = scandir
-    try:
+    with monkeypatch.context() as m:
+        m.setattr(os, "scandir", scandir)
         held = export_dataset(str(src), ds, prune=True)
-    finally:
-        os.scandir = real
     print(held.summary())
     assert held.unlisted == {str(src / "c"): "[Errno 13] Permission denied: " +
                              repr(str(src / "c"))}

@@ -12,7 +12,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import require_module
 
 STEPS = 400
@@ -153,9 +152,8 @@ def test_sql_can_only_read_its_source(kind, events, dataset, tmp_path, figure):
     """COPY TO, ATTACH, SET, INSTALL, a second statement and reads of other files are
     refused, inside the dataset as well as outside it; nothing is written."""
     require_module("duckdb")
-    from summarylog.sql import query
-
     from summarylog.cli import main
+    from summarylog.sql import query
 
     src = dataset if kind == "dataset" else events
     if kind == "long table":
