@@ -52,25 +52,41 @@ uint64_t slg_pq_delta_bound(uint64_t n) {
     return 4 * 10 + (n / BLOCK + 1) * (10 + MINIS + BLOCK * 8);
 }
 
-int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t cap,
-                           int64_t *minmax) {
+/* Reads the values of segments one after another. */
+typedef struct {
+    const int64_t *const *seg;
+    const uint64_t *len;
+    uint64_t k, i; /* segment, index in it */
+} cursor;
+
+static int64_t next_value(cursor *c) {
+    while (c->i == c->len[c->k]) c->k++, c->i = 0;
+    return c->seg[c->k][c->i++];
+}
+
+int64_t slg_pq_delta_int64(const int64_t *const *seg, const uint64_t *len, uint64_t nseg,
+                           uint8_t *out, uint64_t cap, int64_t *minmax) {
+    uint64_t n = 0;
+    for (uint64_t k = 0; k < nseg; k++) n += len[k];
     if (n == 0 || cap < slg_pq_delta_bound(n)) return -1;
-    int64_t vmin = v[0], vmax = v[0];
+    cursor c = {seg, len, 0, 0};
+    int64_t prev = next_value(&c), vmin = prev, vmax = prev;
     uint8_t *p = out;
     p = put_uvarint(p, BLOCK);
     p = put_uvarint(p, MINIS);
     p = put_uvarint(p, n);
-    p = put_uvarint(p, zigzag(v[0]));
+    p = put_uvarint(p, zigzag(prev));
     uint64_t d[BLOCK];
     for (uint64_t i = 1; i < n; i += BLOCK) {
         uint64_t m = n - i < BLOCK ? n - i : BLOCK;
         /* deltas wrap as two's complement, as readers add them back */
         int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (uint64_t k = 0; k < m; k++) {
-            int64_t x = v[i + k];
+            int64_t x = next_value(&c);
             vmin = x < vmin ? x : vmin;
             vmax = x > vmax ? x : vmax;
-            d[k] = (uint64_t)x - (uint64_t)v[i + k - 1];
+            d[k] = (uint64_t)x - (uint64_t)prev;
+            prev = x;
             lo = (int64_t)d[k] < lo ? (int64_t)d[k] : lo;
             hi = (int64_t)d[k] > hi ? (int64_t)d[k] : hi;
         }
@@ -98,18 +114,21 @@ int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t 
     return (int64_t)(p - out);
 }
 
-int slg_pq_split_f64(const double *x, uint64_t n, uint8_t *dst, double *minmax) {
+/* m values of x into the n-byte streams of dst from position at; *lo and *hi
+ * widened to their min and max.  NaN never replaces a bound (min/max keep
+ * their second operand when one is NaN). */
+static void split_part(const double *x, uint64_t m, uint8_t *dst, uint64_t n, uint64_t at,
+                       double *lo_io, double *hi_io) {
     const uint8_t *src = (const uint8_t *)x;
-    uint8_t *s0 = dst, *s1 = dst + n, *s2 = dst + 2 * n, *s3 = dst + 3 * n;
-    uint8_t *s4 = dst + 4 * n, *s5 = dst + 5 * n, *s6 = dst + 6 * n, *s7 = dst + 7 * n;
+    uint8_t *s0 = dst + at, *s1 = s0 + n, *s2 = s1 + n, *s3 = s2 + n;
+    uint8_t *s4 = s3 + n, *s5 = s4 + n, *s6 = s5 + n, *s7 = s6 + n;
     uint64_t i = 0;
-    /* NaN never replaces a bound (min/max keep their second operand when one is NaN) */
-    double lo = INFINITY, hi = -INFINITY;
+    double lo = *lo_io, hi = *hi_io;
 #if defined(__SSE2__)
-    __m128d vlo = _mm_set1_pd(INFINITY), vhi = _mm_set1_pd(-INFINITY);
+    __m128d vlo = _mm_set1_pd(lo), vhi = _mm_set1_pd(hi);
     /* 8 values at a time: an 8x8 byte transpose in three rounds of unpacks,
      * then 8 bytes to each stream (byte stores one by one cost several times more) */
-    for (; i + 8 <= n; i += 8, src += 64) {
+    for (; i + 8 <= m; i += 8, src += 64) {
         __m128i a0 = _mm_loadu_si128((const __m128i *)src);
         __m128i a1 = _mm_loadu_si128((const __m128i *)(src + 16));
         __m128i a2 = _mm_loadu_si128((const __m128i *)(src + 32));
@@ -144,11 +163,23 @@ int slg_pq_split_f64(const double *x, uint64_t n, uint8_t *dst, double *minmax) 
     lo = l2[0] < l2[1] ? l2[0] : l2[1];
     hi = h2[0] > h2[1] ? h2[0] : h2[1];
 #endif
-    for (; i < n; i++, src += 8) {
+    for (; i < m; i++, src += 8) {
         s0[i] = src[0], s1[i] = src[1], s2[i] = src[2], s3[i] = src[3];
         s4[i] = src[4], s5[i] = src[5], s6[i] = src[6], s7[i] = src[7];
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
+    }
+    *lo_io = lo, *hi_io = hi;
+}
+
+int slg_pq_split_f64(const double *const *seg, const uint64_t *len, uint64_t nseg,
+                     uint8_t *dst, double *minmax) {
+    uint64_t n = 0, at = 0;
+    for (uint64_t k = 0; k < nseg; k++) n += len[k];
+    double lo = INFINITY, hi = -INFINITY;
+    for (uint64_t k = 0; k < nseg; k++) {
+        split_part(seg[k], len[k], dst, n, at, &lo, &hi);
+        at += len[k];
     }
     minmax[0] = lo, minmax[1] = hi;
     return lo <= hi;

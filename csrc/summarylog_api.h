@@ -415,17 +415,20 @@ void slg_lane_free(slg_lane *l);
 void slg_copy_many(const uint64_t *jobs, uint64_t n);
 
 /* ---- Parquet column encodings of the export (parquet_encode.c) -------- */
+/* The encoders read a page's rows from nseg segments one after another (a
+ * row group's tags, each its own array: no joined copy). */
 /* Bytes slg_pq_delta_int64 may write for n values. */
 uint64_t slg_pq_delta_bound(uint64_t n);
-/* n >= 1 values as DELTA_BINARY_PACKED (blocks of 128, 4 miniblocks), and
- * their min and max into minmax[0..1]; the bytes written, or -1 when n is 0
- * or cap < slg_pq_delta_bound(n). */
-int64_t slg_pq_delta_int64(const int64_t *v, uint64_t n, uint8_t *out, uint64_t cap,
-                           int64_t *minmax);
-/* n doubles as BYTE_STREAM_SPLIT (8 * n bytes, byte k of each value in stream
- * k), and their min and max without NaN into minmax[0..1]; 0 when every value
- * is NaN (or n is 0), else 1. */
-int slg_pq_split_f64(const double *x, uint64_t n, uint8_t *dst, double *minmax);
+/* The n >= 1 values of the segments as DELTA_BINARY_PACKED (blocks of 128, 4
+ * miniblocks), and their min and max into minmax[0..1]; the bytes written,
+ * or -1 when n is 0 or cap < slg_pq_delta_bound(n). */
+int64_t slg_pq_delta_int64(const int64_t *const *seg, const uint64_t *len, uint64_t nseg,
+                           uint8_t *out, uint64_t cap, int64_t *minmax);
+/* The n doubles of the segments as BYTE_STREAM_SPLIT (8 * n bytes, byte k of
+ * value i at k * n + i), and their min and max without NaN into minmax[0..1];
+ * 0 when every value is NaN (or n is 0), else 1. */
+int slg_pq_split_f64(const double *const *seg, const uint64_t *len, uint64_t nseg,
+                     uint8_t *dst, double *minmax);
 
 /* ---- Small event files in one call (file_scalars.c) -------------------- */
 #define SLG_LOAD_FALLBACK 1     /* not handled here: use RecordReader + decode */

@@ -208,36 +208,67 @@ def _page_buffer(levels: bytes, size: int) -> tuple[memoryview, Any]:
     return memoryview(buf)[:need], ptr + len(levels)
 
 
-def _steps(col: ColumnChunk, step: np.ndarray) -> tuple[bytes, bytes]:
-    """The step pages; the column's min and max."""
+Pieces = list[tuple[int, int, int]]  # (series, first row, end row) slices, in order
+
+
+def _paged(pieces: Pieces) -> list[Pieces]:
+    """``pieces`` cut into pages of _PAGE_ROWS rows (the last one shorter)."""
+    pages: list[Pieces] = []
+    page: Pieces = []
+    room = _PAGE_ROWS
+    for i, a, b in pieces:
+        while a < b:
+            take = min(room, b - a)
+            page.append((i, a, a + take))
+            a, room = a + take, room - take
+            if not room:
+                pages.append(page)
+                page, room = [], _PAGE_ROWS
+    if page:
+        pages.append(page)
+    return pages
+
+
+def _segments(columns: dict[int, Any], page: Pieces, ctype: str) -> tuple[Any, Any, int, int]:
+    """A page's slices as the encoders take them: pointers, lengths, count, rows."""
+    lens = [b - a for _, a, b in page]
+    return (ffi.new(f"{ctype} *[]", [columns[i] + a for i, a, _ in page]),
+            ffi.new("uint64_t[]", lens), len(page), sum(lens))
+
+
+def _steps(col: ColumnChunk, columns: dict[int, Any], pages: list[Pieces]) -> tuple[bytes, bytes]:
+    """The step pages (``columns``: series -> pointer to its steps); the column's min
+    and max."""
     lo = hi = None
     mm = ffi.new("int64_t[2]")
-    for start in range(0, len(step), _PAGE_ROWS):
-        part = np.ascontiguousarray(step[start:start + _PAGE_ROWS])
-        levels = _levels(len(part))
-        cap = lib.slg_pq_delta_bound(len(part))
+    for page in pages:
+        seg, lens, nseg, rows = _segments(columns, page, "int64_t")
+        levels = _levels(rows)
+        cap = lib.slg_pq_delta_bound(rows)
         buf, values = _page_buffer(levels, cap)
-        n = lib.slg_pq_delta_int64(ffi.from_buffer("int64_t[]", part), len(part), values, cap, mm)
+        n = lib.slg_pq_delta_int64(seg, lens, nseg, values, cap, mm)
         if n < 0:  # pragma: no cover - the buffer is sized by slg_pq_delta_bound
             raise RuntimeError("slg_pq_delta_int64: buffer too small")
-        col.data_page(buf, len(levels) + n, len(part), _DELTA)
+        col.data_page(buf, len(levels) + n, rows, _DELTA)
         lo = mm[0] if lo is None else min(lo, mm[0])
         hi = mm[1] if hi is None else max(hi, mm[1])
     return _st.pack("<q", lo), _st.pack("<q", hi)
 
 
-def _doubles(col: ColumnChunk, x: np.ndarray) -> tuple[bytes | None, bytes | None]:
-    """The pages of a double column; its min and max without NaN (none when all are
-    NaN), a zero min written -0.0 and a zero max +0.0, as Parquet's ordering asks."""
+def _doubles(col: ColumnChunk, columns: dict[int, Any], pages: list[Pieces]
+             ) -> tuple[bytes | None, bytes | None]:
+    """The pages of a double column (``columns``: series -> pointer to its values);
+    its min and max without NaN (none when all are NaN), a zero min written -0.0 and
+    a zero max +0.0, as Parquet's ordering asks."""
     lo, hi = float("inf"), float("-inf")
     mm = ffi.new("double[2]")
-    for start in range(0, len(x), _PAGE_ROWS):
-        part = np.ascontiguousarray(x[start:start + _PAGE_ROWS], np.float64)
-        levels = _levels(len(part))
-        buf, values = _page_buffer(levels, 8 * len(part))
-        if lib.slg_pq_split_f64(ffi.from_buffer("double[]", part), len(part), values, mm):
+    for page in pages:
+        seg, lens, nseg, rows = _segments(columns, page, "double")
+        levels = _levels(rows)
+        buf, values = _page_buffer(levels, 8 * rows)
+        if lib.slg_pq_split_f64(seg, lens, nseg, values, mm):
             lo, hi = min(lo, mm[0]), max(hi, mm[1])
-        col.data_page(buf, len(buf), len(part), _SPLIT)
+        col.data_page(buf, len(buf), rows, _SPLIT)
     if lo > hi:
         return None, None
     return _st.pack("<d", -0.0 if lo == 0 else lo), _st.pack("<d", 0.0 if hi == 0 else hi)
@@ -261,10 +292,16 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> list[bytes]:
     names = [arrow_text(tag).encode() for tag, _ in series]
     groups = []
     total = 0
+    # each series' columns as C arrays (the Reader's are already: no copy); a row
+    # group's pages are encoded from its series' slices, never joined into one array
+    arrays = [(np.ascontiguousarray(s.step, np.int64),
+               np.ascontiguousarray(s.wall_time, np.float64),
+               np.ascontiguousarray(s.value, np.float64)) for _, s in series]
     for ordinal, group in enumerate(row_groups([len(s.step) for _, s in series])):
-        cols = [[series[i][1][k][a:b] for i, a, b in group] for k in range(3)]
-        step, wall, value = (c[0] if len(c) == 1 else np.concatenate(c) for c in cols)
-        rows, raw = len(step), 0
+        pages = _paged(group)
+        step, wall, value = ({i: ffi.from_buffer(f"{t}[]", arrays[i][k]) for i, _, _ in group}
+                             for k, t in enumerate(("int64_t", "double", "double")))
+        rows, raw = sum(b - a for _, a, b in group), 0
         first, chunks = pos, []
         for name in ("run", "tag", "step", "wall_time", "value"):
             col = ColumnChunk(out, pos)
@@ -277,10 +314,10 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> list[bytes]:
                 _text_column(col, tags, [(k, b - a) for k, (_, a, b) in enumerate(group)], rows)
                 lo, hi, enc = min(tags), max(tags), _RLE_DICT
             elif name == "step":
-                lo, hi = _steps(col, step)
+                lo, hi = _steps(col, step, pages)
                 enc = _DELTA
             else:
-                lo, hi = _doubles(col, wall if name == "wall_time" else value)
+                lo, hi = _doubles(col, wall if name == "wall_time" else value, pages)
                 enc = _SPLIT
             chunks.append(col.meta(META_HEADS[name], rows, lo, hi, enc))
             raw += col.raw

@@ -5,7 +5,9 @@
  * DELTA_BINARY_PACKED within slg_pq_delta_bound bytes, with their min and
  * max; a too-small buffer or no values are refused; BYTE_STREAM_SPLIT puts
  * byte k of value i at k*n+i, and the min and max leave NaN out (none when
- * every value is NaN). */
+ * every value is NaN).  Both read their values from segments: every input is
+ * also cut at random places (empty segments among them), with the same bytes
+ * out as in one piece. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,20 +69,55 @@ static int64_t decode_delta(const uint8_t *p, uint64_t len, int64_t *out, uint64
     return p == end ? (int64_t)n : -1;
 }
 
-static void roundtrip(const int64_t *v, uint64_t n) {
+enum { MAX_CUTS = 6 };
+
+/* n values cut into segments at up to MAX_CUTS random places (repeats give
+ * empty segments); the number of segments. */
+static uint64_t cut(const void *v, size_t width, uint64_t n, t_rng *r, const void **seg,
+                    uint64_t *len) {
+    uint64_t at[MAX_CUTS + 2], cuts = rng_below(r, MAX_CUTS + 1);
+    at[0] = 0;
+    for (uint64_t k = 1; k <= cuts; k++) at[k] = rng_below(r, n + 1);
+    at[cuts + 1] = n;
+    for (uint64_t k = 2; k <= cuts; k++) /* sorted: insertion */
+        for (uint64_t j = k; j > 1 && at[j] < at[j - 1]; j--) {
+            uint64_t t = at[j];
+            at[j] = at[j - 1], at[j - 1] = t;
+        }
+    for (uint64_t k = 0; k <= cuts; k++) {
+        seg[k] = (const char *)v + at[k] * width;
+        len[k] = at[k + 1] - at[k];
+    }
+    return cuts + 1;
+}
+
+static int64_t delta(const int64_t *v, uint64_t n, uint8_t *out, uint64_t cap, int64_t *mm) {
+    const int64_t *seg[1] = {v};
+    uint64_t len[1] = {n};
+    return slg_pq_delta_int64(seg, len, 1, out, cap, mm);
+}
+
+static void roundtrip(const int64_t *v, uint64_t n, t_rng *r) {
     uint64_t cap = slg_pq_delta_bound(n);
-    uint8_t *buf = malloc(cap);
+    uint8_t *buf = malloc(cap), *buf2 = malloc(cap);
     int64_t *back = malloc(n * sizeof *back);
-    int64_t mm[2] = {0, 0}, lo = v[0], hi = v[0];
+    int64_t mm[2] = {0, 0}, mm2[2] = {0, 0}, lo = v[0], hi = v[0];
     for (uint64_t i = 1; i < n; i++) lo = v[i] < lo ? v[i] : lo, hi = v[i] > hi ? v[i] : hi;
-    int64_t len = slg_pq_delta_int64(v, n, buf, cap, mm);
+    int64_t len = delta(v, n, buf, cap, mm);
     CHECK_EQ(mm[0], lo);
     CHECK_EQ(mm[1], hi);
     if (CHECK(len > 0 && (uint64_t)len <= cap)) {
         CHECK_EQ(decode_delta(buf, (uint64_t)len, back, n), n);
         CHECK(memcmp(back, v, n * sizeof *v) == 0);
     }
+    const void *seg[MAX_CUTS + 1];
+    uint64_t lens[MAX_CUTS + 1];
+    uint64_t nseg = cut(v, sizeof *v, n, r, seg, lens);
+    int64_t len2 = slg_pq_delta_int64((const int64_t *const *)seg, lens, nseg, buf2, cap, mm2);
+    if (CHECK_EQ(len2, len) && len > 0) CHECK(memcmp(buf, buf2, (size_t)len) == 0);
+    CHECK(mm2[0] == lo && mm2[1] == hi);
     free(buf);
+    free(buf2);
     free(back);
 }
 
@@ -102,7 +139,7 @@ static void test_delta_shapes(void) {
                 default: v[i] = -(int64_t)i * 3 + (int64_t)(x % 2); break; /* descending */
                 }
             }
-            roundtrip(v, n);
+            roundtrip(v, n, &r);
         }
     }
     free(v);
@@ -123,16 +160,19 @@ static void test_delta_fuzz(void) {
             x = (int64_t)((uint64_t)x + d);
             v[i] = x;
         }
-        roundtrip(v, n);
+        roundtrip(v, n, &r);
     }
 }
 
 static void test_delta_refusals(void) {
     int64_t v[3] = {1, 2, 3}, mm[2];
     uint8_t buf[2048];
-    CHECK_EQ(slg_pq_delta_int64(v, 0, buf, sizeof buf, mm), (uint64_t)-1);
-    CHECK_EQ(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3) - 1, mm), (uint64_t)-1);
-    CHECK(slg_pq_delta_int64(v, 3, buf, slg_pq_delta_bound(3), mm) > 0);
+    CHECK_EQ(delta(v, 0, buf, sizeof buf, mm), (uint64_t)-1);
+    CHECK_EQ(delta(v, 3, buf, slg_pq_delta_bound(3) - 1, mm), (uint64_t)-1);
+    CHECK(delta(v, 3, buf, slg_pq_delta_bound(3), mm) > 0);
+    const int64_t *none[2] = {v, v};
+    uint64_t zero[2] = {0, 0};
+    CHECK_EQ(slg_pq_delta_int64(none, zero, 2, buf, sizeof buf, mm), (uint64_t)-1);
 }
 
 static void test_byte_split(void) {
@@ -148,15 +188,22 @@ static void test_byte_split(void) {
                 if (nans == 2 || (nans == 1 && rng_below(&r, 3) == 0)) x[i] = NAN;
                 if (!isnan(x[i])) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
             }
-            double mm[2];
-            int any = slg_pq_split_f64(x, n, dst, mm);
-            const uint8_t *src = (const uint8_t *)x;
-            int ok = 1;
-            for (uint64_t i = 0; i < n; i++)
-                for (unsigned k = 0; k < 8; k++) ok &= dst[k * n + i] == src[i * 8 + k];
-            CHECK(ok);
-            CHECK_EQ(any, lo <= hi);
-            if (any) CHECK(mm[0] == lo && mm[1] == hi);
+            const void *seg[MAX_CUTS + 1];
+            uint64_t lens[MAX_CUTS + 1];
+            for (int pieces = 0; pieces < 2; pieces++) { /* one segment, then cut */
+                uint64_t nseg = pieces ? cut(x, sizeof *x, n, &r, seg, lens) : 1;
+                if (!pieces) seg[0] = x, lens[0] = n;
+                double mm[2];
+                memset(dst, 0xa5, sizeof dst);
+                int any = slg_pq_split_f64((const double *const *)seg, lens, nseg, dst, mm);
+                const uint8_t *src = (const uint8_t *)x;
+                int ok = 1;
+                for (uint64_t i = 0; i < n; i++)
+                    for (unsigned k = 0; k < 8; k++) ok &= dst[k * n + i] == src[i * 8 + k];
+                CHECK(ok);
+                CHECK_EQ(any, lo <= hi);
+                if (any) CHECK(mm[0] == lo && mm[1] == hi);
+            }
         }
     }
 }

@@ -75,6 +75,10 @@ CASES = {
                          ("c\udcff", _series(70, 3)), ("d\u00e9", _series(1, 4))],
     "big tag, pages": [("acc", _series(GROUP_MIN, 5)), ("big", _series((1 << 17) * 2 + 3, 6, "any")),
                        ("small", _series(10, 7))],
+    # small tags sharing a row group of two pages: a page's rows come from several
+    # tags, and the second page starts inside a tag
+    "tags across pages": [("a", _series(50_000, 8)), ("b", _series(60_000, 9, "any")),
+                          ("c", _series(40_000, 10)), ("d", _series(3, 11, "any"))],
 }
 
 
