@@ -9,6 +9,7 @@ import contextlib
 import errno
 import os
 import stat
+import threading
 from typing import Any, Iterator, Mapping
 
 from ..remote.urls import filesystem, is_url
@@ -57,6 +58,10 @@ class LocalStore(Store):
         self.dest = dest
         with SideDir(dest):  # dest itself is the user's: a link there is their choice
             pass
+        # while locked (an export), each table's directory stays open: a part then
+        # costs its run directory and its file, not the walk from dest down
+        self._held: dict[str, SideDir] | None = None
+        self._held_lock = threading.Lock()
 
     @contextlib.contextmanager
     def _dir(self, *names: str, make: bool = True) -> Iterator[SideDir]:
@@ -72,8 +77,25 @@ class LocalStore(Store):
                 d.close()
 
     def write_part(self, table: str, keydir: str, name: str, data: list[Any]) -> None:
-        with self._dir(table, keydir) as d:
-            d.replace(name, data)
+        held = self._table(table)
+        if held is None:
+            with self._dir(table, keydir) as d:
+                d.replace(name, data)
+            return
+        with held.sub(keydir) as run_dir:
+            run_dir.replace(name, data)
+
+    def _table(self, table: str) -> SideDir | None:
+        """The directory of ``table``, held open until the lock is released (None when
+        the store is not locked)."""
+        with self._held_lock:
+            if self._held is None:
+                return None
+            d = self._held.get(table)
+            if d is None:
+                with SideDir(self.dest) as root:
+                    d = self._held[table] = root.sub(table)
+            return d
 
     def parts(self) -> Iterator[tuple[str, str, str]]:
         for table in TABLES:
@@ -127,8 +149,13 @@ class LocalStore(Store):
             except BlockingIOError:
                 raise BlockingIOError(errno.EAGAIN, "another export is writing this dataset",
                                       os.path.join(self.dest, STATE_DIR, ".lock")) from None
+            self._held = {}
             yield
         finally:
+            with self._held_lock:
+                for d in (self._held or {}).values():
+                    d.close()
+                self._held = None
             os.close(fd)
 
 

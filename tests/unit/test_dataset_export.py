@@ -412,6 +412,33 @@ def test_planted_symlink_in_dataset_refused(tmp_path):
     assert os.listdir(outside) == []
 
 
+def test_symlink_planted_during_export_not_followed(tmp_path, monkeypatch):
+    """The table directory swapped for a link to elsewhere after the first part: the
+    export keeps writing into the directory it holds open; nothing lands outside."""
+    src, ds, outside, moved = (tmp_path / n for n in ("logs", "ds", "outside", "moved"))
+    for k in range(3):
+        with Writer(src / f"r{k}") as w:
+            w.add_scalar("loss", float(k), 0)
+    outside.mkdir()
+    real = store_mod.LocalStore.write_part
+
+    def swapping(self, table, keydir, name, data):
+        real(self, table, keydir, name, data)
+        if table == "scalars" and not os.path.islink(ds / "scalars"):
+            os.rename(ds / "scalars", moved)
+            os.symlink(outside, ds / "scalars")
+
+    monkeypatch.setattr(store_mod.LocalStore, "write_part", swapping)
+    res = export_dataset(str(src), str(ds), threads=1)
+    assert os.listdir(outside) == []
+    assert sorted(os.listdir(moved)) == sorted(f"run_key={run_key(f'r{k}')}" for k in range(3))
+    monkeypatch.setattr(store_mod.LocalStore, "write_part", real)
+    with pytest.raises(OSError):  # the next export meets the link and refuses it
+        export_dataset(str(src), str(ds))
+    assert os.listdir(outside) == []
+    print(f"\n{res.parts_written} parts written into the held directory, none outside")
+
+
 def test_crash_between_parts_then_export_again(tmp_path, monkeypatch):
     src, ds = tmp_path / "logs", str(tmp_path / "ds")
     for k in range(6):
