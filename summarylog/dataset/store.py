@@ -25,7 +25,8 @@ class Store:
     """A dataset's files: parts by (table, key directory, name), and the state."""
 
     def write_part(self, table: str, keydir: str, name: str, data: list[Any]) -> None:
-        """Write the part ``name`` whole: the buffers of ``data`` one after another."""
+        """Write the part ``name`` whole: the buffers of ``data`` one after another
+        (a local store: only inside :meth:`locked`)."""
         raise NotImplementedError
 
     def parts(self) -> Iterator[tuple[str, str, str]]:
@@ -58,8 +59,8 @@ class LocalStore(Store):
         self.dest = dest
         with SideDir(dest):  # dest itself is the user's: a link there is their choice
             pass
-        # while locked (an export), each table's directory stays open: a part then
-        # costs its run directory and its file, not the walk from dest down
+        # while locked (an export writes), each table's directory stays open: a part
+        # then costs its run directory and its file, not the walk from dest down
         self._held: dict[str, SideDir] | None = None
         self._held_lock = threading.Lock()
 
@@ -77,20 +78,14 @@ class LocalStore(Store):
                 d.close()
 
     def write_part(self, table: str, keydir: str, name: str, data: list[Any]) -> None:
-        held = self._table(table)
-        if held is None:
-            with self._dir(table, keydir) as d:
-                d.replace(name, data)
-            return
-        with held.sub(keydir) as run_dir:
+        with self._table(table).sub(keydir) as run_dir:
             run_dir.replace(name, data)
 
-    def _table(self, table: str) -> SideDir | None:
-        """The directory of ``table``, held open until the lock is released (None when
-        the store is not locked)."""
+    def _table(self, table: str) -> SideDir:
+        """The directory of ``table``, held open until the lock is released."""
         with self._held_lock:
             if self._held is None:
-                return None
+                raise RuntimeError("parts are written by an export, inside locked()")
             d = self._held.get(table)
             if d is None:
                 with SideDir(self.dest) as root:

@@ -433,6 +433,9 @@ def test_symlink_planted_during_export_not_followed(tmp_path, monkeypatch):
     assert os.listdir(outside) == []
     assert sorted(os.listdir(moved)) == sorted(f"run_key={run_key(f'r{k}')}" for k in range(3))
     monkeypatch.setattr(store_mod.LocalStore, "write_part", real)
+    with pytest.raises(RuntimeError, match="locked"):  # no directory is held outside one
+        store_mod.LocalStore(str(tmp_path / "ds2")).write_part("scalars", "k", "p", [b""])
+    assert not (tmp_path / "ds2" / "scalars").exists()
     with pytest.raises(OSError):  # the next export meets the link and refuses it
         export_dataset(str(src), str(ds))
     assert os.listdir(outside) == []
