@@ -229,14 +229,14 @@ def _paged(pieces: Pieces) -> list[Pieces]:
     return pages
 
 
-def _segments(columns: dict[int, Any], page: Pieces, ctype: str) -> tuple[Any, Any, int, int]:
+def _segments(columns: list[Any], page: Pieces, ctype: str) -> tuple[Any, Any, int, int]:
     """A page's slices as the encoders take them: pointers, lengths, count, rows."""
     lens = [b - a for _, a, b in page]
     return (ffi.new(f"{ctype} *[]", [columns[i] + a for i, a, _ in page]),
             ffi.new("uint64_t[]", lens), len(page), sum(lens))
 
 
-def _steps(col: ColumnChunk, columns: dict[int, Any], pages: list[Pieces]) -> tuple[bytes, bytes]:
+def _steps(col: ColumnChunk, columns: list[Any], pages: list[Pieces]) -> tuple[bytes, bytes]:
     """The step pages (``columns``: series -> pointer to its steps); the column's min
     and max."""
     lo = hi = None
@@ -255,7 +255,7 @@ def _steps(col: ColumnChunk, columns: dict[int, Any], pages: list[Pieces]) -> tu
     return _st.pack("<q", lo), _st.pack("<q", hi)
 
 
-def _doubles(col: ColumnChunk, columns: dict[int, Any], pages: list[Pieces]
+def _doubles(col: ColumnChunk, columns: list[Any], pages: list[Pieces]
              ) -> tuple[bytes | None, bytes | None]:
     """The pages of a double column (``columns``: series -> pointer to its values);
     its min and max without NaN (none when all are NaN), a zero min written -0.0 and
@@ -292,15 +292,14 @@ def write_scalars(run: str, series: list[tuple[str, Scalars]]) -> list[bytes]:
     names = [arrow_text(tag).encode() for tag, _ in series]
     groups = []
     total = 0
-    # each series' columns as C arrays (the Reader's are already: no copy); a row
-    # group's pages are encoded from its series' slices, never joined into one array
-    arrays = [(np.ascontiguousarray(s.step, np.int64),
-               np.ascontiguousarray(s.wall_time, np.float64),
-               np.ascontiguousarray(s.value, np.float64)) for _, s in series]
+    # each series' columns as C arrays, once (the Reader's are contiguous already: no
+    # copy); a row group's pages are encoded from its series' slices, never joined
+    step = [ffi.from_buffer("int64_t[]", np.ascontiguousarray(s.step, np.int64))
+            for _, s in series]
+    wall, value = ([ffi.from_buffer("double[]", np.ascontiguousarray(s[k], np.float64))
+                    for _, s in series] for k in (1, 2))
     for ordinal, group in enumerate(row_groups([len(s.step) for _, s in series])):
         pages = _paged(group)
-        step, wall, value = ({i: ffi.from_buffer(f"{t}[]", arrays[i][k]) for i, _, _ in group}
-                             for k, t in enumerate(("int64_t", "double", "double")))
         rows, raw = sum(b - a for _, a, b in group), 0
         first, chunks = pos, []
         for name in ("run", "tag", "step", "wall_time", "value"):
